@@ -1,0 +1,600 @@
+import RideModel
+
+/// Settings of the app core (from the config file; defaults suit the simulator).
+public struct AppConfiguration: Sendable, Hashable {
+    public var ride: RideSettings
+    public var countdownSeconds: Int
+    /// Held at least this long, a press is a long press.
+    public var longPressMs: Int64
+    /// A live value older than this is shown as "--" and not recorded.
+    public var liveStaleMs: Int64
+    public var alertDisplayMs: Int64
+    public var runningPageCount: Int
+    public var summaryPageCount: Int
+    /// Sensors expected for a ride, by `SensorRole.rawValue`.
+    public var expectedSensors: [Bool]
+    /// Quantities collected, by `Quantity.rawValue` (a disabled one is neither recorded nor shown).
+    public var enabledQuantities: [Bool]
+    /// Journal raw power values (≈4 Hz) as a quantity series besides the 1 Hz records.
+    public var recordPowerSeries: Bool
+    public var activity: String
+    /// Effects kept between drains.
+    public var outboxCapacity: Int
+
+    public init(ride: RideSettings = RideSettings(),
+                countdownSeconds: Int = 3,
+                longPressMs: Int64 = 1_500,
+                liveStaleMs: Int64 = 3_000,
+                alertDisplayMs: Int64 = 4_000,
+                runningPageCount: Int = 3,
+                summaryPageCount: Int = 3,
+                expectedSensors: [SensorRole] = SensorRole.allCases,
+                disabledQuantities: [Quantity] = [],
+                recordPowerSeries: Bool = true,
+                activity: String = "cycling",
+                outboxCapacity: Int = 256) {
+        self.ride = ride
+        self.countdownSeconds = countdownSeconds
+        self.longPressMs = longPressMs
+        self.liveStaleMs = liveStaleMs
+        self.alertDisplayMs = alertDisplayMs
+        self.runningPageCount = runningPageCount
+        self.summaryPageCount = summaryPageCount
+        var expected = Array(repeating: false, count: SensorRole.allCases.count)
+        for r in expectedSensors { expected[Int(r.rawValue)] = true }
+        self.expectedSensors = expected
+        var enabled = Array(repeating: true, count: Quantity.countMax)
+        for q in disabledQuantities { enabled[q.index] = false }
+        self.enabledQuantities = enabled
+        self.recordPowerSeries = recordPowerSeries
+        self.activity = activity
+        self.outboxCapacity = outboxCapacity
+    }
+}
+
+/// The device as a deterministic state machine (pure: no I/O, no clock; time comes in with
+/// every input). Inputs are buttons, samples, sensor states, ticks and control commands; outputs
+/// are the screen value (`screen`) and effects (`drainEffect()`): journal records, alerts, zone
+/// updates, command replies. Same inputs ⇒ same outputs.
+public struct AppCore: Sendable {
+    public let configuration: AppConfiguration
+    public internal(set) var lifecycle = SessionLifecycle()
+    public internal(set) var builder: RideBuilder?
+    public internal(set) var header: RideHeader?
+    public internal(set) var screen = ScreenModel()
+    public internal(set) var summary: RideSummary?
+    /// The ride was rebuilt from the journal after a crash.
+    public internal(set) var recovered = false
+    /// Ride time lost to crashes (gaps), ms.
+    public internal(set) var gapsMs: Int64 = 0
+    /// Effects dropped because the outbox was full (a bug if ever non-zero: drain after each input).
+    public var effectsDropped: UInt64 { outbox.overwrittenCount }
+    /// Samples ignored because their quantity is disabled.
+    public internal(set) var disabledSamples: UInt64 = 0
+    /// 1 Hz records not taken because a tick came late.
+    public internal(set) var recordsSkipped: UInt64 = 0
+
+    public var state: SessionState { lifecycle.state }
+
+    var outbox: RingBuffer<AppEffect>
+    // Live values from the data source.
+    var liveValue: [Double]
+    var liveInstant: [MonotonicInstant]
+    var liveSeen: [Bool]
+    var sensorStates: [SensorState]
+    // Buttons.
+    var buttonDownAt: [MonotonicInstant?]
+    var longPressFired: [Bool]
+    /// The press already acted when it went down; its release does nothing.
+    var actedOnDown: [Bool]
+    // Countdown, 1 Hz records, overlays.
+    var countdownStart: MonotonicInstant?
+    var nextRecordInstant: MonotonicInstant?
+    var overlayUntil: MonotonicInstant?
+    var runningPage = 0
+    var summaryPage = 0
+    var lastZone: [Int?] = [nil, nil]
+    var wallAnchor: WallClockAnchor?
+    var randomState: UInt64
+    /// Ride instants = device instants + this (non-zero after recovery from a crash).
+    public internal(set) var instantOffsetMs: Int64 = 0
+
+    public init(configuration: AppConfiguration = AppConfiguration(), randomSeed: UInt64) {
+        self.configuration = configuration
+        outbox = RingBuffer(capacity: configuration.outboxCapacity)
+        liveValue = Array(repeating: 0, count: Quantity.countMax)
+        liveInstant = Array(repeating: .zero, count: Quantity.countMax)
+        liveSeen = Array(repeating: false, count: Quantity.countMax)
+        sensorStates = configuration.expectedSensors.map { $0 ? .searching : .notConfigured }
+        buttonDownAt = Array(repeating: nil, count: Button.allCases.count)
+        longPressFired = Array(repeating: false, count: Button.allCases.count)
+        actedOnDown = Array(repeating: false, count: Button.allCases.count)
+        randomState = randomSeed
+        screen.runningPageCount = configuration.runningPageCount
+        screen.sensors = sensorStates
+    }
+
+    // MARK: Effects
+
+    /// The next effect to carry out, oldest first.
+    public mutating func drainEffect() -> AppEffect? { outbox.removeFirst() }
+
+    public var pendingEffectCount: Int { outbox.count }
+
+    mutating func emit(_ effect: AppEffect) { outbox.append(effect) }
+
+    mutating func journal(_ record: RideRecord) { emit(.journal(record)) }
+
+    mutating func reply(_ ok: Bool, _ message: String) {
+        emit(.reply(CommandReply(ok: ok, message: message, state: lifecycle.state)))
+    }
+
+    // MARK: Input
+
+    /// Feeds one input. Afterwards read `screen` and drain the effects.
+    public mutating func handle(_ input: AppInput) {
+        let now = input.instant.advanced(byMs: instantOffsetMs)
+        switch input {
+        case .button(let e): handleButton(e.button, e.edge, at: now)
+        case .sample(var s):
+            s.instant = now
+            handleSample(s)
+        case .sensor(let status, _): handleSensor(status, at: now)
+        case .tick: handleTick(now)
+        case .command(let c, _): handleCommand(c, at: now)
+        case .wallClock(let w, _): handleWallClock(w, at: now)
+        case .storage(let c, _): handleStorage(c, at: now)
+        }
+        refreshScreen(at: now)
+    }
+
+    /// The next instant (device time) at which the core needs a tick: countdown steps, the next
+    /// 1 Hz record, a long-press deadline, an overlay's end. The runtime ticks at least once a
+    /// second anyway.
+    public var nextDeadline: MonotonicInstant? {
+        var d: MonotonicInstant?
+        func consider(_ t: MonotonicInstant?) {
+            guard let t else { return }
+            if d == nil || t < d! { d = t }
+        }
+        if let c = countdownStart, lifecycle.state == .prepared {
+            let elapsed = screenCountdownStep(at: nil)
+            consider(c.advanced(byMs: Int64(elapsed + 1) * 1000))
+        }
+        consider(nextRecordInstant)
+        for b in Button.allCases where !longPressFired[Int(b.rawValue)] && !actedOnDown[Int(b.rawValue)] {
+            if let down = buttonDownAt[Int(b.rawValue)] { consider(down.advanced(byMs: configuration.longPressMs)) }
+        }
+        consider(overlayUntil)
+        return d.map { $0.advanced(byMs: -instantOffsetMs) }
+    }
+
+    private func screenCountdownStep(at now: MonotonicInstant?) -> Int {
+        guard let c = countdownStart else { return 0 }
+        guard let now else {
+            // steps already shown: derived from the screen mode
+            if case .countdown(let n) = screen.mode { return configuration.countdownSeconds - n }
+            return 0
+        }
+        return Int(now.milliseconds(since: c) / 1000)
+    }
+
+    // MARK: Buttons
+
+    /// Buttons whose long press means something in the current state act on release (or at the
+    /// long-press deadline); the others act at once on press.
+    func hasLongPressMeaning(_ b: Button) -> Bool {
+        switch (b, lifecycle.state) {
+        case (.startPause, .paused): true
+        case (.lap, .ended): screen.mode != .confirmDiscard
+        default: false
+        }
+    }
+
+    mutating func handleButton(_ b: Button, _ edge: ButtonEvent.Edge, at now: MonotonicInstant) {
+        let i = Int(b.rawValue)
+        switch edge {
+        case .down:
+            guard buttonDownAt[i] == nil else { return } // repeated down without up: ignore
+            buttonDownAt[i] = now
+            longPressFired[i] = false
+            actedOnDown[i] = !hasLongPressMeaning(b)
+            if actedOnDown[i] { shortPress(b, at: now) }
+        case .up:
+            guard let down = buttonDownAt[i] else { return }
+            buttonDownAt[i] = nil
+            if longPressFired[i] || actedOnDown[i] { return }
+            if now.milliseconds(since: down) >= configuration.longPressMs { longPress(b, at: now) } else { shortPress(b, at: now) }
+        }
+    }
+
+    mutating func checkLongPresses(at now: MonotonicInstant) {
+        for b in Button.allCases {
+            let i = Int(b.rawValue)
+            guard let down = buttonDownAt[i], !longPressFired[i], !actedOnDown[i],
+                  now.milliseconds(since: down) >= configuration.longPressMs else { continue }
+            longPressFired[i] = true
+            longPress(b, at: down.advanced(byMs: configuration.longPressMs))
+        }
+    }
+
+    mutating func shortPress(_ b: Button, at now: MonotonicInstant) {
+        switch (b, lifecycle.state) {
+        case (.startPause, .idle): prepare(at: now, fromCommand: false)
+        case (.startPause, .prepared): cancelCountdown(at: now, fromCommand: false)
+        case (.startPause, .running): pause(at: now, trigger: .manual, fromCommand: false)
+        case (.startPause, .paused): resume(at: now, trigger: .manual, fromCommand: false)
+        case (.startPause, .ended):
+            if screen.mode == .confirmDiscard { deleteSavedRide(at: now) } else { prepare(at: now, fromCommand: false) }
+        case (.lap, .running): lap(at: now, trigger: .manual, fromCommand: false)
+        case (.lap, .paused), (.page, .paused), (.page, .running):
+            runningPage = (runningPage + 1) % max(1, configuration.runningPageCount)
+        case (.lap, .ended):
+            if screen.mode == .confirmDiscard { screen.mode = .summary(page: summaryPage) } else { dismiss(at: now, fromCommand: false) }
+        case (.page, .ended):
+            summaryPage = (summaryPage + 1) % max(1, configuration.summaryPageCount)
+        default: break
+        }
+    }
+
+    mutating func longPress(_ b: Button, at now: MonotonicInstant) {
+        switch (b, lifecycle.state) {
+        case (.startPause, .paused): end(saving: true, at: now, fromCommand: false)
+        case (.lap, .ended): screen.mode = .confirmDiscard
+        default: shortPress(b, at: now)
+        }
+    }
+
+    // MARK: Commands
+
+    mutating func handleCommand(_ c: ControlCommand, at now: MonotonicInstant) {
+        switch c {
+        case .start: prepare(at: now, fromCommand: true)
+        case .pause: pause(at: now, trigger: .remote, fromCommand: true)
+        case .resume: resume(at: now, trigger: .remote, fromCommand: true)
+        case .lap: lap(at: now, trigger: .remote, fromCommand: true)
+        case .end:
+            if lifecycle.state == .prepared { cancelCountdown(at: now, fromCommand: true) } else { end(saving: true, at: now, fromCommand: true) }
+        case .discard:
+            switch lifecycle.state {
+            case .prepared: cancelCountdown(at: now, fromCommand: true)
+            case .ended: deleteSavedRide(at: now); reply(true, "ride deleted")
+            default: end(saving: false, at: now, fromCommand: true)
+            }
+        case .dismiss: dismiss(at: now, fromCommand: true)
+        case .marker(let kind, let value): marker(kind, value: value, at: now)
+        case .nextPage:
+            runningPage = (runningPage + 1) % max(1, configuration.runningPageCount)
+            reply(true, "page \(runningPage + 1)")
+        }
+    }
+
+    /// Applies a lifecycle action, or reports the refusal (reply for commands, overlay for
+    /// buttons). Returns whether it was applied.
+    mutating func transition(_ action: SessionAction, at now: MonotonicInstant, fromCommand: Bool) -> Bool {
+        do {
+            try lifecycle.apply(action, at: now)
+            return true
+        } catch {
+            if fromCommand { reply(false, error.description) }
+            if case .rideAlreadyInProgress = error { showOverlay(.rideInProgress, at: now) }
+            return false
+        }
+    }
+
+    mutating func prepare(at now: MonotonicInstant, fromCommand: Bool) {
+        if lifecycle.state == .ended { _ = transition(.dismiss, at: now, fromCommand: false) }
+        guard transition(.prepare, at: now, fromCommand: fromCommand) else { return }
+        countdownStart = now
+        summary = nil
+        screen.summary = nil
+        screen.recovered = false
+        recovered = false
+        if fromCommand { reply(true, "countdown started: the ride starts in \(configuration.countdownSeconds) s") }
+    }
+
+    mutating func cancelCountdown(at now: MonotonicInstant, fromCommand: Bool) {
+        guard transition(.cancel, at: now, fromCommand: fromCommand) else { return }
+        countdownStart = nil
+        if fromCommand { reply(true, "countdown cancelled") }
+    }
+
+    mutating func beginRide(at start: MonotonicInstant) {
+        guard transition(.start, at: start, fromCommand: false) else { return }
+        countdownStart = nil
+        let id = RideID(random: nextRandom(), nextRandom())
+        let anchor = (wallAnchor ?? WallClockAnchor(monotonic: .zero, wall: WallClockTime(unixMs: 0, trusted: false)))
+        let startAnchor = WallClockAnchor(monotonic: start, wall: anchor.wallTime(at: start))
+        let h = RideHeader(rideID: id, anchor: startAnchor, settings: configuration.ride, activity: configuration.activity)
+        header = h
+        var b = RideBuilder(settings: configuration.ride)
+        try? b.start(at: start)
+        builder = b
+        gapsMs = 0
+        runningPage = 0
+        lastZone = [nil, nil]
+        nextRecordInstant = start.advanced(byMs: 1000)
+        journal(.header(h))
+        journal(.event(RideEvent(.start, at: start)))
+        emit(.syncJournal)
+    }
+
+    mutating func pause(at now: MonotonicInstant, trigger: Trigger, fromCommand: Bool) {
+        guard transition(.pause, at: now, fromCommand: fromCommand) else { return }
+        try? builder?.pause(at: now, trigger: trigger)
+        journal(.event(RideEvent(.pause, at: now, trigger: trigger)))
+        emit(.syncJournal)
+        if fromCommand { reply(true, "paused") }
+    }
+
+    mutating func resume(at now: MonotonicInstant, trigger: Trigger, fromCommand: Bool) {
+        guard transition(.resume, at: now, fromCommand: fromCommand) else { return }
+        try? builder?.resume(at: now, trigger: trigger)
+        journal(.event(RideEvent(.resume, at: now, trigger: trigger)))
+        emit(.syncJournal)
+        if fromCommand { reply(true, "resumed") }
+    }
+
+    mutating func lap(at now: MonotonicInstant, trigger: Trigger, fromCommand: Bool) {
+        guard transition(.lap, at: now, fromCommand: fromCommand) else { return }
+        do {
+            try builder?.lap(at: now, trigger: trigger)
+        } catch {
+            if fromCommand { reply(false, "lap not recorded: \(error)") }
+            return
+        }
+        journal(.event(RideEvent(.lap, at: now, trigger: trigger)))
+        emit(.syncJournal)
+        if fromCommand { reply(true, "lap \(builder?.laps.count ?? 0)") }
+    }
+
+    mutating func marker(_ kind: RideEvent.MarkerKind, value: Int64, at now: MonotonicInstant) {
+        guard lifecycle.state == .running || lifecycle.state == .paused else {
+            reply(false, "no ride in progress: a marker needs a running or paused ride")
+            return
+        }
+        let e = RideEvent(.marker, at: now, markerKind: kind, value: value)
+        do {
+            try builder?.mark(e)
+        } catch {
+            reply(false, "marker not recorded: \(error)")
+            return
+        }
+        journal(.event(e))
+        emit(.syncJournal)
+        reply(true, "marker recorded")
+    }
+
+    /// Stops the ride and saves or discards it.
+    mutating func end(saving: Bool, at now: MonotonicInstant, fromCommand: Bool) {
+        guard transition(.stop, at: now, fromCommand: fromCommand) else { return }
+        try? builder?.stop(at: now)
+        journal(.event(RideEvent(.stop, at: now)))
+        _ = transition(saving ? .save : .discard, at: now, fromCommand: false)
+        journal(.finished(saved: saving, at: now))
+        emit(.syncJournal)
+        finishRide(saved: saving, at: now)
+        if fromCommand { reply(true, saving ? "ride ended and saved" : "ride ended and discarded") }
+    }
+
+    mutating func finishRide(saved: Bool, at now: MonotonicInstant) {
+        nextRecordInstant = nil
+        summaryPage = 0
+        summary = builder.map { Self.makeSummary($0, header: header!, saved: saved, recovered: recovered, at: now) }
+        screen.summary = summary
+        if let h = header { emit(.rideFinished(h.rideID, saved: saved)) }
+        showOverlay(saved ? .rideSaved : .rideDiscarded, at: now)
+    }
+
+    mutating func deleteSavedRide(at now: MonotonicInstant) {
+        guard lifecycle.state == .ended, let h = header, summary?.saved == true else { return }
+        summary?.saved = false
+        screen.summary = summary
+        screen.mode = .summary(page: summaryPage)
+        emit(.rideDeleted(h.rideID))
+        showOverlay(.rideDiscarded, at: now)
+    }
+
+    mutating func dismiss(at now: MonotonicInstant, fromCommand: Bool) {
+        guard transition(.dismiss, at: now, fromCommand: fromCommand) else { return }
+        if fromCommand { reply(true, "summary dismissed") }
+    }
+
+    static func makeSummary(_ b: RideBuilder, header: RideHeader, saved: Bool?, recovered: Bool, at now: MonotonicInstant) -> RideSummary {
+        let r = b.ride
+        return RideSummary(
+            rideID: header.rideID, saved: saved,
+            timerTimeMs: b.timerTimeMs(at: now), elapsedTimeMs: b.elapsedTimeMs(at: now),
+            distanceM: r[.distance].hasData ? r.distanceM : nil,
+            averageSpeedMps: r.averageSpeedMps, maxSpeedMps: r[.speed].max,
+            averageHeartRate: r[.heartRate].average, maxHeartRate: r[.heartRate].max,
+            averagePowerW: r[.power].average, maxPowerW: r[.power].max,
+            normalizedPowerW: b.normalizedPowerW,
+            averageCadence: r[.cadence].average, maxCadence: r[.cadence].max,
+            lapCount: b.laps.count,
+            heartRateZoneTimes: b.heartRateZoneTimes, powerZoneTimes: b.powerZoneTimes,
+            recovered: recovered)
+    }
+
+    // MARK: Samples, sensors, clock, storage
+
+    mutating func handleSample(_ s: Sample) {
+        let q = s.quantity.index
+        guard configuration.enabledQuantities[q] else { disabledSamples &+= 1; return }
+        guard s.value.isFinite else { return }
+        liveValue[q] = s.value
+        liveInstant[q] = s.instant
+        liveSeen[q] = true
+        let collecting = lifecycle.state == .running || lifecycle.state == .paused
+        if collecting && (s.quantity == .rrInterval || (s.quantity == .power && configuration.recordPowerSeries)) {
+            journal(.series(s))
+        }
+    }
+
+    mutating func handleSensor(_ status: SensorStatus, at now: MonotonicInstant) {
+        let i = Int(status.role.rawValue)
+        let old = sensorStates[i]
+        sensorStates[i] = status.state
+        screen.sensors[i] = status.state
+        let riding = lifecycle.state == .running || lifecycle.state == .paused
+        if riding && old == .connected && status.state == .lost { showOverlay(.sensorLost(status.role), at: now) }
+        if riding && old == .lost && status.state == .connected { showOverlay(.sensorBack(status.role), at: now) }
+    }
+
+    mutating func handleWallClock(_ w: WallClockTime, at now: MonotonicInstant) {
+        let updated = wallAnchor.map { $0.updated(observed: w, at: now) } ?? WallClockAnchor(monotonic: now, wall: w)
+        let changed = updated != wallAnchor
+        wallAnchor = updated
+        if changed, header != nil, lifecycle.state.isRideInProgress { journal(.wallClock(updated)) }
+    }
+
+    mutating func handleStorage(_ c: StorageCondition, at now: MonotonicInstant) {
+        guard c != screen.storage else { return }
+        screen.storage = c
+        switch c {
+        case .ok: break
+        case .low: showOverlay(.lowStorage, at: now)
+        case .full: showOverlay(.storageFull, at: now)
+        case .failing: showOverlay(.storageError, at: now)
+        }
+    }
+
+    mutating func showOverlay(_ alert: Alert, at now: MonotonicInstant) {
+        screen.overlay = alert
+        overlayUntil = now.advanced(byMs: configuration.alertDisplayMs)
+        emit(.alert(alert))
+    }
+
+    // MARK: Ticks
+
+    mutating func handleTick(_ now: MonotonicInstant) {
+        checkLongPresses(at: now)
+        if lifecycle.state == .prepared, let c = countdownStart {
+            let end = c.advanced(byMs: Int64(configuration.countdownSeconds) * 1000)
+            if now >= end { beginRide(at: end) }
+        }
+        if let due = nextRecordInstant, now >= due, let start = builder?.startInstant {
+            let aligned = start.advanced(byMs: (now.milliseconds(since: start) / 1000) * 1000)
+            let missed = aligned.milliseconds(since: due) / 1000
+            if missed > 0 { recordsSkipped &+= UInt64(missed) }
+            takeRecord(at: aligned)
+            nextRecordInstant = aligned.advanced(byMs: 1000)
+        }
+        builder?.advance(to: now)
+        if let until = overlayUntil, now >= until {
+            screen.overlay = nil
+            overlayUntil = nil
+        }
+    }
+
+    /// The 1 Hz record: every enabled quantity with a fresh live value, as a sample at `instant`,
+    /// into the builder and the journal.
+    mutating func takeRecord(at instant: MonotonicInstant) {
+        guard builder != nil else { return }
+        for q in Quantity.allCases where q != .rrInterval {
+            guard let v = freshLiveValue(q, at: instant) else { continue }
+            let s = Sample(q, v, at: instant, origin: q == .distance || q == .energy ? .generated : .measured)
+            do {
+                try builder!.add(s)
+                journal(.sample(s))
+            } catch {
+                continue
+            }
+        }
+        checkZoneChanges(at: instant)
+    }
+
+    func freshLiveValue(_ q: Quantity, at now: MonotonicInstant) -> Double? {
+        let i = q.index
+        guard liveSeen[i], configuration.enabledQuantities[i] else { return nil }
+        let age = now.milliseconds(since: liveInstant[i])
+        guard age <= configuration.liveStaleMs else { return nil }
+        return liveValue[i]
+    }
+
+    mutating func checkZoneChanges(at instant: MonotonicInstant) {
+        guard let b = builder, lifecycle.state == .running else { return }
+        for (slot, q) in [(0, Quantity.heartRate), (1, Quantity.power)] {
+            let z = b.currentZone(q)
+            if z != lastZone[slot] {
+                let lap = b.currentLap
+                emit(.zoneUpdate(ZoneUpdate(
+                    quantity: q, zone: z, previousZone: lastZone[slot],
+                    rideZoneTimes: q == .heartRate ? b.heartRateZoneTimes : b.powerZoneTimes,
+                    lapZoneTimes: (q == .heartRate ? lap?.heartRateZoneTimes : lap?.powerZoneTimes) ?? ZoneTimes(zoneCount: 0),
+                    lastSampleInstant: instant)))
+                lastZone[slot] = z
+            }
+        }
+    }
+
+    // MARK: Screen
+
+    mutating func refreshScreen(at now: MonotonicInstant) {
+        switch lifecycle.state {
+        case .idle: screen.mode = .idle
+        case .prepared:
+            let step = countdownStart.map { Int(now.milliseconds(since: $0) / 1000) } ?? 0
+            screen.mode = .countdown(max(1, configuration.countdownSeconds - step))
+        case .running: screen.mode = .running(page: runningPage)
+        case .paused: screen.mode = .paused
+        case .stopped, .ended:
+            if screen.mode != .confirmDiscard { screen.mode = .summary(page: summaryPage) }
+        }
+        screen.recovered = recovered
+        guard let b = builder, lifecycle.state == .running || lifecycle.state == .paused else {
+            for m in 0..<Metric.countMax { screen.metrics[m] = nil }
+            if lifecycle.state == .prepared || lifecycle.state == .idle {
+                screen.timerMs = 0
+                screen.elapsedMs = 0
+                screen.lapTimerMs = 0
+                screen.lapNumber = 0
+            }
+            // The idle screen still shows live sensor readings.
+            if lifecycle.state == .idle || lifecycle.state == .prepared {
+                screen[.heartRate] = freshLiveValue(.heartRate, at: now)
+                screen[.power] = freshLiveValue(.power, at: now)
+                screen[.speed] = freshLiveValue(.speed, at: now)
+                screen[.cadence] = freshLiveValue(.cadence, at: now)
+            }
+            return
+        }
+        screen.timerMs = b.timerTimeMs(at: now)
+        screen.elapsedMs = b.elapsedTimeMs(at: now)
+        screen.lapTimerMs = b.lapTimerTimeMs(at: now)
+        screen.lapNumber = b.laps.count
+        let r = b.ride
+        let lap = b.currentLap?.statistics
+        let live = lifecycle.state == .running
+        screen[.speed] = live ? freshLiveValue(.speed, at: now) : nil
+        screen[.heartRate] = live ? freshLiveValue(.heartRate, at: now) : nil
+        screen[.power] = live ? freshLiveValue(.power, at: now) : nil
+        screen[.cadence] = live ? freshLiveValue(.cadence, at: now) : nil
+        screen[.distance] = r[.distance].hasData ? r.distanceM : nil
+        screen[.averageSpeed] = r.averageSpeedMps
+        screen[.maxSpeed] = r[.speed].max
+        screen[.averageHeartRate] = r[.heartRate].average
+        screen[.maxHeartRate] = r[.heartRate].max
+        screen[.averagePower] = r[.power].average
+        screen[.maxPower] = r[.power].max
+        screen[.normalizedPower] = b.normalizedPowerW
+        screen[.averageCadence] = r[.cadence].average
+        screen[.heartRateZone] = live ? b.currentZone(.heartRate).map { Double($0 + 1) } : nil
+        screen[.powerZone] = live ? b.currentZone(.power).map { Double($0 + 1) } : nil
+        screen[.lapDistance] = (lap?[.distance].hasData ?? false) ? lap?.distanceM : nil
+        screen[.lapAveragePower] = lap?[.power].average
+        screen[.lapAverageSpeed] = lap?.averageSpeedMps
+        screen[.lapAverageHeartRate] = lap?[.heartRate].average
+    }
+
+    // MARK: Randomness (ride ids)
+
+    /// splitmix64: deterministic from the seed, so the simulator's outputs repeat exactly.
+    mutating func nextRandom() -> UInt64 {
+        randomState &+= 0x9E37_79B9_7F4A_7C15
+        var z = randomState
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,75 @@
+import RideModel
+
+/// Alerts shown as an overlay over the current screen.
+public enum Alert: Sendable, Hashable, CustomStringConvertible {
+    case sensorLost(SensorRole)
+    case sensorBack(SensorRole)
+    /// Out of the target zone: the quantity and whether above (true) or below it.
+    case zoneDrift(Quantity, above: Bool)
+    case backInZone(Quantity)
+    case lowStorage
+    case storageFull
+    case storageError
+    case rideRecovered
+    case rideInProgress
+    case rideSaved
+    case rideDiscarded
+
+    public var description: String {
+        switch self {
+        case .sensorLost(let r): "\(r) LOST"
+        case .sensorBack(let r): "\(r) BACK"
+        case .zoneDrift(let q, let above): "\(q == .power ? "PWR" : "HR") \(above ? "HIGH" : "LOW")"
+        case .backInZone(let q): "\(q == .power ? "PWR" : "HR") IN ZONE"
+        case .lowStorage: "STORAGE LOW"
+        case .storageFull: "STORAGE FULL"
+        case .storageError: "STORAGE ERROR"
+        case .rideRecovered: "RIDE RECOVERED"
+        case .rideInProgress: "RIDE IN PROGRESS"
+        case .rideSaved: "RIDE SAVED"
+        case .rideDiscarded: "RIDE DISCARDED"
+        }
+    }
+
+    /// Whether a buzzer/LED line should pulse for it.
+    public var sounds: Bool {
+        switch self {
+        case .sensorLost, .zoneDrift, .storageFull, .storageError: true
+        default: false
+        }
+    }
+}
+
+/// A live zone update: emitted whenever the current zone of heart rate or power changes.
+public struct ZoneUpdate: Sendable, Hashable {
+    public var quantity: Quantity
+    /// 0-based zones; nil when there is no current value.
+    public var zone: Int?
+    public var previousZone: Int?
+    public var rideZoneTimes: ZoneTimes
+    public var lapZoneTimes: ZoneTimes
+    /// Instant of the last sample processed.
+    public var lastSampleInstant: MonotonicInstant
+}
+
+/// The answer to a control command.
+public struct CommandReply: Sendable, Hashable {
+    public var ok: Bool
+    public var message: String
+    public var state: SessionState
+}
+
+/// What the app core asks the outside world to do. The runtime drains these after each input,
+/// in order: journal records first (durable before the screen confirms), then the rest.
+public enum AppEffect: Sendable, Hashable {
+    case journal(RideRecord)
+    /// Make everything journaled so far durable now (state transitions).
+    case syncJournal
+    case alert(Alert)
+    case zoneUpdate(ZoneUpdate)
+    case reply(CommandReply)
+    /// The ride ended: write its file (saved) or drop it (discarded).
+    case rideFinished(RideID, saved: Bool)
+    /// A saved ride was discarded afterwards from the summary screen.
+    case rideDeleted(RideID)
+}

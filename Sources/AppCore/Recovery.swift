@@ -1,0 +1,113 @@
+import RideModel
+
+/// Crash recovery (workout-model.md §5): a fresh app core replays the journaled records of the
+/// interrupted ride, then `finishRecovery` re-attaches it to the device's clock. No effects are
+/// emitted while replaying: the records are already durable.
+extension AppCore {
+    /// Applies one journaled record. Records must come in journal order.
+    public mutating func replay(_ record: RideRecord) {
+        switch record {
+        case .header(let h):
+            header = h
+            builder = RideBuilder(settings: h.settings)
+            wallAnchor = h.anchor
+            lifecycle = SessionLifecycle(restoring: .prepared, lastTransition: nil)
+        case .event(let e):
+            replayEvent(e)
+        case .sample(let s):
+            try? builder?.add(s)
+            if let start = builder?.startInstant {
+                let aligned = start.advanced(byMs: (s.instant.milliseconds(since: start) / 1000) * 1000)
+                nextRecordInstant = aligned.advanced(byMs: 1000)
+            }
+        case .series:
+            break
+        case .wallClock(let a):
+            wallAnchor = a
+        case .finished(let saved, let at):
+            lifecycle = SessionLifecycle(restoring: .ended, lastTransition: at)
+            summary = builder.flatMap { b in header.map { Self.makeSummary(b, header: $0, saved: saved, recovered: recovered, at: at) } }
+            screen.summary = summary
+            nextRecordInstant = nil
+        case .metadata(let k, let v):
+            builder?.setMetadata(k, v)
+        }
+    }
+
+    private mutating func replayEvent(_ e: RideEvent) {
+        switch e.kind {
+        case .start:
+            try? builder?.start(at: e.instant)
+            lifecycle = SessionLifecycle(restoring: .running, lastTransition: e.instant)
+            nextRecordInstant = e.instant.advanced(byMs: 1000)
+        case .pause:
+            try? builder?.pause(at: e.instant, trigger: e.trigger)
+            lifecycle = SessionLifecycle(restoring: .paused, lastTransition: e.instant)
+        case .resume:
+            try? builder?.resume(at: e.instant, trigger: e.trigger)
+            lifecycle = SessionLifecycle(restoring: .running, lastTransition: e.instant)
+        case .lap:
+            try? builder?.lap(at: e.instant, trigger: e.trigger)
+        case .stop:
+            try? builder?.stop(at: e.instant)
+            lifecycle = SessionLifecycle(restoring: .stopped, lastTransition: e.instant)
+        case .marker:
+            try? builder?.mark(e)
+        case .gap:
+            try? builder?.mark(e)
+            gapsMs += e.value
+            recovered = true
+        }
+    }
+
+    /// The newest instant the replayed ride knows of.
+    public var lastReplayedInstant: MonotonicInstant? {
+        guard let b = builder else { return nil }
+        var t = b.lastEventInstant
+        if let r = nextRecordInstant {
+            let lastRecord = r.advanced(byMs: -1000)
+            if t == nil || lastRecord > t! { t = lastRecord }
+        }
+        return t
+    }
+
+    /// Ends the replay: `deviceNow` is the device's monotonic clock now (it restarted at boot),
+    /// `gapMs` how long the device was down (from a trusted wall clock, else 0). Records the gap,
+    /// maps device time onto the ride's time line, and shows "ride recovered".
+    /// A stopped ride that was never saved is saved now (its data is all there).
+    public mutating func finishRecovery(deviceNow: MonotonicInstant, gapMs: Int64) {
+        guard let last = lastReplayedInstant else { return }
+        let gap = max(0, gapMs)
+        let rideNow = last.advanced(byMs: gap)
+        instantOffsetMs = rideNow.milliseconds - deviceNow.milliseconds
+        recovered = true
+        screen.recovered = true
+        switch lifecycle.state {
+        case .running, .paused:
+            let e = RideEvent(.gap, at: last, value: gap)
+            try? builder?.mark(e)
+            gapsMs += gap
+            journal(.event(e))
+            emit(.syncJournal)
+            if let start = builder?.startInstant {
+                let aligned = start.advanced(byMs: (rideNow.milliseconds(since: start) / 1000) * 1000)
+                nextRecordInstant = aligned.advanced(byMs: 1000)
+            }
+            showOverlay(.rideRecovered, at: rideNow)
+        case .stopped:
+            _ = transition(.save, at: last, fromCommand: false)
+            journal(.finished(saved: true, at: last))
+            emit(.syncJournal)
+            finishRide(saved: true, at: last)
+            showOverlay(.rideRecovered, at: rideNow)
+        case .prepared:
+            // The ride header was written but not the start: nothing to recover.
+            lifecycle = SessionLifecycle()
+            builder = nil
+            header = nil
+        case .idle, .ended:
+            break
+        }
+        refreshScreen(at: rideNow)
+    }
+}

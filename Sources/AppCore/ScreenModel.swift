@@ -1,0 +1,114 @@
+import RideModel
+
+/// Metrics a screen field can show. Layouts (in the Screens module) are lists of these.
+public enum Metric: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case speed = 0, averageSpeed, maxSpeed, distance
+    case heartRate, averageHeartRate, maxHeartRate, heartRateZone
+    case power, averagePower, maxPower, normalizedPower, powerZone
+    case cadence, averageCadence
+    case lapDistance, lapAveragePower, lapAverageSpeed, lapAverageHeartRate
+
+    public static let countMax = 19
+
+    public var description: String {
+        switch self {
+        case .speed: "speed"
+        case .averageSpeed: "avg_speed"
+        case .maxSpeed: "max_speed"
+        case .distance: "distance"
+        case .heartRate: "heart_rate"
+        case .averageHeartRate: "avg_heart_rate"
+        case .maxHeartRate: "max_heart_rate"
+        case .heartRateZone: "hr_zone"
+        case .power: "power"
+        case .averagePower: "avg_power"
+        case .maxPower: "max_power"
+        case .normalizedPower: "np"
+        case .powerZone: "power_zone"
+        case .cadence: "cadence"
+        case .averageCadence: "avg_cadence"
+        case .lapDistance: "lap_distance"
+        case .lapAveragePower: "lap_avg_power"
+        case .lapAverageSpeed: "lap_avg_speed"
+        case .lapAverageHeartRate: "lap_avg_heart_rate"
+        }
+    }
+}
+
+/// What the screen must show.
+public enum ScreenMode: Sendable, Hashable, CustomStringConvertible {
+    case idle
+    /// Seconds left: 3, 2, 1.
+    case countdown(Int)
+    /// Data page k (0-based).
+    case running(page: Int)
+    case paused
+    /// Summary page k (0-based).
+    case summary(page: Int)
+    /// "Discard ride?" confirmation on the summary.
+    case confirmDiscard
+
+    public var description: String {
+        switch self {
+        case .idle: "idle"
+        case .countdown(let n): "countdown \(n)"
+        case .running(let p): "running page \(p + 1)"
+        case .paused: "paused"
+        case .summary(let p): "summary page \(p + 1)"
+        case .confirmDiscard: "confirm discard"
+        }
+    }
+}
+
+/// The finished ride's figures, for the summary screen (built once at the stop).
+public struct RideSummary: Sendable, Hashable {
+    public var rideID: RideID
+    public var saved: Bool?
+    public var timerTimeMs: Int64
+    public var elapsedTimeMs: Int64
+    public var distanceM: Double?
+    public var averageSpeedMps: Double?
+    public var maxSpeedMps: Double?
+    public var averageHeartRate: Double?
+    public var maxHeartRate: Double?
+    public var averagePowerW: Double?
+    public var maxPowerW: Double?
+    public var normalizedPowerW: Double?
+    public var averageCadence: Double?
+    public var maxCadence: Double?
+    public var lapCount: Int
+    public var heartRateZoneTimes: ZoneTimes
+    public var powerZoneTimes: ZoneTimes
+    public var recovered: Bool
+}
+
+/// The screen value: everything the renderer needs, and nothing it must compute. Updated in
+/// place by the app core (no allocation per update).
+public struct ScreenModel: Sendable, Hashable {
+    public var mode: ScreenMode = .idle
+    public var timerMs: Int64 = 0
+    public var elapsedMs: Int64 = 0
+    public var lapTimerMs: Int64 = 0
+    /// 1-based number of the current lap.
+    public var lapNumber: Int = 0
+    /// Metric values indexed by `Metric.rawValue`; nil = no live data ("--").
+    public var metrics: [Double?] = Array(repeating: nil, count: Metric.countMax)
+    /// Sensor states indexed by `SensorRole.rawValue`.
+    public var sensors: [SensorState] = Array(repeating: .notConfigured, count: SensorRole.allCases.count)
+    public var overlay: Alert?
+    public var storage: StorageCondition = .ok
+    /// The ride on screen was recovered after a crash.
+    public var recovered = false
+    public var summary: RideSummary?
+    /// Number of running data pages (for "1/3" indicators).
+    public var runningPageCount = 3
+
+    public init() {}
+
+    @inlinable public subscript(metric: Metric) -> Double? {
+        get { metrics[Int(metric.rawValue)] }
+        set { metrics[Int(metric.rawValue)] = newValue }
+    }
+
+    public func sensor(_ role: SensorRole) -> SensorState { sensors[Int(role.rawValue)] }
+}

@@ -1,0 +1,1 @@
+// BoardIO: epoll run loop, timers, signals, sockets and files (issue 6).

@@ -1,0 +1,1 @@
+// Journal: the flash journal format and recovery (issue 5).

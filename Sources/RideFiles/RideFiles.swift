@@ -1,0 +1,1 @@
+// RideFiles: FIT, GPX and TCX encoders (issue 8).

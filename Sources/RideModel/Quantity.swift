@@ -1,0 +1,102 @@
+/// What a sample measures. Units are fixed per quantity and named in `unit`.
+public enum Quantity: UInt8, CaseIterable, Sendable, Hashable, CustomStringConvertible {
+    case heartRate = 0        // bpm
+    case power = 1            // W
+    case cadence = 2          // rpm
+    case speed = 3            // m/s
+    case distance = 4         // m, cumulative reading of a counter (not per-sample increments)
+    case rrInterval = 5       // s
+    case pedalBalanceRight = 6 // % of power from the right pedal
+    case torqueEffectivenessLeft = 7  // %
+    case torqueEffectivenessRight = 8 // %
+    case pedalSmoothnessLeft = 9      // % (or combined, when only one is reported)
+    case pedalSmoothnessRight = 10    // %
+    case energy = 11          // kJ, cumulative
+    case battery = 12         // %
+    case altitude = 13        // m
+    case latitude = 14        // degrees
+    case longitude = 15       // degrees
+    case temperature = 16     // °C
+
+    /// Number of quantities; arrays indexed by `rawValue` have this many slots.
+    public static let countMax = 17
+
+    @inlinable public var index: Int { Int(rawValue) }
+
+    public var unit: String {
+        switch self {
+        case .heartRate: "bpm"
+        case .power: "W"
+        case .cadence: "rpm"
+        case .speed: "m/s"
+        case .distance: "m"
+        case .rrInterval: "s"
+        case .pedalBalanceRight, .torqueEffectivenessLeft, .torqueEffectivenessRight,
+             .pedalSmoothnessLeft, .pedalSmoothnessRight, .battery: "%"
+        case .energy: "kJ"
+        case .altitude: "m"
+        case .latitude, .longitude: "deg"
+        case .temperature: "C"
+        }
+    }
+
+    /// A cumulative counter (distance, energy): its statistics are totals of increments, not
+    /// averages of readings.
+    public var isCumulative: Bool { self == .distance || self == .energy }
+
+    /// Bucketed in the interval table (the quantities charts are drawn from).
+    public var isCharted: Bool {
+        switch self {
+        case .heartRate, .power, .cadence, .speed, .altitude: true
+        default: false
+        }
+    }
+
+    /// snake_case name used in JSON and docs.
+    public var name: String {
+        switch self {
+        case .heartRate: "heart_rate"
+        case .power: "power"
+        case .cadence: "cadence"
+        case .speed: "speed"
+        case .distance: "distance"
+        case .rrInterval: "rr_interval"
+        case .pedalBalanceRight: "pedal_balance_right"
+        case .torqueEffectivenessLeft: "torque_effectiveness_left"
+        case .torqueEffectivenessRight: "torque_effectiveness_right"
+        case .pedalSmoothnessLeft: "pedal_smoothness_left"
+        case .pedalSmoothnessRight: "pedal_smoothness_right"
+        case .energy: "energy"
+        case .battery: "battery"
+        case .altitude: "altitude"
+        case .latitude: "latitude"
+        case .longitude: "longitude"
+        case .temperature: "temperature"
+        }
+    }
+
+    public var description: String { name }
+}
+
+/// Where a value came from: a sensor measured it, or the device computed it (distance from wheel
+/// revolutions, speed from distance, energy from power).
+public enum SampleOrigin: UInt8, Sendable, Hashable {
+    case measured = 0
+    case generated = 1
+}
+
+/// One typed value with its timestamp.
+public struct Sample: Sendable, Hashable {
+    public var quantity: Quantity
+    public var value: Double
+    public var instant: MonotonicInstant
+    public var origin: SampleOrigin
+
+    @inlinable
+    public init(_ quantity: Quantity, _ value: Double, at instant: MonotonicInstant, origin: SampleOrigin = .measured) {
+        self.quantity = quantity
+        self.value = value
+        self.instant = instant
+        self.origin = origin
+    }
+}

@@ -1,0 +1,85 @@
+/// A ride's identity: a random (version 4) UUID, generated from bytes the caller supplies so the
+/// model stays pure and the simulator stays deterministic.
+public struct RideID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public var high: UInt64
+    public var low: UInt64
+
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// A version-4 UUID from 128 random bits.
+    public init(random high: UInt64, _ low: UInt64) {
+        self.high = (high & ~0xF000) | 0x4000                  // version 4
+        self.low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000 // variant 10
+    }
+
+    public static func < (a: Self, b: Self) -> Bool { (a.high, a.low) < (b.high, b.low) }
+
+    /// The canonical 8-4-4-4-12 lowercase form.
+    public var description: String {
+        func hex(_ v: UInt64, _ digits: Int) -> String {
+            let s = String(v, radix: 16)
+            return String(repeating: "0", count: max(0, digits - s.count)) + s
+        }
+        return hex(high >> 32, 8) + "-" + hex((high >> 16) & 0xFFFF, 4) + "-" + hex(high & 0xFFFF, 4) + "-"
+            + hex(low >> 48, 4) + "-" + hex(low & 0xFFFF_FFFF_FFFF, 12)
+    }
+
+    /// Parses the canonical form (hyphens optional).
+    public init?(_ text: String) {
+        let hexDigits = text.filter { $0 != "-" }
+        guard hexDigits.count == 32,
+              let h = UInt64(hexDigits.prefix(16), radix: 16),
+              let l = UInt64(hexDigits.suffix(16), radix: 16) else { return nil }
+        high = h
+        low = l
+    }
+}
+
+/// What the ride needs to be rebuilt, written when the ride starts.
+public struct RideHeader: Sendable, Hashable {
+    public var rideID: RideID
+    /// Monotonic start instant and the wall clock then (trusted or not).
+    public var anchor: WallClockAnchor
+    public var settings: RideSettings
+    /// Activity name, e.g. "cycling_road".
+    public var activity: String
+
+    public init(rideID: RideID, anchor: WallClockAnchor, settings: RideSettings, activity: String = "cycling") {
+        self.rideID = rideID
+        self.anchor = anchor
+        self.settings = settings
+        self.activity = activity
+    }
+}
+
+/// A fact of the ride the app core asks to make durable, in the order it happened. Replaying
+/// the records of a ride into a fresh app core rebuilds the ride exactly (crash recovery).
+public enum RideRecord: Sendable, Hashable {
+    /// The ride began (at the end of the countdown).
+    case header(RideHeader)
+    /// start, pause, resume, lap, stop, marker, gap.
+    case event(RideEvent)
+    /// A 1 Hz sample: counted into the ride's statistics.
+    case sample(Sample)
+    /// A high-frequency value (RR interval, raw power) kept as a quantity series for analysis;
+    /// not counted into statistics (the 1 Hz samples are).
+    case series(Sample)
+    /// The wall clock was re-anchored (e.g. NTP sync after boot).
+    case wallClock(WallClockAnchor)
+    /// The stopped ride was saved (true) or discarded (false).
+    case finished(saved: Bool, at: MonotonicInstant)
+    /// A metadata fact (bike, firmware version, sensor identities).
+    case metadata(key: String, value: String)
+
+    /// A state change must be durable before the screen confirms it; samples may wait for the
+    /// next group commit (at most one second).
+    public var mustBeDurableAtOnce: Bool {
+        switch self {
+        case .sample, .series, .metadata: false
+        case .header, .event, .wallClock, .finished: true
+        }
+    }
+}

@@ -1,0 +1,94 @@
+/// Why a zone configuration was refused.
+public enum ZoneConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    case empty
+    case tooMany(count: Int, max: Int)
+    case negative(Double)
+    case notIncreasing(index: Int, previous: Double, value: Double)
+    case unsupportedQuantity(Quantity)
+    case namesMismatch(names: Int, zones: Int)
+
+    public var description: String {
+        switch self {
+        case .empty: "a zone configuration needs at least one boundary"
+        case .tooMany(let c, let m): "\(c) boundaries given; at most \(m) are allowed (\(m + 1) zones)"
+        case .negative(let v): "boundary \(v) is negative; boundaries must be ≥ 0"
+        case .notIncreasing(let i, let p, let v):
+            "boundary \(i + 1) (\(v)) is not above boundary \(i) (\(p)); boundaries must strictly increase"
+        case .unsupportedQuantity(let q): "zones are for heart rate or power, not \(q)"
+        case .namesMismatch(let n, let z): "\(n) zone names given for \(z) zones"
+        }
+    }
+}
+
+/// A quantity (heart rate or power) and an ordered list of boundaries: n boundaries make n + 1
+/// contiguous zones. Zone 0 is below the first boundary; a value equal to a boundary belongs to
+/// the zone above it. Zones are shown to the rider numbered from 1 (Z1 ... Zn+1).
+public struct ZoneConfiguration: Sendable, Hashable {
+    public static let boundariesMax = 9
+    public static let zonesMax = boundariesMax + 1
+
+    public let quantity: Quantity
+    public let boundaries: [Double]
+    public let names: [String]?
+
+    public init(quantity: Quantity, boundaries: [Double], names: [String]? = nil) throws(ZoneConfigurationError) {
+        guard quantity == .heartRate || quantity == .power else { throw .unsupportedQuantity(quantity) }
+        guard !boundaries.isEmpty else { throw .empty }
+        guard boundaries.count <= Self.boundariesMax else { throw .tooMany(count: boundaries.count, max: Self.boundariesMax) }
+        for (i, b) in boundaries.enumerated() {
+            guard b >= 0, b.isFinite else { throw .negative(b) }
+            if i > 0, b <= boundaries[i - 1] { throw .notIncreasing(index: i, previous: boundaries[i - 1], value: b) }
+        }
+        if let names, names.count != boundaries.count + 1 { throw .namesMismatch(names: names.count, zones: boundaries.count + 1) }
+        self.quantity = quantity
+        self.boundaries = boundaries
+        self.names = names
+    }
+
+    public var zoneCount: Int { boundaries.count + 1 }
+
+    /// The 0-based zone of `value`.
+
+    public func zone(of value: Double) -> Int {
+        var z = 0
+        for b in boundaries where value >= b { z += 1 }
+        return z
+    }
+
+    /// The default heart-rate model when nothing is configured: 91, 114, 136, 158 bpm.
+    public static let defaultHeartRate = try! ZoneConfiguration(quantity: .heartRate, boundaries: [91, 114, 136, 158])
+}
+
+/// Time spent in each zone, ms, in fixed storage (no allocation after creation).
+public struct ZoneTimes: Sendable, Hashable {
+    public private(set) var milliseconds: [Int64]
+    public let zoneCount: Int
+
+    public init(zoneCount: Int) {
+        precondition(zoneCount >= 0 && zoneCount <= ZoneConfiguration.zonesMax)
+        self.zoneCount = zoneCount
+        milliseconds = Array(repeating: 0, count: ZoneConfiguration.zonesMax)
+    }
+
+    public init(milliseconds: [Int64]) {
+        precondition(milliseconds.count <= ZoneConfiguration.zonesMax)
+        zoneCount = milliseconds.count
+        self.milliseconds = milliseconds + Array(repeating: 0, count: ZoneConfiguration.zonesMax - milliseconds.count)
+    }
+
+    @inlinable public subscript(zone: Int) -> Int64 { milliseconds[zone] }
+
+    public mutating func add(_ ms: Int64, toZone zone: Int) {
+        assert(zone >= 0 && zone < zoneCount)
+        milliseconds[zone] += ms
+    }
+
+    public var totalMs: Int64 {
+        var t: Int64 = 0
+        for i in 0..<zoneCount { t += milliseconds[i] }
+        return t
+    }
+
+    /// The times of the configured zones (allocates; for summaries and files).
+    public var values: [Int64] { Array(milliseconds[0..<zoneCount]) }
+}

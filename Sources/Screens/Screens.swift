@@ -1,0 +1,1 @@
+// Screens: renders the app core screen value onto the framebuffer (issue 4).

@@ -1,0 +1,1 @@
+// Sensors: bridge protocol, BLE and ANT+ decoders, the data source (issue 3).

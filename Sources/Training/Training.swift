@@ -1,0 +1,1 @@
+// Training: zones, target alerts, auto-pause and auto-lap (issue 9).

@@ -1,0 +1,22 @@
+import ArgumentParser
+import Device
+
+/// The device executable: `bikecomputer run` (the default) on the board, plus maintenance
+/// subcommands.
+struct BikeComputer: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bikecomputer",
+        abstract: "An open-source bike computer for Linux single-board computers.",
+        subcommands: [Run.self],
+        defaultSubcommand: Run.self)
+}
+
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the bike computer (the default).")
+
+    func run() throws {
+        print("bikecomputer: the board run loop is not wired yet; try `swift run bikesim`.")
+    }
+}
+
+BikeComputer.main()
