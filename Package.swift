@@ -28,20 +28,26 @@ let package = Package(
         .target(name: "RideFiles", dependencies: ["RideModel"], swiftSettings: swift6),
         .target(name: "AppCore", dependencies: ["RideModel", "Training", "Sensors", "Journal"], swiftSettings: swift6),
         .target(name: "Screens", dependencies: ["AppCore", "Display"], swiftSettings: swift6),
-        .target(name: "Device", dependencies: ["AppCore", "Screens", "Display", "Journal", "RideFiles"], swiftSettings: swift6),
+        .target(name: "Configuration", dependencies: ["RideModel", "Training"], swiftSettings: swift6),
+        .target(name: "Device", dependencies: ["AppCore", "Screens", "Display", "Journal", "RideFiles", "Sensors", "Training", "Configuration"], swiftSettings: swift6),
 
         // MARK: Board layer (Linux)
         .target(name: "CBoardShims", path: "Sources/CBoardShims"),
         .target(name: "BoardIO", dependencies: ["CBoardShims"], swiftSettings: swift6),
+        // libgpiod (v1 or v2 API, whichever gpiod.h is installed) and libi2c behind small C shims.
+        .target(name: "CGpiodShim", path: "Sources/CGpiodShim", linkerSettings: [.linkedLibrary("gpiod")]),
+        .target(name: "CI2CShim", path: "Sources/CI2CShim", linkerSettings: [.linkedLibrary("i2c")]),
+        .target(name: "BoardHardware", dependencies: ["BoardIO", "CGpiodShim", "CI2CShim"], swiftSettings: swift6),
 
         // MARK: Executables
         .executableTarget(
             name: "bikecomputer",
             dependencies: [
-                "Device", "BoardIO",
+                "Device", "BoardIO", "BoardHardware",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swift6),
+        // The simulator never links the hardware libraries: `swift run bikesim` needs no apt package.
         .executableTarget(
             name: "bikesim",
             dependencies: [
@@ -53,6 +59,13 @@ let package = Package(
 
         // MARK: Tests
         .testTarget(name: "RideModelTests", dependencies: ["RideModel"], swiftSettings: swift6),
-        .testTarget(name: "AppCoreTests", dependencies: ["AppCore", "RideModel"], swiftSettings: swift6),
+        .testTarget(name: "AppCoreTests", dependencies: ["AppCore", "RideModel", "Device"], swiftSettings: swift6),
+        .testTarget(name: "TrainingTests", dependencies: ["Training", "RideModel"], swiftSettings: swift6),
+        .testTarget(name: "SensorsTests", dependencies: ["Sensors", "RideModel", "BoardIO", "AppCore"], swiftSettings: swift6),
+        .testTarget(name: "DisplayTests", dependencies: ["Display", "Screens", "AppCore", "BoardHardware"], swiftSettings: swift6),
+        .testTarget(name: "JournalTests", dependencies: ["Journal", "RideModel", "AppCore", "BoardIO"], swiftSettings: swift6),
+        .testTarget(name: "RideFilesTests", dependencies: ["RideFiles", "RideModel", "AppCore"], swiftSettings: swift6),
+        .testTarget(name: "BoardTests", dependencies: ["BoardIO", "BoardHardware", "Configuration"], swiftSettings: swift6),
+        .testTarget(name: "DeviceTests", dependencies: ["Device", "BoardIO"], swiftSettings: swift6),
     ]
 )

@@ -1,0 +1,1 @@
+// BoardHardware: GPIO buttons (libgpiod) and the I²C bus (libi2c) (issues 4, 6).

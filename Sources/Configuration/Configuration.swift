@@ -1,0 +1,1 @@
+// Configuration: the config file (TOML subset) parser and its typed settings (issue 6).

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The test command (README): installs what the tests need, then runs every test.
+#   - Debian packages: libgpiod-dev, libi2c-dev (board adapters), dosfstools, mtools (USB image),
+#     python3-venv; installed with apt-get when running as root, otherwise named and we stop.
+#   - A Python venv in .venv with the independent oracle decoders (Tests/oracle/requirements.txt).
+#   - swift build, swift test, then the oracle tests (pytest) against the built binaries.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_packages=(libgpiod-dev libi2c-dev dosfstools mtools)
+missing=()
+for p in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "test.sh: installing Debian packages: ${missing[*]}"
+        apt-get update -qq >/dev/null || { echo "test.sh: apt-get update failed" >&2; exit 1; }
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null \
+            || { echo "test.sh: could not install ${missing[*]}; install them with: sudo apt-get install ${missing[*]}" >&2; exit 1; }
+    else
+        echo "test.sh: missing Debian packages: ${missing[*]}" >&2
+        echo "         install them with: sudo apt-get install ${missing[*]}" >&2
+        exit 1
+    fi
+fi
+
+command -v swift >/dev/null || { echo "test.sh: no swift on PATH: install the Swift 6 toolchain (swift.org) first" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "test.sh: no python3: sudo apt-get install python3 python3-venv" >&2; exit 1; }
+
+# Oracle tools in a venv (created once, refreshed when requirements change).
+req=Tests/oracle/requirements.txt
+if [ ! -x .venv/bin/python ] || ! cmp -s "$req" .venv/requirements.installed; then
+    echo "test.sh: setting up the Python venv for the oracle tools (.venv)"
+    python3 -m venv .venv || { echo "test.sh: python3 -m venv failed: sudo apt-get install python3-venv" >&2; exit 1; }
+    .venv/bin/pip install -q --upgrade pip >/dev/null
+    .venv/bin/pip install -q -r "$req"
+    cp "$req" .venv/requirements.installed
+fi
+
+echo "test.sh: building"
+swift build 2>&1 | tail -n 3
+echo "test.sh: swift test"
+swift test 2>&1 | tee .build/swift-test.log | grep -E "error:|failed|passed after|Test Suite 'All tests'|Executed [0-9]+ tests|✘|tests? in [0-9]+ suites?" || true
+status=${PIPESTATUS[0]}
+if [ "$status" -ne 0 ]; then
+    echo "test.sh: swift test failed (full log: .build/swift-test.log)" >&2
+    grep -E "error|failed|✘" .build/swift-test.log | head -n 60 >&2 || true
+    exit "$status"
+fi
+
+echo "test.sh: oracle tests (pytest)"
+BIKE_BIN="$(swift build --show-bin-path)" .venv/bin/python -m pytest -q Tests/oracle
