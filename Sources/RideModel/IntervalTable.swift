@@ -10,11 +10,11 @@ public struct IntervalTable: Sendable, Hashable {
     public let intervalMs: Int64
     public let bucketsMax: Int
     /// bucketsMax × chartedQuantities.count statistics, row-major by bucket.
-    public private(set) var cells: [QuantityStatistics]
+    public internal(set) var cells: [QuantityStatistics]
     /// Buckets touched so far (highest index + 1).
-    public private(set) var bucketCount = 0
+    public internal(set) var bucketCount = 0
     /// Contributions dropped because they fell past the last bucket.
-    public private(set) var droppedCount: UInt64 = 0
+    public internal(set) var droppedCount: UInt64 = 0
 
     /// Column of each quantity in a row, -1 when not charted.
     @usableFromInline let column: [Int]

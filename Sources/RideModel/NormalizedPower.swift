@@ -5,16 +5,16 @@ public struct NormalizedPowerAccumulator: Sendable, Hashable {
     public static let windowSeconds = 30
 
     /// The timer-time second being filled and its Σ W·ms and Σ ms.
-    public private(set) var currentSecond: Int64 = 0
-    public private(set) var secondWeighted: Double = 0
-    public private(set) var secondWeightMs: Int64 = 0
+    public internal(set) var currentSecond: Int64 = 0
+    public internal(set) var secondWeighted: Double = 0
+    public internal(set) var secondWeightMs: Int64 = 0
     /// The last `windowSeconds` one-second averages (circular) and their sum.
-    public private(set) var window: [Double] = Array(repeating: 0, count: NormalizedPowerAccumulator.windowSeconds)
-    public private(set) var windowCount = 0
-    public private(set) var windowNext = 0
+    public internal(set) var window: [Double] = Array(repeating: 0, count: NormalizedPowerAccumulator.windowSeconds)
+    public internal(set) var windowCount = 0
+    public internal(set) var windowNext = 0
     /// Σ (rolling average)^4 and how many rolling averages were taken.
-    public private(set) var fourthPowerSum: Double = 0
-    public private(set) var rollingCount: Int64 = 0
+    public internal(set) var fourthPowerSum: Double = 0
+    public internal(set) var rollingCount: Int64 = 0
 
     public init() {}
 

@@ -75,25 +75,25 @@ public enum BuilderRejection: Error, Sendable, Hashable {
 public struct RideBuilder: Sendable {
     public let settings: RideSettings
 
-    public private(set) var startInstant: MonotonicInstant?
-    public private(set) var stopInstant: MonotonicInstant?
-    public private(set) var isRunning = false
+    public internal(set) var startInstant: MonotonicInstant?
+    public internal(set) var stopInstant: MonotonicInstant?
+    public internal(set) var isRunning = false
     /// The events in order.
-    public private(set) var events: [RideEvent] = []
-    public private(set) var metadata: [(key: String, value: String)] = []
+    public internal(set) var events: [RideEvent] = []
+    public internal(set) var metadata: [(key: String, value: String)] = []
 
-    public private(set) var ride = StatisticsSet()
-    public private(set) var laps: [Lap] = []
-    public private(set) var intervals: IntervalTable
-    public private(set) var normalizedPower = NormalizedPowerAccumulator()
-    public private(set) var heartRateZoneTimes: ZoneTimes
-    public private(set) var powerZoneTimes: ZoneTimes
+    public internal(set) var ride = StatisticsSet()
+    public internal(set) var laps: [Lap] = []
+    public internal(set) var intervals: IntervalTable
+    public internal(set) var normalizedPower = NormalizedPowerAccumulator()
+    public internal(set) var heartRateZoneTimes: ZoneTimes
+    public internal(set) var powerZoneTimes: ZoneTimes
 
     /// Samples refused, by reason (counted, never silently dropped).
-    public private(set) var rejectedOutOfOrder: UInt64 = 0
-    public private(set) var rejectedNotFinite: UInt64 = 0
+    public internal(set) var rejectedOutOfOrder: UInt64 = 0
+    public internal(set) var rejectedNotFinite: UInt64 = 0
     /// Samples taken while paused or prepared (recorded elsewhere, not counted here).
-    public private(set) var uncountedSamples: UInt64 = 0
+    public internal(set) var uncountedSamples: UInt64 = 0
 
     // Held-value segments, one per quantity.
     @usableFromInline var heldValue: [Double]

@@ -88,11 +88,11 @@ public enum SessionError: Error, Sendable, Hashable, CustomStringConvertible {
 /// The lifecycle state machine. Pure: every transition takes its timestamp as a value and is
 /// either applied (returning the new state) or refused with a `SessionError`.
 public struct SessionLifecycle: Sendable, Hashable {
-    public private(set) var state: SessionState = .idle
+    public internal(set) var state: SessionState = .idle
     /// The instant of the last applied transition.
-    public private(set) var lastTransition: MonotonicInstant?
+    public internal(set) var lastTransition: MonotonicInstant?
     /// Whether the ride was saved (true) or discarded (false) once `ended`.
-    public private(set) var saved: Bool?
+    public internal(set) var saved: Bool?
 
     public init() {}
 

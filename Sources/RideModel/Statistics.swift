@@ -2,16 +2,16 @@
 /// value. Updated in O(1) with no allocation. A quantity with no data has no statistics: every
 /// accessor is nil until the first counted sample.
 public struct QuantityStatistics: Sendable, Hashable {
-    public private(set) var count: Int = 0
-    public private(set) var minimum: Double = 0
-    public private(set) var maximum: Double = 0
-    public private(set) var last: Double = 0
+    public internal(set) var count: Int = 0
+    public internal(set) var minimum: Double = 0
+    public internal(set) var maximum: Double = 0
+    public internal(set) var last: Double = 0
     /// Σ value × duration (value·ms).
-    public private(set) var weightedSum: Double = 0
+    public internal(set) var weightedSum: Double = 0
     /// Σ duration (ms) over which a value was held while running.
-    public private(set) var weightMs: Int64 = 0
+    public internal(set) var weightMs: Int64 = 0
     /// Plain sum, for the arithmetic mean used when no time weight accrued yet.
-    public private(set) var sum: Double = 0
+    public internal(set) var sum: Double = 0
 
     public init() {}
 

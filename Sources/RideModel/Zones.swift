@@ -61,7 +61,7 @@ public struct ZoneConfiguration: Sendable, Hashable {
 
 /// Time spent in each zone, ms, in fixed storage (no allocation after creation).
 public struct ZoneTimes: Sendable, Hashable {
-    public private(set) var milliseconds: [Int64]
+    public internal(set) var milliseconds: [Int64]
     public let zoneCount: Int
 
     public init(zoneCount: Int) {

@@ -1,1 +1,0 @@
-// BoardIO: epoll run loop, timers, signals, sockets and files (issue 6).
