@@ -43,7 +43,10 @@ public struct FileDescriptor: Hashable, Sendable, CustomStringConvertible {
     }
 
     public func writeAll(_ bytes: [UInt8]) throws(SystemError) {
-        try bytes.withUnsafeBytes { (b: UnsafeRawBufferPointer) throws(SystemError) in try writeAll(b) }
+        let result: Result<Void, SystemError> = bytes.withUnsafeBytes { b in
+            do throws(SystemError) { try writeAll(b); return .success(()) } catch { return .failure(error) }
+        }
+        try result.get()
     }
 
     /// Sets or clears O_NONBLOCK.
