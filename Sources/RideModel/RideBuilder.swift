@@ -109,6 +109,8 @@ public struct RideBuilder: Sendable {
     @usableFromInline var runningSince = MonotonicInstant.zero
     @usableFromInline var timerMsAtRunningSince: Int64 = 0
     @usableFromInline var lapTimerSince = MonotonicInstant.zero
+    /// Time-weighted figures are complete up to here (`advance(to:)`); older samples are refused.
+    @usableFromInline var advancedTo = MonotonicInstant(milliseconds: .min)
 
     public init(settings: RideSettings = RideSettings()) {
         self.settings = settings
@@ -255,7 +257,7 @@ public struct RideBuilder: Sendable {
         let q = sample.quantity.index
         guard sample.value.isFinite else { rejectedNotFinite &+= 1; throw .notFinite }
         guard startInstant != nil, stopInstant == nil else { throw .notCollecting }
-        guard sample.instant >= newestInstant[q] else { rejectedOutOfOrder &+= 1; throw .outOfOrder }
+        guard sample.instant >= newestInstant[q], sample.instant >= advancedTo else { rejectedOutOfOrder &+= 1; throw .outOfOrder }
         newestInstant[q] = sample.instant
         guard isRunning, sample.instant >= runningSince else {
             uncountedSamples &+= 1
@@ -299,7 +301,8 @@ public struct RideBuilder: Sendable {
     /// Brings time-weighted figures up to `now` (call on the 1 Hz tick so live averages, zone
     /// times and NP advance even when a sensor is quiet).
     public mutating func advance(to now: MonotonicInstant) {
-        guard isRunning else { return }
+        guard isRunning, now > advancedTo else { return }
+        advancedTo = now
         flushAll(upTo: now)
     }
 
