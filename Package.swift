@@ -39,6 +39,9 @@ let package = Package(
         .target(name: "CI2CShim", path: "Sources/CI2CShim", linkerSettings: [.linkedLibrary("i2c")]),
         .target(name: "BoardHardware", dependencies: ["BoardIO", "CGpiodShim", "CI2CShim"], swiftSettings: swift6),
 
+        // The simulator's library: synthetic rides, scenarios, simulated adapters, headless runner.
+        .target(name: "Simulation", dependencies: ["Device", "BoardIO", "Sensors", "RideFiles"], path: "Simulator/Sources/Simulation", swiftSettings: swift6),
+
         // MARK: Executables
         .executableTarget(
             name: "bikecomputer",
@@ -51,7 +54,7 @@ let package = Package(
         .executableTarget(
             name: "bikesim",
             dependencies: [
-                "Device", "BoardIO",
+                "Simulation", "Device", "BoardIO",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Simulator/Sources/bikesim",
@@ -67,5 +70,6 @@ let package = Package(
         .testTarget(name: "RideFilesTests", dependencies: ["RideFiles", "RideModel", "AppCore"], swiftSettings: swift6),
         .testTarget(name: "BoardTests", dependencies: ["BoardIO", "BoardHardware", "Configuration"], swiftSettings: swift6),
         .testTarget(name: "DeviceTests", dependencies: ["Device", "BoardIO"], swiftSettings: swift6),
+        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Device", "AppCore", "RideModel"], swiftSettings: swift6),
     ]
 )

@@ -41,7 +41,7 @@ fi
 echo "test.sh: building"
 swift build 2>&1 | tail -n 3
 echo "test.sh: swift test"
-swift test 2>&1 | tee .build/swift-test.log | grep -E "error:|failed|passed after|Test Suite 'All tests'|Executed [0-9]+ tests|✘|tests? in [0-9]+ suites?" || true
+swift test 2>&1 | tee .build/swift-test.log | grep -E "error:|✘|Test run with|Executed [0-9]+ tests" || true
 status=${PIPESTATUS[0]}
 if [ "$status" -ne 0 ]; then
     echo "test.sh: swift test failed (full log: .build/swift-test.log)" >&2

@@ -1,0 +1,210 @@
+import AppCore
+import RideModel
+
+/// A headless simulation script. Text, one instruction per line (see docs/simulator.md):
+///
+///     # comment
+///     seed 7
+///     duration 1h30m
+///     sensors hr power speed cadence
+///     at 0s press start
+///     at 20m hold start 2s
+///     at 10m command lap
+///     at 12m marker water 250
+///     at 5m dropout hr 30s
+///     at 30m bridge-restart 5s
+///     at 40m crash
+///     at 45m power-cut
+///     at 50m disk-full 2m
+///     at 55m screenshot climb
+///
+/// Times are offsets on the simulated clock from the start of the simulation.
+public struct Scenario: Sendable, Hashable {
+    public enum Sensor: String, Sendable, Hashable, CaseIterable {
+        case hr, power, speed, cadence
+    }
+
+    public enum Action: Sendable, Hashable {
+        case press(Button)
+        case hold(Button, ms: Int64)
+        case command(ControlCommand)
+        case dropout(Sensor, ms: Int64)
+        case bridgeRestart(ms: Int64)
+        /// The process dies (SIGKILL): everything in memory is lost; the journal survives.
+        case crash
+        /// Power is cut: the simulated flash also loses what was not synced.
+        case powerCut
+        case diskFull(ms: Int64)
+        case screenshot(String)
+    }
+
+    public struct Step: Sendable, Hashable {
+        public var atMs: Int64
+        public var action: Action
+        public var line: Int
+    }
+
+    public var seed: UInt64?
+    public var durationMs: Int64
+    public var sensors: Set<Sensor>
+    /// In time order (file order for equal times).
+    public var steps: [Step]
+
+    public init(seed: UInt64? = nil, durationMs: Int64, sensors: Set<Sensor> = Set(Sensor.allCases), steps: [Step] = []) {
+        self.seed = seed
+        self.durationMs = durationMs
+        self.sensors = sensors
+        self.steps = steps
+    }
+
+    /// A mistake in a scenario file, with its line.
+    public struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
+        public var line: Int
+        public var message: String
+        public var description: String { "scenario line \(line): \(message)" }
+    }
+
+    /// Parses "1h2m3s", "90s", "1500ms", "2m".
+    public static func parseDuration(_ text: Substring) -> Int64? {
+        var total: Int64 = 0
+        var number: Int64 = 0
+        var haveNumber = false
+        var i = text.startIndex
+        guard !text.isEmpty else { return nil }
+        while i < text.endIndex {
+            let c = text[i]
+            if let d = c.wholeNumberValue, c.isASCII {
+                number = number * 10 + Int64(d)
+                haveNumber = true
+                guard number < 1_000_000_000 else { return nil }
+                i = text.index(after: i)
+                continue
+            }
+            guard haveNumber else { return nil }
+            let rest = text[i...]
+            let unitMs: Int64
+            if rest.hasPrefix("ms") { unitMs = 1; i = text.index(i, offsetBy: 2) }
+            else if c == "h" { unitMs = 3_600_000; i = text.index(after: i) }
+            else if c == "m" { unitMs = 60_000; i = text.index(after: i) }
+            else if c == "s" { unitMs = 1_000; i = text.index(after: i) }
+            else { return nil }
+            total += number * unitMs
+            number = 0
+            haveNumber = false
+        }
+        guard !haveNumber else { return nil } // a bare number has no unit
+        return total
+    }
+
+    static func button(_ word: Substring) -> Button? {
+        switch word {
+        case "start", "start_pause", "startpause": .startPause
+        case "lap": .lap
+        case "page": .page
+        default: nil
+        }
+    }
+
+    public static func parse(_ text: String) throws(ParseError) -> Scenario {
+        var scenario = Scenario(durationMs: 3_600_000)
+        var sawDuration = false
+        var lineNumber = 0
+        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            lineNumber += 1
+            let noComment = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let words = noComment.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" })
+            guard let head = words.first else { continue }
+            func fail(_ m: String) -> ParseError { ParseError(line: lineNumber, message: m) }
+            func duration(_ i: Int, _ what: String) throws(ParseError) -> Int64 {
+                guard i < words.count else { throw fail("missing \(what) (e.g. 30s, 2m, 1h)") }
+                guard let d = parseDuration(words[i]) else { throw fail("'\(words[i])' is not a duration (e.g. 1500ms, 30s, 2m, 1h30m)") }
+                return d
+            }
+            switch head {
+            case "seed":
+                guard words.count == 2, let s = UInt64(words[1]) else { throw fail("seed takes one whole number") }
+                scenario.seed = s
+            case "duration":
+                guard words.count == 2 else { throw fail("duration takes one value, e.g. duration 1h") }
+                scenario.durationMs = try duration(1, "duration")
+                sawDuration = true
+            case "sensors":
+                var set = Set<Sensor>()
+                for w in words.dropFirst() {
+                    guard let s = Sensor(rawValue: String(w)) else { throw fail("unknown sensor '\(w)'; use hr, power, speed, cadence") }
+                    set.insert(s)
+                }
+                scenario.sensors = set
+            case "at":
+                let at = try duration(1, "time")
+                guard words.count >= 3 else { throw fail("'at TIME' needs an action: press, hold, command, marker, dropout, bridge-restart, crash, power-cut, disk-full, screenshot") }
+                let action: Action
+                switch words[2] {
+                case "press":
+                    guard words.count == 4, let b = button(words[3]) else { throw fail("press takes a button: start, lap or page") }
+                    action = .press(b)
+                case "hold":
+                    guard words.count == 5, let b = button(words[3]) else { throw fail("hold takes a button and a duration, e.g. hold start 2s") }
+                    action = .hold(b, ms: try duration(4, "hold time"))
+                case "command":
+                    guard words.count == 4 else { throw fail("command takes one of start, pause, resume, lap, end, discard, dismiss") }
+                    switch words[3] {
+                    case "start": action = .command(.start)
+                    case "pause": action = .command(.pause)
+                    case "resume": action = .command(.resume)
+                    case "lap": action = .command(.lap)
+                    case "end": action = .command(.end)
+                    case "discard": action = .command(.discard)
+                    case "dismiss": action = .command(.dismiss)
+                    default: throw fail("unknown command '\(words[3])'; use start, pause, resume, lap, end, discard, dismiss")
+                    }
+                case "marker":
+                    guard words.count >= 4 else { throw fail("marker takes a kind (water, food, note, segment) and an optional value") }
+                    let kind: RideEvent.MarkerKind
+                    switch words[3] {
+                    case "water": kind = .water
+                    case "food": kind = .food
+                    case "note": kind = .note
+                    case "segment": kind = .segment
+                    default: throw fail("unknown marker '\(words[3])'; use water, food, note, segment")
+                    }
+                    var value: Int64 = 0
+                    if words.count >= 5 {
+                        guard let v = Int64(words[4]), v >= 0 else { throw fail("marker value must be a whole number ≥ 0") }
+                        value = v
+                    }
+                    action = .command(.marker(kind, value: value))
+                case "dropout":
+                    guard words.count == 5, let s = Sensor(rawValue: String(words[3])) else { throw fail("dropout takes a sensor and a duration, e.g. dropout hr 30s") }
+                    action = .dropout(s, ms: try duration(4, "dropout length"))
+                case "bridge-restart":
+                    action = .bridgeRestart(ms: words.count >= 4 ? try duration(3, "outage") : 2_000)
+                case "crash": action = .crash
+                case "power-cut": action = .powerCut
+                case "disk-full":
+                    guard words.count == 4 else { throw fail("disk-full takes a duration, e.g. disk-full 2m") }
+                    action = .diskFull(ms: try duration(3, "disk-full length"))
+                case "screenshot":
+                    guard words.count == 4 else { throw fail("screenshot takes a name") }
+                    guard words[3].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+                        throw fail("screenshot names may use letters, digits, - and _")
+                    }
+                    action = .screenshot(String(words[3]))
+                default:
+                    throw fail("unknown action '\(words[2])'")
+                }
+                scenario.steps.append(Step(atMs: at, action: action, line: lineNumber))
+            default:
+                throw fail("unknown instruction '\(head)'; use seed, duration, sensors or at")
+            }
+        }
+        if !sawDuration, let last = scenario.steps.map(\.atMs).max() {
+            scenario.durationMs = max(scenario.durationMs, last + 60_000)
+        }
+        if let late = scenario.steps.first(where: { $0.atMs > scenario.durationMs }) {
+            throw ParseError(line: late.line, message: "this step is after the end of the scenario (duration)")
+        }
+        scenario.steps = scenario.steps.enumerated().sorted { ($0.element.atMs, $0.offset) < ($1.element.atMs, $1.offset) }.map(\.element)
+        return scenario
+    }
+}
