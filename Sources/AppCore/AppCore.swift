@@ -75,6 +75,8 @@ public struct AppCore: Sendable {
     public internal(set) var recordsSkipped: UInt64 = 0
 
     public var state: SessionState { lifecycle.state }
+    /// The wall-clock anchor of the ride in progress (re-anchored when the clock was corrected).
+    public var wallAnchorForRide: WallClockAnchor? { header == nil ? nil : wallAnchor }
 
     var outbox: RingBuffer<AppEffect>
     // Live values from the data source.

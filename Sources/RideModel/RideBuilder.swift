@@ -45,6 +45,8 @@ public struct Lap: Sendable, Hashable {
     public var statistics = StatisticsSet()
     public var heartRateZoneTimes: ZoneTimes
     public var powerZoneTimes: ZoneTimes
+    /// Normalized power over the lap (seconds aligned to the ride's timer time).
+    public var normalizedPower = NormalizedPowerAccumulator()
 
     public func elapsedMs(at now: MonotonicInstant) -> Int64 {
         (endInstant ?? now).milliseconds(since: startInstant)
@@ -232,6 +234,7 @@ public struct RideBuilder: Sendable {
         lapTimerSince = instant
         laps[i].endInstant = instant
         laps[i].trigger = trigger
+        laps[i].normalizedPower.finishSecond()
     }
 
     private mutating func endRunningStretch(at instant: MonotonicInstant) {
@@ -341,6 +344,7 @@ public struct RideBuilder: Sendable {
                 while t < tEnd { // split at second edges: at most holdLimit/1000 + 1 pieces
                     let pieceEnd = min(tEnd, (t / 1000 + 1) * 1000)
                     normalizedPower.add(powerW: value, timerMs: t, durationMs: pieceEnd - t)
+                    laps[lap].normalizedPower.add(powerW: value, timerMs: t, durationMs: pieceEnd - t)
                     t = pieceEnd
                 }
             }

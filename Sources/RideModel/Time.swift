@@ -68,3 +68,50 @@ public struct WallClockAnchor: Hashable, Sendable {
         return self
     }
 }
+
+/// Civil (proleptic Gregorian, UTC) date and time from Unix milliseconds, without Foundation.
+public struct UTCDateTime: Hashable, Sendable {
+    public var year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int, millisecond: Int
+
+    /// Days since 1970-01-01 → (y, m, d), after Howard Hinnant's `civil_from_days`.
+    public init(unixMs: Int64) {
+        let ms = unixMs
+        var days = ms >= 0 ? ms / 86_400_000 : (ms - 86_399_999) / 86_400_000
+        let msOfDay = ms - days * 86_400_000
+        days += 719_468
+        let era = (days >= 0 ? days : days - 146_096) / 146_097
+        let doe = days - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        year = Int(y); month = Int(m); day = Int(d)
+        hour = Int(msOfDay / 3_600_000)
+        minute = Int(msOfDay / 60_000 % 60)
+        second = Int(msOfDay / 1000 % 60)
+        millisecond = Int(msOfDay % 1000)
+    }
+
+    /// Unix milliseconds of a civil date/time (inverse of `init(unixMs:)`).
+    public static func unixMs(year: Int, month: Int, day: Int, hour: Int = 0, minute: Int = 0, second: Int = 0) -> Int64 {
+        let y = Int64(month <= 2 ? year - 1 : year)
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = Int64(month > 2 ? month - 3 : month + 9)
+        let doy = (153 * mp + 2) / 5 + Int64(day) - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        let days = era * 146_097 + doe - 719_468
+        return ((days * 24 + Int64(hour)) * 60 + Int64(minute)) * 60_000 + Int64(second) * 1000
+    }
+
+    /// "2026-11-22T18:30:00Z" (whole seconds).
+    public var iso8601: String {
+        func pad(_ v: Int, _ n: Int) -> String {
+            let s = String(v)
+            return String(repeating: "0", count: max(0, n - s.count)) + s
+        }
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2))Z"
+    }
+}
