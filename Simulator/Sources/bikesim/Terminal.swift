@@ -1,0 +1,61 @@
+import Glibc
+
+/// The interactive terminal: raw keyboard input without echo, and full-screen redraws with ANSI
+/// escapes (works over ssh and in tmux). Restores the terminal on exit and on SIGINT/SIGTERM.
+final class Terminal {
+    private var saved = termios()
+    private(set) var isRaw = false
+    let isInteractive: Bool
+
+    init() {
+        isInteractive = isatty(0) == 1 && isatty(1) == 1
+    }
+
+    /// Switches stdin to raw mode (no echo, no line buffering) and hides the cursor.
+    func enterRaw() {
+        guard isInteractive, !isRaw else { return }
+        tcgetattr(0, &saved)
+        var raw = saved
+        raw.c_lflag &= ~tcflag_t(ECHO | ICANON)
+        raw.c_cc.6 = 0 // VMIN
+        raw.c_cc.5 = 0 // VTIME
+        tcsetattr(0, TCSANOW, &raw)
+        isRaw = true
+        write("\u{1B}[?25l\u{1B}[2J")
+    }
+
+    func restore() {
+        guard isRaw else { return }
+        tcsetattr(0, TCSANOW, &saved)
+        isRaw = false
+        write("\u{1B}[0m\u{1B}[?25h\n")
+    }
+
+    /// Writes text to stdout at once.
+    func write(_ s: String) {
+        var s = s
+        s.withUTF8 { buf in
+            var off = 0
+            while off < buf.count {
+                let n = Glibc.write(1, buf.baseAddress! + off, buf.count - off)
+                if n <= 0 { if errno == EINTR { continue }; return }
+                off += n
+            }
+        }
+    }
+
+    /// Redraws the whole screen from the top-left corner.
+    func draw(_ lines: [String]) {
+        write("\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\n") + "\u{1B}[J")
+    }
+
+    /// Waits up to `timeoutMs` for a key; returns the bytes read (empty on timeout).
+    func readKeys(timeoutMs: Int32) -> [UInt8] {
+        var fds = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+        let r = poll(&fds, 1, max(0, timeoutMs))
+        guard r > 0 else { return [] }
+        var buf = [UInt8](repeating: 0, count: 32)
+        let n = buf.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+        return n > 0 ? Array(buf[0..<n]) : [UInt8(ascii: "q")] // EOF on stdin: quit
+    }
+}
