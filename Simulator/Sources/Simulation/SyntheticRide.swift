@@ -125,7 +125,7 @@ public struct SyntheticRide: Sendable {
         // Heart rate lags effort (first order, τ = 35 s).
         let effort = min(1.3, powerW / ftpW)
         let hrTarget = restingHeartRate + 25 + (maxHeartRate - restingHeartRate - 25) * 0.9 * effort
-        heartRateBpm += (hrTarget - heartRateBpm) * (dt / 35)
+        heartRateBpm += (min(maxHeartRate, hrTarget) - heartRateBpm) * (dt / 35)
         // Counters.
         let newTimeMs = timeMs + dtMs
         distanceM += speedMps * dt

@@ -1,19 +1,130 @@
 import ArgumentParser
+import BoardIO
 import Device
+import Glibc
+import Simulation
+import AppCore
+import RideModel
 
 /// The desktop simulator: runs the same app code as the board with simulated adapters.
 struct BikeSim: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bikesim",
-        abstract: "Bike computer simulator: a demo ride in the terminal, or headless for tests.")
+        abstract: "Bike computer simulator: a demo ride in the terminal, or headless for tests.",
+        discussion: """
+        Without options, rides the built-in demo in the terminal (keys: s start/pause, l lap, \
+        p page, S long-press start, L long-press lap, ? help, q quit).
+        Headless: bikesim --headless [--scenario FILE] --out DIR [--seed N] [--speed N]
+        """)
 
-    @Option(help: "Seed for ride ids and synthetic sensors.")
+    @Flag(help: "Run without a terminal, as fast as possible (or --speed N× real time).")
+    var headless = false
+
+    @Option(help: "Scenario file (see docs/simulator.md); default: the built-in demo ride.")
+    var scenario: String?
+
+    @Option(help: "Directory for summary.json, ride files and frames (headless).")
+    var out: String?
+
+    @Option(help: "Seed for ride ids and synthetic sensors (a scenario's own seed wins).")
     var seed: UInt64 = 1
 
+    @Option(help: "Run N times faster than real time (default: interactive 1, headless as fast as possible).")
+    var speed: Double?
+
+    @Flag(help: "Print the screen as text at every change (headless).")
+    var printScreens = false
+
+    func validate() throws {
+        if let speed, !(speed > 0) { throw ValidationError("--speed must be a positive number, e.g. --speed 10") }
+        if headless && out == nil { throw ValidationError("--headless needs --out DIR for summary.json and the ride files") }
+    }
+
     func run() throws {
-        for step in ScriptedRide.run(seed: seed) {
-            print("\(TextScreen.clock(step.instant.milliseconds))  \(step.screen)")
+        let text: String
+        if let path = scenario {
+            do { text = try Files.readText(path) } catch {
+                throw ValidationError("cannot read scenario \(path): \(error)")
+            }
+        } else {
+            text = BuiltinScenarios.demo
         }
+        let parsed: Scenario
+        do { parsed = try Scenario.parse(text) } catch {
+            throw ValidationError("\(scenario ?? "built-in demo"): \(error)")
+        }
+        if headless {
+            try runHeadless(parsed)
+        } else {
+            try runInteractive(parsed)
+        }
+    }
+
+    func runHeadless(_ scenario: Scenario) throws {
+        let outDir = out!
+        try Files.makeDirectories(outDir)
+        let journal = MemoryJournal()
+        let archive = MemoryArchive()
+        let textScreen = TextScreenRecorder(print: printScreens)
+        let sim = HeadlessRun(scenario: scenario, options: .init(seed: seed), journal: journal, archive: archive, screen: textScreen)
+        let started = Clock.monotonicMs()
+        if let speed {
+            sim.run { simMs in
+                let due = started + Int64(Double(simMs) / speed)
+                let wait = due - Clock.monotonicMs()
+                if wait > 0 { Clock.sleepMs(wait) }
+            }
+        } else {
+            sim.run()
+        }
+        guard let summary = sim.summaryJSON else {
+            throw ValidationError("the scenario never started a ride: nothing to summarise")
+        }
+        try Files.writeAtomically("\(outDir)/summary.json", Array(summary.utf8))
+        try Files.writeAtomically("\(outDir)/screens.txt", Array(textScreen.lines.joined(separator: "\n").utf8) + [10])
+        let wallMs = Clock.monotonicMs() - started
+        let c = sim.counters
+        print("bikesim: \(TextScreen.clock(scenario.durationMs)) simulated in \(wallMs) ms; \(c.inputs) inputs, \(c.crashes) crashes, \(c.powerCuts) power cuts, \(c.recoveries) recoveries; wrote \(outDir)/summary.json")
+    }
+
+    func runInteractive(_ scenario: Scenario) throws {
+        // Until the pixel renderer lands, the interactive demo prints the screen as text lines.
+        let textScreen = TextScreenRecorder(print: true)
+        let sim = HeadlessRun(scenario: scenario, options: .init(seed: seed), journal: MemoryJournal(),
+                              archive: MemoryArchive(), screen: textScreen)
+        let factor = speed ?? 1
+        let started = Clock.monotonicMs()
+        sim.run { simMs in
+            let wait = started + Int64(Double(simMs) / factor) - Clock.monotonicMs()
+            if wait > 0 { Clock.sleepMs(wait) }
+        }
+    }
+}
+
+/// Keeps a line of text for every change of screen mode or overlay (screens.txt), and prints
+/// every change of the screen when asked.
+final class TextScreenRecorder: ScreenPort {
+    let printing: Bool
+    private(set) var lines: [String] = []
+    private var last = ""
+    private var lastMode: ScreenMode?
+    private var lastOverlay: Alert?
+
+    init(print: Bool) { printing = print }
+
+    func show(_ screen: ScreenModel, at now: MonotonicInstant) {
+        let modeChanged = screen.mode != lastMode || screen.overlay != lastOverlay
+        guard printing || modeChanged else { return }
+        let line = TextScreen.line(screen)
+        guard line != last else { return }
+        last = line
+        let stamped = "\(TextScreen.clock(now.milliseconds))  \(line)"
+        if modeChanged {
+            lines.append(stamped)
+            lastMode = screen.mode
+            lastOverlay = screen.overlay
+        }
+        if printing { print(stamped) }
     }
 }
 
