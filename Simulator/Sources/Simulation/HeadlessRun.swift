@@ -116,6 +116,9 @@ public final class HeadlessRun {
         advance(to: scenario.durationMs)
     }
 
+    /// The next instant (simulated ms) at which something happens.
+    public func nextEventTime() -> Int64? { nextEventMs() }
+
     /// The next instant something happens.
     func nextEventMs() -> Int64? {
         var t = Int64.max
@@ -172,6 +175,15 @@ public final class HeadlessRun {
         pendingInputs.append((atMs, inputOrder, input))
         pendingInputs.sort { ($0.atMs, $0.order) < ($1.atMs, $1.order) }
     }
+
+    /// Does `action` now (keys in the interactive simulator).
+    public func inject(_ action: Scenario.Action) {
+        guard deviceDownUntilMs == nil else { return }
+        perform(action, at: nowMs)
+    }
+
+    /// The device is down (crashed, rebooting).
+    public var isDeviceDown: Bool { deviceDownUntilMs != nil }
 
     func perform(_ action: Scenario.Action, at ms: Int64) {
         let now = MonotonicInstant(milliseconds: ms)

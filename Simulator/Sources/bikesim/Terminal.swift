@@ -59,3 +59,21 @@ final class Terminal {
         return n > 0 ? Array(buf[0..<n]) : [UInt8(ascii: "q")] // EOF on stdin: quit
     }
 }
+
+/// The terminal settings to put back if a signal ends the simulator while the terminal is raw.
+nonisolated(unsafe) private var termiosToRestore = termios()
+nonisolated(unsafe) private var haveTermiosToRestore = false
+
+/// On SIGINT/SIGTERM/SIGHUP: restore the terminal (only async-signal-safe calls), then exit.
+func installSignalRestore(_ terminal: Terminal) {
+    guard terminal.isInteractive, tcgetattr(0, &termiosToRestore) == 0 else { return }
+    haveTermiosToRestore = true
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        signal(sig) { s in
+            if haveTermiosToRestore { tcsetattr(0, TCSANOW, &termiosToRestore) }
+            let showCursor: [UInt8] = Array("\u{1B}[0m\u{1B}[?25h\n".utf8)
+            _ = showCursor.withUnsafeBytes { Glibc.write(1, $0.baseAddress, $0.count) }
+            _exit(128 + s)
+        }
+    }
+}

@@ -88,16 +88,21 @@ struct BikeSim: ParsableCommand {
     }
 
     func runInteractive(_ scenario: Scenario) throws {
-        // Until the pixel renderer lands, the interactive demo prints the screen as text lines.
-        let textScreen = TextScreenRecorder(print: true)
-        let sim = HeadlessRun(scenario: scenario, options: .init(seed: seed), journal: MemoryJournal(),
-                              archive: MemoryArchive(), screen: textScreen)
-        let factor = speed ?? 1
-        let started = Clock.monotonicMs()
-        sim.run { simMs in
-            let wait = started + Int64(Double(simMs) / factor) - Clock.monotonicMs()
-            if wait > 0 { Clock.sleepMs(wait) }
+        let terminal = Terminal()
+        guard terminal.isInteractive else {
+            // Not a terminal (a pipe, CI): ride the scenario and print every screen as text.
+            let textScreen = TextScreenRecorder(print: true)
+            let sim = HeadlessRun(scenario: scenario, options: .init(seed: seed), journal: MemoryJournal(),
+                                  archive: MemoryArchive(), screen: textScreen)
+            sim.run()
+            return
         }
+        let sim = HeadlessRun(scenario: scenario, options: .init(seed: seed), journal: MemoryJournal(), archive: MemoryArchive())
+        installSignalRestore(terminal) // before raw mode: saves the rider's settings
+        var ui = Interactive(sim: sim, terminal: terminal, speed: speed ?? 1) { screen in
+            [TextScreen.line(screen)]
+        }
+        ui.run()
     }
 }
 

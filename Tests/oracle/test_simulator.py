@@ -1,0 +1,90 @@
+"""The simulator as a rider and a test harness use it: the interactive demo in a pseudo-terminal,
+and headless runs whose outputs are byte-identical for the same scenario and seed."""
+import json
+import os
+import pty
+import select
+import subprocess
+import time
+
+from conftest import REPO
+
+
+def read_until(fd, needle: bytes, timeout_s: float) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.1)
+        if r:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+            if needle in seen:
+                return seen
+    raise AssertionError(f"{needle!r} not seen within {timeout_s} s; got {seen[-400:]!r}")
+
+
+def test_interactive_demo_draws_in_a_pty_and_quits_on_q(bikesim):
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ["TERM"] = "xterm"
+        os.execv(str(bikesim), [str(bikesim), "--speed", "20"])
+    try:
+        out = read_until(fd, b"? help", 20)
+        assert b"\x1b[?25l" in out, "raw mode hides the cursor"
+        os.write(fd, b"?")
+        read_until(fd, b"long-press", 10)
+        # The demo presses start at 5 s of ride time; at 20x the countdown shows within a second.
+        read_until(fd, b"COUNTDOWN", 15)
+        os.write(fd, b"q")
+        deadline = time.monotonic() + 10
+        status = None
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            try:
+                select.select([fd], [], [], 0.1)
+                os.read(fd, 65536)
+            except OSError:
+                pass
+        assert status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"status {status}"
+    finally:
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+        os.close(fd)
+
+
+def run_headless(bikesim, tmp_path, name, *args):
+    out = tmp_path / name
+    subprocess.run([str(bikesim), "--headless", "--out", str(out), *args], check=True, capture_output=True, timeout=300)
+    return out
+
+
+def test_headless_is_deterministic(bikesim, tmp_path):
+    scenario = str(REPO / "Simulator" / "scenarios" / "faults.scenario")
+    a = run_headless(bikesim, tmp_path, "a", "--scenario", scenario)
+    b = run_headless(bikesim, tmp_path, "b", "--scenario", scenario)
+    names = sorted(p.name for p in a.iterdir())
+    assert "summary.json" in names
+    assert names == sorted(p.name for p in b.iterdir())
+    for n in names:
+        assert (a / n).read_bytes() == (b / n).read_bytes(), f"{n} differs between two runs"
+    summary = json.loads((a / "summary.json").read_text())
+    assert summary["state"] in ("ended", "stopped", "running", "paused")
+    assert summary["timer_time_s"] > 0
+
+
+def test_headless_rejects_a_bad_scenario_with_its_line(bikesim, tmp_path):
+    bad = tmp_path / "bad.scenario"
+    bad.write_text("duration 10m\nat 1m press start\nat 2m jump\n")
+    r = subprocess.run([str(bikesim), "--headless", "--out", str(tmp_path / "o"), "--scenario", str(bad)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "line 3" in r.stderr and "unknown action" in r.stderr
