@@ -37,24 +37,32 @@ public struct AutoPauseSettings: Sendable, Hashable {
 public struct AutoPauseMonitor: Sendable, Hashable {
     public enum Decision: Sendable, Hashable { case pause, resume }
 
-    public var settings: AutoPauseSettings
+    /// nil: auto-pause is off (the monitor still follows the session so it can be turned on).
+    public private(set) var settings: AutoPauseSettings?
     /// First slow record of the current slow stretch (while running).
     public private(set) var slowSince: MonotonicInstant?
-    /// Whether the ride is running, paused by auto-pause, or paused otherwise.
+    /// What paused the ride (nil while running or before the start).
     public private(set) var pausedBy: Trigger?
     public private(set) var running = false
 
-    public init(settings: AutoPauseSettings) { self.settings = settings }
+    public init(settings: AutoPauseSettings?) { self.settings = settings }
+
+    /// Turns auto-pause on, off or changes it; the current slow stretch starts over.
+    public mutating func update(settings: AutoPauseSettings?) {
+        self.settings = settings
+        slowSince = nil
+    }
 
     /// A record's speed (nil: no speed data then, which changes nothing).
     public mutating func observe(speedMps: Double?, at instant: MonotonicInstant) -> Decision? {
-        guard let v = speedMps, v.isFinite else { return nil }
+        guard let settings, let v = speedMps, v.isFinite else { return nil }
         if running {
             if v >= settings.thresholdMps { slowSince = nil; return nil }
             let since = slowSince ?? instant
             slowSince = since
             return instant.milliseconds(since: since) >= settings.delayMs ? .pause : nil
         }
+        // Only a pause auto-pause made is ended by riding on; a manual pause waits for the rider.
         if pausedBy == .auto, v >= settings.thresholdMps { return .resume }
         return nil
     }
