@@ -588,6 +588,8 @@ public struct AppCore: Sendable {
             screen.powerZoneCount = 0
             screen.heartRateTargetZone = nil
             screen.powerTargetZone = nil
+            screen.heartRateZoneName = nil
+            screen.powerZoneName = nil
             if lifecycle.state == .prepared || lifecycle.state == .idle {
                 screen.timerMs = 0
                 screen.elapsedMs = 0
@@ -623,9 +625,12 @@ public struct AppCore: Sendable {
         screen[.maxPower] = r[.power].max
         screen[.normalizedPower] = b.normalizedPowerW
         screen[.averageCadence] = r[.cadence].average
-        // The zone last announced (a live zone update), 1-based as shown: "Z3".
-        screen[.heartRateZone] = live ? lastZone[0].map { Double($0 + 1) } : nil
-        screen[.powerZone] = live ? lastZone[1].map { Double($0 + 1) } : nil
+        // The zone last announced (a live zone update), numbered as shown: "Z3".
+        let hrZones = b.settings.heartRateZones, powerZones = b.settings.powerZones
+        screen[.heartRateZone] = live ? lastZone[0].flatMap { z in hrZones.map { Double($0.number(ofZone: z)) } } : nil
+        screen[.powerZone] = live ? lastZone[1].flatMap { z in powerZones.map { Double($0.number(ofZone: z)) } } : nil
+        screen.heartRateZoneName = live ? lastZone[0].flatMap { z in hrZones?.name(ofZone: z) } : nil
+        screen.powerZoneName = live ? lastZone[1].flatMap { z in powerZones?.name(ofZone: z) } : nil
         screen.heartRateZoneCount = b.settings.heartRateZones?.zoneCount ?? 0
         screen.powerZoneCount = b.settings.powerZones?.zoneCount ?? 0
         screen.heartRateTargetZone = targetMonitors[0]?.target.zone

@@ -109,12 +109,14 @@ public struct ScreenModel: Sendable, Hashable {
     /// Number of running data pages (for "1/3" indicators).
     public var runningPageCount = 3
     /// Zone bars: how many zones the ride has per quantity (0: no zones), and the target zone
-    /// (0-based) if one is set. The current zone is `metrics[.heartRateZone]` / `[.powerZone]`
-    /// (1-based, as shown: "Z3").
+    /// (0-based) if one is set. The current zone number as shown ("Z3") is
+    /// `metrics[.heartRateZone]` / `[.powerZone]`; its name ("Z5a", "Tempo") is below.
     public var heartRateZoneCount = 0
     public var powerZoneCount = 0
     public var heartRateTargetZone: Int?
     public var powerTargetZone: Int?
+    public var heartRateZoneName: String?
+    public var powerZoneName: String?
 
     public init() {}
 

@@ -70,6 +70,11 @@ public struct ZoneConfiguration: Sendable, Hashable {
         return "Z\(zone + 1)"
     }
 
+    /// The zone number shown for 0-based `zone`: zone + 1, except when the first zone is named
+    /// "Z0" (a band below zone 1, as in the percent-of-max and heart-rate-reserve models, whose
+    /// five zones start at 50 %): then the number is `zone`.
+    public func number(ofZone zone: Int) -> Int { names?.first == "Z0" ? zone : zone + 1 }
+
     /// The default heart-rate model when nothing is configured: 91, 114, 136, 158 bpm.
     public static let defaultHeartRate = try! ZoneConfiguration(quantity: .heartRate, boundaries: [91, 114, 136, 158])
 }

@@ -76,8 +76,10 @@ public enum ZoneFormulas {
     public static let heartRateRange = 20.0...260.0
     public static let ftpRange = 20.0...2_500.0
 
-    /// Lower edges of zones 2–5 as % of max HR (or of the reserve, for Karvonen).
+    /// Lower edges of zones 1–5 as % of max HR (or of the reserve, for Karvonen). Five
+    /// boundaries make six bands: the one below 50 % is "Z0" (below zone 1, not a training zone).
     public static let percentOfMaxPercents: [Double] = [50, 60, 70, 80, 90]
+    public static let percentOfMaxZoneNames = ["Z0", "Z1", "Z2", "Z3", "Z4", "Z5"]
     /// Friel's cycling heart-rate zones as % of lactate-threshold HR, as published in
     /// "The Cyclist's Training Bible" and his "Quick guide to setting zones":
     /// Z1 < 81 %, Z2 81–89 %, Z3 90–93 %, Z4 94–99 %, Z5a 100–102 %, Z5b 103–106 %, Z5c > 106 %.
@@ -97,13 +99,14 @@ public enum ZoneFormulas {
     public static func estimatedMaxHeartRate(age: Int) -> Double { Double(220 - age) }
 
     public static func percentOfMax(maxHeartRateBpm max: Double) throws(ZoneModelError) -> ZoneConfiguration {
-        try make(.heartRate, percentOfMaxPercents.map { percentOf(max, $0) })
+        try make(.heartRate, percentOfMaxPercents.map { percentOf(max, $0) }, names: percentOfMaxZoneNames)
     }
 
     /// Karvonen: resting + percent × (max − resting), rounded.
     public static func heartRateReserve(maxHeartRateBpm max: Double, restingHeartRateBpm rest: Double) throws(ZoneModelError) -> ZoneConfiguration {
         guard rest < max else { throw .restingNotBelowMax(resting: rest, max: max) }
-        return try make(.heartRate, percentOfMaxPercents.map { (rest + (max - rest) * $0 / 100).rounded(.toNearestOrAwayFromZero) })
+        return try make(.heartRate, percentOfMaxPercents.map { (rest + (max - rest) * $0 / 100).rounded(.toNearestOrAwayFromZero) },
+                        names: percentOfMaxZoneNames)
     }
 
     public static func percentOfLactateThreshold(lthrBpm: Double) throws(ZoneModelError) -> ZoneConfiguration {

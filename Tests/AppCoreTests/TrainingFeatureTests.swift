@@ -312,6 +312,20 @@ struct TrainingFeatureTests {
         #expect(last.lastSampleInstant.milliseconds == 14_000, "announced at the record where the hold ran out")
     }
 
+    @Test func screenNumbersZonesAsTheModelNamesThem() throws {
+        var config = AppConfiguration()
+        config.ride.heartRateZones = try ZoneFormulas.percentOfMax(maxHeartRateBpm: 190)   // Z0 below 95
+        config.ride.powerZones = try ZoneFormulas.coggan(ftpW: 250)
+        var h = Harness(config)
+        h.startRide()
+        Self.ride(&h, from: 3_000, to: 5_000) { _ in [(.heartRate, 100), (.power, 230)] }
+        #expect(h.core.screen[.heartRateZone] == 1, "100 bpm is Z1 (95–113) of 50/60/70/80/90 % of 190")
+        #expect(h.core.screen.heartRateZoneName == "Z1")
+        #expect(h.core.screen[.powerZone] == 4, "230 W is Coggan level 4 (225–262 W)")
+        #expect(h.core.screen.powerZoneName == "Threshold")
+        #expect(h.core.screen.powerZoneCount == 7)
+    }
+
     // MARK: Crash recovery
 
     struct Snapshot: Equatable {

@@ -11,6 +11,12 @@ struct ZoneModelTests {
         #expect(z.heartRate.zones.boundaries == [95, 114, 133, 152, 171])
         #expect(z.heartRate.source == .percentOfMax(maxHeartRateBpm: 190, estimatedFromAge: 30))
         #expect(z.power == nil)
+        // Five zones from 50 %: the band below is Z0, and 95 bpm is the start of Z1.
+        let c = z.heartRate.zones
+        #expect(c.name(ofZone: 0) == "Z0" && c.name(ofZone: 1) == "Z1" && c.name(ofZone: 5) == "Z5")
+        #expect(c.number(ofZone: c.zone(of: 95)) == 1)
+        #expect(c.number(ofZone: c.zone(of: 171)) == 5)
+        #expect(ZoneConfiguration.defaultHeartRate.number(ofZone: 0) == 1, "without a Z0 band zones count from 1")
     }
 
     @Test func measuredMaxWinsOverAgeAndRoundsHalvesUp() throws {
