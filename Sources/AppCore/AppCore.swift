@@ -102,7 +102,16 @@ public struct AppCore: Sendable {
     var runningPage = 0
     var summaryPage = 0
     /// The current zone per zone slot (0 heart rate, 1 power) as last announced.
-    var lastZone: [Int?] = [nil, nil]
+    var lastZone: [Int?] = [nil, nil] {
+        // Names are looked up at zone changes only, so screen refreshes never build strings.
+        didSet {
+            for slot in 0..<2 where lastZone[slot] != oldValue[slot] {
+                let zones = slot == 0 ? builder?.settings.heartRateZones : builder?.settings.powerZones
+                lastZoneName[slot] = lastZone[slot].flatMap { z in zones?.name(ofZone: z) }
+            }
+        }
+    }
+    var lastZoneName: [String?] = [nil, nil]
     /// Training settings of the ride in progress, or of the next ride (commands change them;
     /// they return to the configured ones when a ride ends).
     public internal(set) var training: TrainingSettings
@@ -629,8 +638,8 @@ public struct AppCore: Sendable {
         let hrZones = b.settings.heartRateZones, powerZones = b.settings.powerZones
         screen[.heartRateZone] = live ? lastZone[0].flatMap { z in hrZones.map { Double($0.number(ofZone: z)) } } : nil
         screen[.powerZone] = live ? lastZone[1].flatMap { z in powerZones.map { Double($0.number(ofZone: z)) } } : nil
-        screen.heartRateZoneName = live ? lastZone[0].flatMap { z in hrZones?.name(ofZone: z) } : nil
-        screen.powerZoneName = live ? lastZone[1].flatMap { z in powerZones?.name(ofZone: z) } : nil
+        screen.heartRateZoneName = live ? lastZoneName[0] : nil
+        screen.powerZoneName = live ? lastZoneName[1] : nil
         screen.heartRateZoneCount = b.settings.heartRateZones?.zoneCount ?? 0
         screen.powerZoneCount = b.settings.powerZones?.zoneCount ?? 0
         screen.heartRateTargetZone = targetMonitors[0]?.target.zone
