@@ -397,13 +397,19 @@ struct TrainingFeatureTests {
         #expect(events.contains { $0.kind == .lap && $0.trigger == .distance })
         #expect(h.alerts.contains(.zoneDrift(.power, above: true)) || h.alerts.contains(.zoneDrift(.power, above: false)))
         let records = h.records
-        for (count, live) in snapshots where count % 7 == 0 || count == records.count {
+        var compared = 0, pausedPoints = 0, alertedPoints = 0
+        for (index, (count, live)) in snapshots.enumerated() where index % 5 == 0 || index == snapshots.count - 1 {
             var fresh = AppCore(configuration: config, randomSeed: 1)
             for r in records[..<count] { fresh.replay(r) }
             fresh.finishReplayedRecord()
             let rebuilt = Snapshot(fresh)
             #expect(rebuilt == live, "replay of \(count) records differs")
             if rebuilt != live { return }
+            compared += 1
+            if live.state == .paused { pausedPoints += 1 }
+            if live.monitors.contains(where: { if case .alerted = $0?.state { true } else { false } }) { alertedPoints += 1 }
         }
+        #expect(compared >= 35)
+        #expect(pausedPoints > 0 && alertedPoints > 0, "the cut points include auto-paused and alerted states")
     }
 }
