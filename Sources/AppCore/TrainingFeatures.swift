@@ -90,7 +90,10 @@ extension AppCore {
             var s = training
             s.autoLap = l
             changeTraining(key: TrainingSettings.autoLapKey, in: s, at: now)
-            reply(true, l == nil ? "auto-lap off" : "auto-lap on")
+            var every: [String] = []
+            if let d = l?.everyDistanceM { every.append("\(ZoneFormulas.format(d)) m") }
+            if let t = l?.everyTimerMs { every.append("\(ZoneFormulas.format(Double(t) / 1000)) s") }
+            reply(true, l == nil ? "auto-lap off" : "auto-lap on: every \(every.joined(separator: " or "))")
         default:
             break
         }
