@@ -1,4 +1,5 @@
 import RideModel
+import Training
 
 /// Settings of the app core (from the config file; defaults suit the simulator).
 public struct AppConfiguration: Sendable, Hashable {
@@ -20,6 +21,9 @@ public struct AppConfiguration: Sendable, Hashable {
     public var activity: String
     /// Effects kept between drains.
     public var outboxCapacity: Int
+    /// Target zones, auto-pause, auto-lap (all off by default). Control commands can change
+    /// them for one ride; the ride's zones come from `ride` (the preferred zones).
+    public var training: TrainingSettings
 
     public init(ride: RideSettings = RideSettings(),
                 countdownSeconds: Int = 3,
@@ -32,7 +36,8 @@ public struct AppConfiguration: Sendable, Hashable {
                 disabledQuantities: [Quantity] = [],
                 recordPowerSeries: Bool = true,
                 activity: String = "cycling",
-                outboxCapacity: Int = 256) {
+                outboxCapacity: Int = 256,
+                training: TrainingSettings = TrainingSettings()) {
         self.ride = ride
         self.countdownSeconds = countdownSeconds
         self.longPressMs = longPressMs
@@ -49,6 +54,7 @@ public struct AppConfiguration: Sendable, Hashable {
         self.recordPowerSeries = recordPowerSeries
         self.activity = activity
         self.outboxCapacity = outboxCapacity
+        self.training = training
     }
 }
 
@@ -95,7 +101,30 @@ public struct AppCore: Sendable {
     var overlayUntil: MonotonicInstant?
     var runningPage = 0
     var summaryPage = 0
-    var lastZone: [Int?] = [nil, nil]
+    /// The current zone per zone slot (0 heart rate, 1 power) as last announced.
+    var lastZone: [Int?] = [nil, nil] {
+        // Names are looked up at zone changes only, so screen refreshes never build strings.
+        didSet {
+            for slot in 0..<2 where lastZone[slot] != oldValue[slot] {
+                let zones = slot == 0 ? builder?.settings.heartRateZones : builder?.settings.powerZones
+                lastZoneName[slot] = lastZone[slot].flatMap { z in zones?.name(ofZone: z) }
+            }
+        }
+    }
+    var lastZoneName: [String?] = [nil, nil]
+    /// Training settings of the ride in progress, or of the next ride (commands change them;
+    /// they return to the configured ones when a ride ends).
+    public internal(set) var training: TrainingSettings
+    /// Custom zones for the next ride per zone slot (nil: the preferred zones).
+    public internal(set) var customZones: [ZoneConfiguration?] = [nil, nil]
+    var targetMonitors: [TargetZoneMonitor?] = [nil, nil]
+    public internal(set) var autoPause = AutoPauseMonitor(settings: nil)
+    /// Values of the 1 Hz record being processed: heart rate, power, speed.
+    var recordValues: [Double?] = [nil, nil, nil]
+    /// While replaying: the instant of the record whose samples are being replayed.
+    var replayRecordInstant: MonotonicInstant?
+    /// Journaled training settings that could not be read back (ignored, counted).
+    public internal(set) var unreadableSettings: UInt64 = 0
     var wallAnchor: WallClockAnchor?
     var randomState: UInt64
     /// Ride instants = device instants + this (non-zero after recovery from a crash).
@@ -112,6 +141,7 @@ public struct AppCore: Sendable {
         longPressFired = Array(repeating: false, count: Button.allCases.count)
         actedOnDown = Array(repeating: false, count: Button.allCases.count)
         randomState = randomSeed
+        training = configuration.training
         screen.runningPageCount = configuration.runningPageCount
         screen.sensors = sensorStates
     }
@@ -268,6 +298,8 @@ public struct AppCore: Sendable {
         case .nextPage:
             runningPage = (runningPage + 1) % max(1, configuration.runningPageCount)
             reply(true, "page \(runningPage + 1)")
+        case .setRideZones, .clearRideZones, .setTargetZone, .clearTargetZone, .setAutoPause, .setAutoLap:
+            handleTrainingCommand(c, at: now)
         }
     }
 
@@ -307,16 +339,18 @@ public struct AppCore: Sendable {
         let id = RideID(random: nextRandom(), nextRandom())
         let anchor = (wallAnchor ?? WallClockAnchor(monotonic: .zero, wall: WallClockTime(unixMs: 0, trusted: false)))
         let startAnchor = WallClockAnchor(monotonic: start, wall: anchor.wallTime(at: start))
-        let h = RideHeader(rideID: id, anchor: startAnchor, settings: configuration.ride, activity: configuration.activity)
+        let settings = rideSettingsForNextRide
+        let h = RideHeader(rideID: id, anchor: startAnchor, settings: settings, activity: configuration.activity)
         header = h
-        var b = RideBuilder(settings: configuration.ride)
-        try? b.start(at: start)
-        builder = b
+        builder = RideBuilder(settings: settings)
         gapsMs = 0
         runningPage = 0
         lastZone = [nil, nil]
         nextRecordInstant = start.advanced(byMs: 1000)
         journal(.header(h))
+        journalTrainingAtStart()
+        try? builder!.start(at: start)
+        trainingDidStart(at: start)
         journal(.event(RideEvent(.start, at: start)))
         emit(.syncJournal)
     }
@@ -324,6 +358,7 @@ public struct AppCore: Sendable {
     mutating func pause(at now: MonotonicInstant, trigger: Trigger, fromCommand: Bool) {
         guard transition(.pause, at: now, fromCommand: fromCommand) else { return }
         try? builder?.pause(at: now, trigger: trigger)
+        trainingDidPause(at: now, trigger: trigger)
         journal(.event(RideEvent(.pause, at: now, trigger: trigger)))
         emit(.syncJournal)
         if fromCommand { reply(true, "paused") }
@@ -332,6 +367,7 @@ public struct AppCore: Sendable {
     mutating func resume(at now: MonotonicInstant, trigger: Trigger, fromCommand: Bool) {
         guard transition(.resume, at: now, fromCommand: fromCommand) else { return }
         try? builder?.resume(at: now, trigger: trigger)
+        trainingDidResume(at: now, trigger: trigger)
         journal(.event(RideEvent(.resume, at: now, trigger: trigger)))
         emit(.syncJournal)
         if fromCommand { reply(true, "resumed") }
@@ -371,6 +407,7 @@ public struct AppCore: Sendable {
     mutating func end(saving: Bool, at now: MonotonicInstant, fromCommand: Bool) {
         guard transition(.stop, at: now, fromCommand: fromCommand) else { return }
         try? builder?.stop(at: now)
+        autoPause.didStop()
         journal(.event(RideEvent(.stop, at: now)))
         _ = transition(saving ? .save : .discard, at: now, fromCommand: false)
         journal(.finished(saved: saving, at: now))
@@ -384,6 +421,7 @@ public struct AppCore: Sendable {
         summaryPage = 0
         summary = builder.map { Self.makeSummary($0, header: header!, saved: saved, recovered: recovered, at: now) }
         screen.summary = summary
+        trainingDidFinish()
         if let h = header { emit(.rideFinished(h.rideID, saved: saved)) }
         showOverlay(saved ? .rideSaved : .rideDiscarded, at: now)
     }
@@ -415,7 +453,9 @@ public struct AppCore: Sendable {
             averageCadence: r[.cadence].average, maxCadence: r[.cadence].max,
             lapCount: b.laps.count,
             heartRateZoneTimes: b.heartRateZoneTimes, powerZoneTimes: b.powerZoneTimes,
-            recovered: recovered)
+            recovered: recovered,
+            heartRateZones: b.settings.heartRateZones, powerZones: b.settings.powerZones,
+            lapHeartRateZoneTimes: b.laps.map(\.heartRateZoneTimes), lapPowerZoneTimes: b.laps.map(\.powerZoneTimes))
     }
 
     // MARK: Samples, sensors, clock, storage
@@ -493,17 +533,19 @@ public struct AppCore: Sendable {
     /// into the builder and the journal.
     mutating func takeRecord(at instant: MonotonicInstant) {
         guard builder != nil else { return }
+        for i in 0..<recordValues.count { recordValues[i] = nil }
         for q in Quantity.allCases where q != .rrInterval {
             guard let v = freshLiveValue(q, at: instant) else { continue }
             let s = Sample(q, v, at: instant, origin: q == .distance || q == .energy ? .generated : .measured)
             do {
                 try builder!.add(s)
                 journal(.sample(s))
+                noteRecordValue(s)
             } catch {
                 continue
             }
         }
-        checkZoneChanges(at: instant)
+        afterRecord(at: instant, live: true)
     }
 
     func freshLiveValue(_ q: Quantity, at now: MonotonicInstant) -> Double? {
@@ -514,19 +556,24 @@ public struct AppCore: Sendable {
         return liveValue[i]
     }
 
-    mutating func checkZoneChanges(at instant: MonotonicInstant) {
+    /// Announces zone changes at a record instant. The builder must be advanced to `instant`
+    /// first, so that a value whose hold ran out by then no longer has a zone and the zone times
+    /// in the update are complete up to `instant`.
+    mutating func checkZoneChanges(at instant: MonotonicInstant, emitting: Bool = true) {
         guard let b = builder, lifecycle.state == .running else { return }
-        for (slot, q) in [(0, Quantity.heartRate), (1, Quantity.power)] {
+        for slot in 0..<2 {
+            let q: Quantity = slot == 0 ? .heartRate : .power
             let z = b.currentZone(q)
-            if z != lastZone[slot] {
+            guard z != lastZone[slot] else { continue }
+            if emitting {
                 let lap = b.currentLap
                 emit(.zoneUpdate(ZoneUpdate(
                     quantity: q, zone: z, previousZone: lastZone[slot],
                     rideZoneTimes: q == .heartRate ? b.heartRateZoneTimes : b.powerZoneTimes,
                     lapZoneTimes: (q == .heartRate ? lap?.heartRateZoneTimes : lap?.powerZoneTimes) ?? ZoneTimes(zoneCount: 0),
                     lastSampleInstant: instant)))
-                lastZone[slot] = z
             }
+            lastZone[slot] = z
         }
     }
 
@@ -546,6 +593,12 @@ public struct AppCore: Sendable {
         screen.recovered = recovered
         guard let b = builder, lifecycle.state == .running || lifecycle.state == .paused else {
             for m in 0..<Metric.countMax { screen.metrics[m] = nil }
+            screen.heartRateZoneCount = 0
+            screen.powerZoneCount = 0
+            screen.heartRateTargetZone = nil
+            screen.powerTargetZone = nil
+            screen.heartRateZoneName = nil
+            screen.powerZoneName = nil
             if lifecycle.state == .prepared || lifecycle.state == .idle {
                 screen.timerMs = 0
                 screen.elapsedMs = 0
@@ -581,8 +634,16 @@ public struct AppCore: Sendable {
         screen[.maxPower] = r[.power].max
         screen[.normalizedPower] = b.normalizedPowerW
         screen[.averageCadence] = r[.cadence].average
-        screen[.heartRateZone] = live ? b.currentZone(.heartRate).map { Double($0 + 1) } : nil
-        screen[.powerZone] = live ? b.currentZone(.power).map { Double($0 + 1) } : nil
+        // The zone last announced (a live zone update), numbered as shown: "Z3".
+        let hrZones = b.settings.heartRateZones, powerZones = b.settings.powerZones
+        screen[.heartRateZone] = live ? lastZone[0].flatMap { z in hrZones.map { Double($0.number(ofZone: z)) } } : nil
+        screen[.powerZone] = live ? lastZone[1].flatMap { z in powerZones.map { Double($0.number(ofZone: z)) } } : nil
+        screen.heartRateZoneName = live ? lastZoneName[0] : nil
+        screen.powerZoneName = live ? lastZoneName[1] : nil
+        screen.heartRateZoneCount = b.settings.heartRateZones?.zoneCount ?? 0
+        screen.powerZoneCount = b.settings.powerZones?.zoneCount ?? 0
+        screen.heartRateTargetZone = targetMonitors[0]?.target.zone
+        screen.powerTargetZone = targetMonitors[1]?.target.zone
         screen[.lapDistance] = (lap?[.distance].hasData ?? false) ? lap?.distanceM : nil
         screen[.lapAveragePower] = lap?[.power].average
         screen[.lapAverageSpeed] = lap?.averageSpeedMps

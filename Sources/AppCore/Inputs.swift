@@ -1,4 +1,5 @@
 import RideModel
+import Training
 
 /// The device's buttons.
 public enum Button: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvertible {
@@ -45,6 +46,19 @@ public enum ControlCommand: Sendable, Hashable {
     case marker(RideEvent.MarkerKind, value: Int64)
     /// Switch the running data page.
     case nextPage
+    /// Custom zones (heart rate or power, by the configuration's quantity) for the next ride
+    /// only: accepted before the ride starts (idle, countdown, summary), refused once it runs;
+    /// journaled in the ride's header, never saved as preferred.
+    case setRideZones(ZoneConfiguration)
+    /// The next ride uses the preferred zones of this quantity again.
+    case clearRideZones(Quantity)
+    /// A target zone (alerts when out of it) for the ride in progress, or the next ride if none.
+    case setTargetZone(TargetZone)
+    case clearTargetZone(Quantity)
+    /// Auto-pause on (with these settings) or off (nil), for the ride in progress or the next.
+    case setAutoPause(AutoPauseSettings?)
+    /// Auto-lap on or off (nil), for the ride in progress or the next.
+    case setAutoLap(AutoLapSettings?)
 }
 
 /// Sensor roles the screens show status for.

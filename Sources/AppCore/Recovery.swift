@@ -1,4 +1,5 @@
 import RideModel
+import Training
 
 /// Crash recovery (workout-model.md §5): a fresh app core replays the journaled records of the
 /// interrupted ride, then `finishRecovery` re-attaches it to the device's clock. No effects are
@@ -6,16 +7,27 @@ import RideModel
 extension AppCore {
     /// Applies one journaled record. Records must come in journal order.
     public mutating func replay(_ record: RideRecord) {
+        // The samples of one 1 Hz record come together; the record is complete (and the training
+        // monitors see it) when anything else comes.
+        if case .sample(let s) = record, s.instant == replayRecordInstant {} else { finishReplayedRecord() }
         switch record {
         case .header(let h):
             header = h
             builder = RideBuilder(settings: h.settings)
             wallAnchor = h.anchor
             lifecycle = SessionLifecycle(restoring: .prepared, lastTransition: nil)
+            training = configuration.training // the ride's own settings follow as metadata
+            targetMonitors = [nil, nil]
+            autoPause = AutoPauseMonitor(settings: nil)
+            lastZone = [nil, nil]
         case .event(let e):
             replayEvent(e)
         case .sample(let s):
-            try? builder?.add(s)
+            do {
+                try builder?.add(s)
+                noteRecordValue(s)
+                replayRecordInstant = s.instant
+            } catch {}
             if let start = builder?.startInstant {
                 let aligned = start.advanced(byMs: (s.instant.milliseconds(since: start) / 1000) * 1000)
                 nextRecordInstant = aligned.advanced(byMs: 1000)
@@ -29,8 +41,9 @@ extension AppCore {
             summary = builder.flatMap { b in header.map { Self.makeSummary(b, header: $0, saved: saved, recovered: recovered, at: at) } }
             screen.summary = summary
             nextRecordInstant = nil
+            trainingDidFinish()
         case .metadata(let k, let v):
-            builder?.setMetadata(k, v)
+            replayMetadata(key: k, value: v)
         }
     }
 
@@ -39,17 +52,21 @@ extension AppCore {
         case .start:
             try? builder?.start(at: e.instant)
             lifecycle = SessionLifecycle(restoring: .running, lastTransition: e.instant)
+            trainingDidStart(at: e.instant)
             nextRecordInstant = e.instant.advanced(byMs: 1000)
         case .pause:
             try? builder?.pause(at: e.instant, trigger: e.trigger)
             lifecycle = SessionLifecycle(restoring: .paused, lastTransition: e.instant)
+            trainingDidPause(at: e.instant, trigger: e.trigger)
         case .resume:
             try? builder?.resume(at: e.instant, trigger: e.trigger)
             lifecycle = SessionLifecycle(restoring: .running, lastTransition: e.instant)
+            trainingDidResume(at: e.instant, trigger: e.trigger)
         case .lap:
             try? builder?.lap(at: e.instant, trigger: e.trigger)
         case .stop:
             try? builder?.stop(at: e.instant)
+            autoPause.didStop()
             lifecycle = SessionLifecycle(restoring: .stopped, lastTransition: e.instant)
         case .marker:
             try? builder?.mark(e)
@@ -76,6 +93,7 @@ extension AppCore {
     /// maps device time onto the ride's time line, and shows "ride recovered".
     /// A stopped ride that was never saved is saved now (its data is all there).
     public mutating func finishRecovery(deviceNow: MonotonicInstant, gapMs: Int64) {
+        finishReplayedRecord()
         guard let last = lastReplayedInstant else { return }
         let gap = max(0, gapMs)
         let rideNow = last.advanced(byMs: gap)

@@ -80,6 +80,12 @@ public struct RideSummary: Sendable, Hashable {
     public var heartRateZoneTimes: ZoneTimes
     public var powerZoneTimes: ZoneTimes
     public var recovered: Bool
+    /// The zones the ride used (for labelling the time-in-zone charts).
+    public var heartRateZones: ZoneConfiguration? = nil
+    public var powerZones: ZoneConfiguration? = nil
+    /// Time in zone per lap, in lap order.
+    public var lapHeartRateZoneTimes: [ZoneTimes] = []
+    public var lapPowerZoneTimes: [ZoneTimes] = []
 }
 
 /// The screen value: everything the renderer needs, and nothing it must compute. Updated in
@@ -102,6 +108,15 @@ public struct ScreenModel: Sendable, Hashable {
     public var summary: RideSummary?
     /// Number of running data pages (for "1/3" indicators).
     public var runningPageCount = 3
+    /// Zone bars: how many zones the ride has per quantity (0: no zones), and the target zone
+    /// (0-based) if one is set. The current zone number as shown ("Z3") is
+    /// `metrics[.heartRateZone]` / `[.powerZone]`; its name ("Z5a", "Tempo") is below.
+    public var heartRateZoneCount = 0
+    public var powerZoneCount = 0
+    public var heartRateTargetZone: Int?
+    public var powerTargetZone: Int?
+    public var heartRateZoneName: String?
+    public var powerZoneName: String?
 
     public init() {}
 

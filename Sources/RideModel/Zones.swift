@@ -3,6 +3,8 @@ public enum ZoneConfigurationError: Error, Sendable, Hashable, CustomStringConve
     case empty
     case tooMany(count: Int, max: Int)
     case negative(Double)
+    /// NaN or infinite.
+    case notFinite(index: Int)
     case notIncreasing(index: Int, previous: Double, value: Double)
     case unsupportedQuantity(Quantity)
     case namesMismatch(names: Int, zones: Int)
@@ -11,11 +13,12 @@ public enum ZoneConfigurationError: Error, Sendable, Hashable, CustomStringConve
         switch self {
         case .empty: "a zone configuration needs at least one boundary"
         case .tooMany(let c, let m): "\(c) boundaries given; at most \(m) are allowed (\(m + 1) zones)"
-        case .negative(let v): "boundary \(v) is negative; boundaries must be ≥ 0"
+        case .negative(let v): "boundary \(v) is negative; give boundaries of 0 or more"
+        case .notFinite(let i): "boundary \(i + 1) is not a finite number; give plain numbers such as 120"
         case .notIncreasing(let i, let p, let v):
-            "boundary \(i + 1) (\(v)) is not above boundary \(i) (\(p)); boundaries must strictly increase"
+            "boundary \(i + 1) (\(v)) is not above boundary \(i) (\(p)); list boundaries in strictly increasing order"
         case .unsupportedQuantity(let q): "zones are for heart rate or power, not \(q)"
-        case .namesMismatch(let n, let z): "\(n) zone names given for \(z) zones"
+        case .namesMismatch(let n, let z): "\(n) zone names given for \(z) zones; give one name per zone or none"
         }
     }
 }
@@ -36,7 +39,8 @@ public struct ZoneConfiguration: Sendable, Hashable {
         guard !boundaries.isEmpty else { throw .empty }
         guard boundaries.count <= Self.boundariesMax else { throw .tooMany(count: boundaries.count, max: Self.boundariesMax) }
         for (i, b) in boundaries.enumerated() {
-            guard b >= 0, b.isFinite else { throw .negative(b) }
+            guard b.isFinite else { throw .notFinite(index: i) }
+            guard b >= 0 else { throw .negative(b) }
             if i > 0, b <= boundaries[i - 1] { throw .notIncreasing(index: i, previous: boundaries[i - 1], value: b) }
         }
         if let names, names.count != boundaries.count + 1 { throw .namesMismatch(names: names.count, zones: boundaries.count + 1) }
@@ -48,12 +52,28 @@ public struct ZoneConfiguration: Sendable, Hashable {
     public var zoneCount: Int { boundaries.count + 1 }
 
     /// The 0-based zone of `value`.
-
     public func zone(of value: Double) -> Int {
         var z = 0
         for b in boundaries where value >= b { z += 1 }
         return z
     }
+
+    /// The lowest value in 0-based `zone` (0 for the first zone).
+    public func lowerBound(ofZone zone: Int) -> Double { zone <= 0 ? 0 : boundaries[min(zone, boundaries.count) - 1] }
+
+    /// The first value above 0-based `zone` (infinity for the last zone).
+    public func upperBound(ofZone zone: Int) -> Double { zone >= boundaries.count ? .infinity : boundaries[max(zone, 0)] }
+
+    /// The rider-facing name of 0-based `zone`: its configured name, else "Z1", "Z2", ...
+    public func name(ofZone zone: Int) -> String {
+        if let names, zone >= 0, zone < names.count { return names[zone] }
+        return "Z\(zone + 1)"
+    }
+
+    /// The zone number shown for 0-based `zone`: zone + 1, except when the first zone is named
+    /// "Z0" (a band below zone 1, as in the percent-of-max and heart-rate-reserve models, whose
+    /// five zones start at 50 %): then the number is `zone`.
+    public func number(ofZone zone: Int) -> Int { names?.first == "Z0" ? zone : zone + 1 }
 
     /// The default heart-rate model when nothing is configured: 91, 114, 136, 158 bpm.
     public static let defaultHeartRate = try! ZoneConfiguration(quantity: .heartRate, boundaries: [91, 114, 136, 158])

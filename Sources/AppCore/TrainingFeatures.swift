@@ -1,0 +1,255 @@
+import RideModel
+import Training
+
+/// Zones for one ride, target-zone alerts, auto-pause and auto-lap (issue 9).
+///
+/// Everything here is decided at the 1 Hz records, from the values the record journals, so that
+/// crash recovery (`replay`) feeding the same records rebuilds the same state: the monitors see
+/// the same values in the same order, and the events they caused (auto pauses, distance/time
+/// laps) come back from the journal right after the record that caused them.
+extension AppCore {
+    /// Metadata keys naming where the ride's zones came from ("custom" or "preferred").
+    public static let heartRateZonesSourceKey = "zones.heart_rate.source"
+    public static let powerZonesSourceKey = "zones.power.source"
+
+    static func zoneSlot(_ q: Quantity) -> Int? { q == .heartRate ? 0 : (q == .power ? 1 : nil) }
+
+    /// The ride settings the next ride will start with: the preferred zones, replaced by custom
+    /// zones set for that ride.
+    public var rideSettingsForNextRide: RideSettings {
+        var s = configuration.ride
+        if let z = customZones[0] { s.heartRateZones = z }
+        if let z = customZones[1] { s.powerZones = z }
+        return s
+    }
+
+    /// The zones of `q` that a target set now would be checked against: the ride's own zones
+    /// while a ride is in progress, else the next ride's.
+    func zonesForTarget(_ q: Quantity) -> ZoneConfiguration? {
+        let s = (lifecycle.state.isRideInProgress && builder != nil) ? builder!.settings : rideSettingsForNextRide
+        return q == .power ? s.powerZones : s.heartRateZones
+    }
+
+    var rideCollecting: Bool { builder != nil && (lifecycle.state == .running || lifecycle.state == .paused) }
+
+    // MARK: Commands
+
+    mutating func handleTrainingCommand(_ c: ControlCommand, at now: MonotonicInstant) {
+        switch c {
+        case .setRideZones(let z):
+            guard !(lifecycle.state == .running || lifecycle.state == .paused || lifecycle.state == .stopped) else {
+                reply(false, "custom zones apply from the start of a ride; set them before starting (this ride keeps its zones)")
+                return
+            }
+            guard let slot = Self.zoneSlot(z.quantity) else { reply(false, "zones are for heart rate or power, not \(z.quantity)"); return }
+            customZones[slot] = z
+            var dropped = ""
+            if let t = training.target(z.quantity), (try? t.validate(against: z)) == nil {
+                training.setTarget(z.quantity, nil)
+                dropped = "; the \(z.quantity) target Z\(t.zone + 1) no longer exists and was turned off"
+            }
+            let list = z.boundaries.map { ZoneFormulas.format($0) }.joined(separator: ", ")
+            reply(true, "custom \(z.quantity) zones for the next ride: \(z.zoneCount) zones, boundaries \(list) \(z.quantity.unit) (not saved as preferred)\(dropped)")
+        case .clearRideZones(let q):
+            guard !(lifecycle.state == .running || lifecycle.state == .paused || lifecycle.state == .stopped) else {
+                reply(false, "this ride keeps its zones; clear custom zones before the next ride starts")
+                return
+            }
+            guard let slot = Self.zoneSlot(q) else { reply(false, "zones are for heart rate or power, not \(q)"); return }
+            customZones[slot] = nil
+            reply(true, "the next ride uses the preferred \(q) zones")
+        case .setTargetZone(let t):
+            do {
+                try t.validate(against: zonesForTarget(t.quantity))
+            } catch {
+                reply(false, "target zone refused: \(error)")
+                return
+            }
+            var s = training
+            s.setTarget(t.quantity, t)
+            changeTraining(key: t.quantity == .power ? TrainingSettings.powerTargetKey : TrainingSettings.heartRateTargetKey, in: s, at: now)
+            reply(true, "\(t.quantity) target zone Z\(t.zone + 1)\(rideCollecting ? "" : " for the next ride")")
+        case .clearTargetZone(let q):
+            guard Self.zoneSlot(q) != nil else { reply(false, "target zones are for heart rate or power, not \(q)"); return }
+            var s = training
+            s.setTarget(q, nil)
+            changeTraining(key: q == .power ? TrainingSettings.powerTargetKey : TrainingSettings.heartRateTargetKey, in: s, at: now)
+            reply(true, "\(q) target zone off")
+        case .setAutoPause(let a):
+            if let a {
+                do { try a.validate() } catch { reply(false, "auto-pause refused: \(error)"); return }
+            }
+            var s = training
+            s.autoPause = a
+            changeTraining(key: TrainingSettings.autoPauseKey, in: s, at: now)
+            reply(true, a == nil ? "auto-pause off" : "auto-pause on: below \(ZoneFormulas.format(((a!.thresholdMps * 36).rounded()) / 10)) km/h for \(ZoneFormulas.format(Double(a!.delayMs) / 1000)) s")
+        case .setAutoLap(let l):
+            if let l {
+                do { try l.validate() } catch { reply(false, "auto-lap refused: \(error)"); return }
+            }
+            var s = training
+            s.autoLap = l
+            changeTraining(key: TrainingSettings.autoLapKey, in: s, at: now)
+            var every: [String] = []
+            if let d = l?.everyDistanceM { every.append("\(ZoneFormulas.format(d)) m") }
+            if let t = l?.everyTimerMs { every.append("\(ZoneFormulas.format(Double(t) / 1000)) s") }
+            reply(true, l == nil ? "auto-lap off" : "auto-lap on: every \(every.joined(separator: " or "))")
+        default:
+            break
+        }
+    }
+
+    /// Applies one changed training setting. While a ride is collecting the change is journaled
+    /// (and applied from its journal form, exactly as a replay will apply it).
+    mutating func changeTraining(key: String, in new: TrainingSettings, at now: MonotonicInstant) {
+        let value = new.metadataValue(forKey: key)!
+        if rideCollecting {
+            journal(.metadata(key: key, value: value))
+            emit(.syncJournal)
+            builder!.setMetadata(key, value)
+            applyTrainingEntry(key: key, value: value)
+        } else {
+            training = new
+        }
+    }
+
+    /// Applies a journaled training setting to the ride in progress.
+    mutating func applyTrainingEntry(key: String, value: String) {
+        do {
+            try training.apply(metadataKey: key, value: value)
+        } catch {
+            unreadableSettings &+= 1
+            return
+        }
+        switch key {
+        case TrainingSettings.heartRateTargetKey: rebuildTargetMonitor(0)
+        case TrainingSettings.powerTargetKey: rebuildTargetMonitor(1)
+        case TrainingSettings.autoPauseKey: autoPause.update(settings: training.autoPause)
+        default: break
+        }
+    }
+
+    mutating func rebuildTargetMonitor(_ slot: Int) {
+        let q: Quantity = slot == 0 ? .heartRate : .power
+        guard let b = builder, let t = training.target(q),
+              let zones = slot == 0 ? b.settings.heartRateZones : b.settings.powerZones,
+              (try? t.validate(against: zones)) != nil else {
+            targetMonitors[slot] = nil
+            return
+        }
+        targetMonitors[slot] = TargetZoneMonitor(target: t, zones: zones)
+    }
+
+    // MARK: Ride lifecycle
+
+    /// Journals the ride's zone sources and training settings right after its header.
+    mutating func journalTrainingAtStart() {
+        guard let b = builder else { return }
+        // A target that does not fit the ride's zones is turned off (journaled as off).
+        for q in [Quantity.heartRate, .power] {
+            if let t = training.target(q), (try? t.validate(against: q == .power ? b.settings.powerZones : b.settings.heartRateZones)) == nil {
+                training.setTarget(q, nil)
+            }
+        }
+        var entries: [(key: String, value: String)] = []
+        if b.settings.heartRateZones != nil { entries.append((Self.heartRateZonesSourceKey, customZones[0] == nil ? "preferred" : "custom")) }
+        if b.settings.powerZones != nil { entries.append((Self.powerZonesSourceKey, customZones[1] == nil ? "preferred" : "custom")) }
+        entries += training.metadataEntries
+        for e in entries {
+            journal(.metadata(key: e.key, value: e.value))
+            replayMetadata(key: e.key, value: e.value)
+        }
+    }
+
+    /// A metadata record, live or replayed.
+    mutating func replayMetadata(key: String, value: String) {
+        builder?.setMetadata(key, value)
+        if TrainingSettings.isTrainingKey(key) { applyTrainingEntry(key: key, value: value) }
+    }
+
+    mutating func trainingDidStart(at instant: MonotonicInstant) {
+        autoPause = AutoPauseMonitor(settings: training.autoPause)
+        autoPause.didStart(at: instant)
+        rebuildTargetMonitor(0)
+        rebuildTargetMonitor(1)
+        lastZone = [nil, nil]
+    }
+
+    mutating func trainingDidPause(at instant: MonotonicInstant, trigger: Trigger) {
+        autoPause.didPause(at: instant, trigger: trigger)
+        for i in 0..<targetMonitors.count { targetMonitors[i]?.reset() }
+    }
+
+    mutating func trainingDidResume(at instant: MonotonicInstant, trigger: Trigger) {
+        autoPause.didResume(at: instant, trigger: trigger)
+    }
+
+    /// The ride ended: settings made for it by commands are forgotten.
+    mutating func trainingDidFinish() {
+        training = configuration.training
+        customZones = [nil, nil]
+        targetMonitors = [nil, nil]
+        autoPause = AutoPauseMonitor(settings: nil)
+    }
+
+    // MARK: Records
+
+    mutating func noteRecordValue(_ s: Sample) {
+        switch s.quantity {
+        case .heartRate: recordValues[0] = s.value
+        case .power: recordValues[1] = s.value
+        case .speed: recordValues[2] = s.value
+        default: break
+        }
+    }
+
+    /// After the samples of the record at `instant` went into the builder: zone updates, target
+    /// alerts, auto-pause, auto-lap. When replaying (`live == false`) the monitors are fed the
+    /// same way but nothing is emitted and no event is made (the journal has the events).
+    mutating func afterRecord(at instant: MonotonicInstant, live: Bool) {
+        guard builder != nil else { return }
+        builder!.advance(to: instant)
+        checkZoneChanges(at: instant, emitting: live)
+        guard lifecycle.state == .running || lifecycle.state == .paused else { return }
+        if lifecycle.state == .running {
+            for slot in 0..<targetMonitors.count {
+                guard let event = targetMonitors[slot]?.observe(recordValues[slot], at: instant), live else { continue }
+                let q: Quantity = slot == 0 ? .heartRate : .power
+                switch event {
+                case .drift(let above): showOverlay(.zoneDrift(q, above: above), at: instant)
+                case .backInZone: showOverlay(.backInZone(q), at: instant)
+                }
+            }
+        }
+        let decision = autoPause.observe(speedMps: recordValues[2], at: instant)
+        guard live else { return }
+        switch decision {
+        case .pause?: pause(at: instant, trigger: .auto, fromCommand: false)
+        case .resume?: resume(at: instant, trigger: .auto, fromCommand: false)
+        case nil: break
+        }
+        if lifecycle.state == .running, let autoLap = training.autoLap, let b = builder, let lap = b.currentLap,
+           let trigger = autoLap.due(lapDistanceM: lap.statistics.distanceM, lapTimerMs: b.lapTimerTimeMs(at: instant)) {
+            self.lap(at: instant, trigger: trigger, fromCommand: false)
+        }
+    }
+
+    /// Replay: the record being replayed is complete (a record of another kind or instant came).
+    mutating func finishReplayedRecord() {
+        guard let t = replayRecordInstant else { return }
+        replayRecordInstant = nil
+        afterRecord(at: t, live: false)
+        for i in 0..<recordValues.count { recordValues[i] = nil }
+    }
+
+    /// The target zones being watched (0-based zone per quantity), for status displays.
+    public func targetZone(_ q: Quantity) -> TargetZone? {
+        Self.zoneSlot(q).flatMap { targetMonitors[$0]?.target }
+    }
+
+    /// The state of the target-zone monitor of `q` (nil when no target is watched).
+    public func targetMonitor(_ q: Quantity) -> TargetZoneMonitor? { Self.zoneSlot(q).flatMap { targetMonitors[$0] } }
+
+    /// The current zone (0-based) of `q` as last announced by a live zone update.
+    public func currentZone(_ q: Quantity) -> Int? { Self.zoneSlot(q).flatMap { lastZone[$0] } }
+}

@@ -1,1 +1,0 @@
-// Training: zones, target alerts, auto-pause and auto-lap (issue 9).
