@@ -481,6 +481,10 @@ public struct AppCore: Sendable {
         let riding = lifecycle.state == .running || lifecycle.state == .paused
         if riding && old == .connected && status.state == .lost { showOverlay(.sensorLost(status.role), at: now) }
         if riding && old == .lost && status.state == .connected { showOverlay(.sensorBack(status.role), at: now) }
+        if status.state == .lost || status.state == .stale {
+            // Its values are no longer live: show "--" at once, never the last value.
+            for q in status.role.liveQuantities { liveSeen[q.index] = false }
+        }
     }
 
     mutating func handleWallClock(_ w: WallClockTime, at now: MonotonicInstant) {

@@ -65,6 +65,17 @@ public enum ControlCommand: Sendable, Hashable {
 public enum SensorRole: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case heartRate = 0, power = 1, speed = 2, cadence = 3
 
+    /// The live quantities a sensor in this role provides (shown as "--" once it is lost).
+    public var liveQuantities: [Quantity] {
+        switch self {
+        case .heartRate: [.heartRate, .rrInterval]
+        case .power: [.power, .pedalBalanceRight, .torqueEffectivenessLeft, .torqueEffectivenessRight,
+                      .pedalSmoothnessLeft, .pedalSmoothnessRight]
+        case .speed: [.speed]
+        case .cadence: [.cadence]
+        }
+    }
+
     public var description: String {
         switch self {
         case .heartRate: "HR"
