@@ -87,6 +87,11 @@ extension Framebuffer {
         drawText(text, font: font, x: x, y: rect.y, on: on)
         return x
     }
+
+    @discardableResult
+    public mutating func drawText(_ text: String, font: Font, in rect: Rect, alignment: TextAlignment, on: Bool = true) -> Int {
+        drawText(text.utf8, font: font, in: rect, alignment: alignment, on: on)
+    }
 }
 
 public enum TextAlignment: Sendable, Hashable { case left, center, right }
