@@ -58,7 +58,8 @@ public struct ScreenRenderer: Sendable {
         ValueFormat.write(field.content, of: model, into: &text)
         let label = field.content.label
         let labelWidth = field.label == .left ? Font.small.widthPx(count: label.utf8.count) + 2 : 0
-        let available = field.frame.width - labelWidth
+        // Values keep 2 px from the field's right edge (separator lines, neighbours).
+        let available = field.frame.width - labelWidth - 2
         var size = field.size
         while size.font.widthPx(count: text.count) > available, let smaller = size.smaller { size = smaller }
         let font = size.font

@@ -19,12 +19,12 @@ public enum SummaryItem: Sendable, Hashable {
         case .timerTime: "TIME"
         case .elapsedTime: "ELAPSED"
         case .distance: "KM"
-        case .speedAverageMax: "KM/H AVG/MAX"
+        case .speedAverageMax: "KM/H avg/max"
         case .laps: "LAPS"
-        case .heartRateAverageMax: "HR AVG/MAX"
-        case .powerAverageMax: "W AVG/MAX"
+        case .heartRateAverageMax: "HR avg/max"
+        case .powerAverageMax: "W avg/max"
         case .normalizedPower: "NP W"
-        case .cadenceAverageMax: "RPM AVG/MAX"
+        case .cadenceAverageMax: "RPM avg/max"
         case .zoneBars: "ZONES"
         }
     }

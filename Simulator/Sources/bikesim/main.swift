@@ -5,7 +5,8 @@ import Device
 struct BikeSim: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bikesim",
-        abstract: "Bike computer simulator: a demo ride in the terminal, or headless for tests.")
+        abstract: "Bike computer simulator: a demo ride in the terminal, or headless for tests.",
+        subcommands: [ScreensCommand.self])
 
     @Option(help: "Seed for ride ids and synthetic sensors.")
     var seed: UInt64 = 1
