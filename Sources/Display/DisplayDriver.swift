@@ -112,7 +112,12 @@ public struct DisplayDriver: Sendable {
         pendingPages &= ~bit
         guard first < panel.width else { return 0 }
         shownValid &= ~bit  // unknown until the write completes
-        try writeWindow(page: page, firstColumn: first, lastColumn: last, bus: &bus)
+        do {
+            try writeWindow(page: page, firstColumn: first, lastColumn: last, bus: &bus)
+        } catch {
+            pendingPages |= bit  // resent in full by a later step
+            throw error
+        }
         for x in base + first...base + last { shown[x] = target[x] }
         shownValid |= bit
         statistics.pageWrites += 1

@@ -171,6 +171,12 @@ public struct SSD1306Emulator: DisplayBus, Sendable {
     }
 
     private mutating func execute(_ op: UInt8) {
+        let sh1106Lacks = (0x20...0x2F).contains(op) || op == 0x8D || op == 0xA3
+        let ssd1306Lacks = op == 0xAD || (0x30...0x33).contains(op)
+        if controller == .sh1106 ? sh1106Lacks : ssd1306Lacks {
+            unknownCommands += 1
+            return
+        }
         commandsExecuted += 1
         let a0 = Int(arguments.0), a1 = Int(arguments.1)
         switch op {
@@ -206,7 +212,7 @@ public struct SSD1306Emulator: DisplayBus, Sendable {
         case 0xD3: displayOffset = a0 & 0x3F
         case 0x8D, 0xAD, 0xD5, 0xD9, 0xDA, 0xDB, 0xE3, 0x2E, 0x2F, 0x26, 0x27, 0x29, 0x2A, 0xA3:
             break  // electrical settings and scrolling: accepted, no effect on the image
-        case 0x30...0x33 where controller == .sh1106:
+        case 0x30...0x33:
             break  // SH1106 pump voltage
         default:
             commandsExecuted -= 1
