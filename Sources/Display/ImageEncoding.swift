@@ -1,5 +1,5 @@
 /// Image files from a framebuffer, without Foundation or zlib: PBM (plain "P1", diffable text)
-/// and PNG (8-bit greyscale, zlib stream of stored deflate blocks, CRC-32 and Adler-32).
+/// and PNG (1-bit greyscale, zlib stream of stored deflate blocks, CRC-32 and Adler-32).
 /// These run in tests and the simulator, not on the ride path, so they allocate freely.
 public enum ImageEncoding {
     /// Plain PBM ("P1"): 1 = lit pixel, one text row per pixel row.
@@ -65,22 +65,24 @@ public enum ImageEncoding {
         return image
     }
 
-    /// PNG, each panel pixel drawn as a `scale`x`scale` square, lit = `onGrey`, dark = `offGrey`.
-    public static func png(_ image: Framebuffer, scale: Int = 1, onGrey: UInt8 = 0xFF, offGrey: UInt8 = 0x00) -> [UInt8] {
+    /// PNG, 1-bit greyscale (lit = white), each panel pixel drawn as a `scale`x`scale` square.
+    public static func png(_ image: Framebuffer, scale: Int = 1) -> [UInt8] {
         precondition(scale >= 1 && scale <= 16)
         let w = image.width * scale, h = image.height * scale
-        // Raw scanlines: filter byte 0 (none) then one grey byte per pixel.
-        var raw: [UInt8] = []
-        raw.reserveCapacity(h * (w + 1))
+        let rowBytes = (w + 7) / 8
+        // Raw scanlines: filter byte 0 (none), then 8 pixels per byte, leftmost in the high bit.
+        var raw = Array(repeating: UInt8(0), count: h * (rowBytes + 1))
         for y in 0..<h {
-            raw.append(0)
-            for x in 0..<w { raw.append(image[x / scale, y / scale] ? onGrey : offGrey) }
+            let row = y * (rowBytes + 1) + 1
+            for x in 0..<w where image[x / scale, y / scale] {
+                raw[row + x / 8] |= 0x80 >> UInt8(x % 8)
+            }
         }
         var out: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
         var ihdr: [UInt8] = []
         appendBigEndian(UInt32(w), to: &ihdr)
         appendBigEndian(UInt32(h), to: &ihdr)
-        ihdr += [8, 0, 0, 0, 0]  // bit depth 8, colour type 0 (grey), deflate, filter 0, no interlace
+        ihdr += [1, 0, 0, 0, 0]  // bit depth 1, colour type 0 (grey), deflate, filter 0, no interlace
         appendChunk("IHDR", ihdr, to: &out)
         appendChunk("IDAT", zlibStored(raw), to: &out)
         appendChunk("IEND", [], to: &out)

@@ -19,7 +19,7 @@ public enum SummaryItem: Sendable, Hashable {
         case .timerTime: "TIME"
         case .elapsedTime: "ELAPSED"
         case .distance: "KM"
-        case .speedAverageMax: "KM/H avg/max"
+        case .speedAverageMax: "SPD avg/max"
         case .laps: "LAPS"
         case .heartRateAverageMax: "HR avg/max"
         case .powerAverageMax: "W avg/max"

@@ -28,7 +28,7 @@ import Testing
             types.append(type)
             let body = Array(png[i + 8..<i + 8 + length])
             #expect(UInt32(be32(i + 8 + length)) == ImageEncoding.crc32(Array(png[i + 4..<i + 8 + length])), "\(type) CRC")
-            if type == "IHDR" { width = be32(i + 8); height = be32(i + 12); #expect(body[8] == 8 && body[9] == 0) }
+            if type == "IHDR" { width = be32(i + 8); height = be32(i + 12); #expect(body[8] == 1 && body[9] == 0) }
             if type == "IDAT" { idat += body }
             i += 12 + length
         }
@@ -49,10 +49,11 @@ import Testing
         }
         let adler = UInt32(idat[p]) << 24 | UInt32(idat[p + 1]) << 16 | UInt32(idat[p + 2]) << 8 | UInt32(idat[p + 3])
         #expect(adler == ImageEncoding.adler32(raw))
-        #expect(raw.count == height * (width + 1))
+        let rowBytes = (width + 7) / 8
+        #expect(raw.count == height * (rowBytes + 1))
         for y in 0..<height {
-            #expect(raw[y * (width + 1)] == 0, "filter none")
-            for x in 0..<width where (raw[y * (width + 1) + 1 + x] == 0xFF) != fb[x / scale, y / scale] {
+            #expect(raw[y * (rowBytes + 1)] == 0, "filter none")
+            for x in 0..<width where (raw[y * (rowBytes + 1) + 1 + x / 8] & (0x80 >> UInt8(x % 8)) != 0) != fb[x / scale, y / scale] {
                 Issue.record("pixel (\(x),\(y)) differs")
                 return
             }
