@@ -119,44 +119,44 @@ public struct ScreenLayouts: Sendable, Hashable {
     /// heart-rate zone; page 3 timer, lap time, lap number, power zone.
     public static let standard128x64 = ScreenLayouts(width: 128, height: 64, runningPages: [
         PageLayout(name: "RIDE", fields: [
-            Field(.timer, Rect(x: 0, y: 0, width: 124, height: 28), size: .huge, label: .none),
+            Field(.timer, Rect(x: 0, y: 0, width: 126, height: 28), size: .huge, label: .none),
             Field(.metric(.speed), Rect(x: 0, y: 31, width: 61, height: 33), size: .large),
-            Field(.metric(.distance), Rect(x: 64, y: 31, width: 60, height: 33), size: .large),
-        ], rules: [Rect(x: 0, y: 29, width: 124, height: 1), Rect(x: 62, y: 31, width: 1, height: 33)]),
+            Field(.metric(.distance), Rect(x: 64, y: 31, width: 62, height: 33), size: .large),
+        ], rules: [Rect(x: 0, y: 29, width: 126, height: 1), Rect(x: 62, y: 31, width: 1, height: 33)]),
         PageLayout(name: "POWER", fields: [
-            Field(.timer, Rect(x: 0, y: 0, width: 124, height: 16), size: .large, label: .left),
+            Field(.timer, Rect(x: 0, y: 0, width: 126, height: 16), size: .large, label: .left),
             Field(.metric(.power), Rect(x: 0, y: 18, width: 61, height: 22), size: .large, label: .left),
-            Field(.metric(.cadence), Rect(x: 64, y: 18, width: 60, height: 22), size: .large, label: .left),
+            Field(.metric(.cadence), Rect(x: 64, y: 18, width: 62, height: 22), size: .large, label: .left),
             Field(.metric(.heartRate), Rect(x: 0, y: 42, width: 61, height: 22), size: .large, label: .left),
-            Field(.metric(.heartRateZone), Rect(x: 64, y: 42, width: 60, height: 22), size: .large, label: .left),
-        ], rules: [Rect(x: 0, y: 17, width: 124, height: 1), Rect(x: 0, y: 41, width: 124, height: 1),
+            Field(.metric(.heartRateZone), Rect(x: 64, y: 42, width: 62, height: 22), size: .large, label: .left),
+        ], rules: [Rect(x: 0, y: 17, width: 126, height: 1), Rect(x: 0, y: 41, width: 126, height: 1),
                    Rect(x: 62, y: 18, width: 1, height: 46)]),
         PageLayout(name: "LAP", fields: [
-            Field(.timer, Rect(x: 0, y: 0, width: 124, height: 16), size: .large, label: .left),
-            Field(.lapTime, Rect(x: 0, y: 18, width: 124, height: 28), size: .huge, label: .left),
+            Field(.timer, Rect(x: 0, y: 0, width: 126, height: 16), size: .large, label: .left),
+            Field(.lapTime, Rect(x: 0, y: 18, width: 126, height: 28), size: .huge, label: .left),
             Field(.lapNumber, Rect(x: 0, y: 48, width: 61, height: 16), size: .large, label: .left),
-            Field(.metric(.powerZone), Rect(x: 64, y: 48, width: 60, height: 16), size: .large, label: .left),
-        ], rules: [Rect(x: 0, y: 17, width: 124, height: 1), Rect(x: 0, y: 47, width: 124, height: 1),
+            Field(.metric(.powerZone), Rect(x: 64, y: 48, width: 62, height: 16), size: .large, label: .left),
+        ], rules: [Rect(x: 0, y: 17, width: 126, height: 1), Rect(x: 0, y: 47, width: 126, height: 1),
                    Rect(x: 62, y: 48, width: 1, height: 16)]),
     ])
 
     /// 128x32: one row per page.
     public static let standard128x32 = ScreenLayouts(width: 128, height: 32, runningPages: [
         PageLayout(name: "RIDE", fields: [
-            Field(.timer, Rect(x: 0, y: 0, width: 124, height: 15), size: .large, label: .left),
+            Field(.timer, Rect(x: 0, y: 0, width: 126, height: 15), size: .large, label: .left),
             Field(.metric(.speed), Rect(x: 0, y: 17, width: 61, height: 15), size: .large, label: .left),
-            Field(.metric(.distance), Rect(x: 64, y: 17, width: 60, height: 15), size: .large, label: .left),
-        ], rules: [Rect(x: 0, y: 16, width: 124, height: 1)]),
+            Field(.metric(.distance), Rect(x: 64, y: 17, width: 62, height: 15), size: .large, label: .left),
+        ], rules: [Rect(x: 0, y: 16, width: 126, height: 1)]),
         PageLayout(name: "POWER", fields: [
             Field(.metric(.power), Rect(x: 0, y: 0, width: 61, height: 15), size: .large, label: .left),
-            Field(.metric(.cadence), Rect(x: 64, y: 0, width: 60, height: 15), size: .large, label: .left),
+            Field(.metric(.cadence), Rect(x: 64, y: 0, width: 62, height: 15), size: .large, label: .left),
             Field(.metric(.heartRate), Rect(x: 0, y: 17, width: 61, height: 15), size: .large, label: .left),
-            Field(.timer, Rect(x: 64, y: 17, width: 60, height: 15), size: .medium, label: .none),
-        ], rules: [Rect(x: 0, y: 16, width: 124, height: 1)]),
+            Field(.timer, Rect(x: 64, y: 17, width: 62, height: 15), size: .medium, label: .none),
+        ], rules: [Rect(x: 0, y: 16, width: 126, height: 1)]),
         PageLayout(name: "LAP", fields: [
-            Field(.lapTime, Rect(x: 0, y: 0, width: 124, height: 15), size: .large, label: .left),
-            Field(.timer, Rect(x: 0, y: 17, width: 124, height: 15), size: .large, label: .left),
-        ], rules: [Rect(x: 0, y: 16, width: 124, height: 1)]),
+            Field(.lapTime, Rect(x: 0, y: 0, width: 126, height: 15), size: .large, label: .left),
+            Field(.timer, Rect(x: 0, y: 17, width: 126, height: 15), size: .large, label: .left),
+        ], rules: [Rect(x: 0, y: 16, width: 126, height: 1)]),
     ])
 
     public static func standard(height: Int) -> ScreenLayouts { height == 32 ? standard128x32 : standard128x64 }
