@@ -47,6 +47,23 @@ import Testing
         }
     }
 
+    /// The SH1106 path (page addressing, column offset 2) shows exactly the same pictures.
+    @Test func sh1106ShowsTheSameScreens() {
+        for entry in ScreenCatalogue.entries() {
+            var sh1106 = EmulatedPanel(panel: PanelConfiguration(controller: .sh1106, height: entry.height))
+            #expect(sh1106.show(entry.model).bytes == Self.image(entry).bytes, "\(entry.name)")
+        }
+    }
+
+    /// Showing the screens one after another on one panel (only changed pages sent each time)
+    /// gives the same pictures as showing each on a fresh panel.
+    @Test func incrementalUpdatesGiveTheSamePictures() {
+        var panel = EmulatedPanel()
+        for entry in ScreenCatalogue.entries() where entry.height == 64 {
+            #expect(panel.show(entry.model).bytes == Self.image(entry).bytes, "\(entry.name)")
+        }
+    }
+
     @Test func everyGoldenBelongsToAScreen() throws {
         let names = Set(ScreenCatalogue.entries().map { "\($0.name).pbm" })
         let files = try FileManager.default.contentsOfDirectory(atPath: Self.goldenDirectory.path).filter { $0.hasSuffix(".pbm") }
