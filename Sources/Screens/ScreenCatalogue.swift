@@ -172,6 +172,15 @@ public enum ScreenCatalogue {
         var smallIdle = idle
         smallIdle.mode = .idle
         add("small-idle", "128x32 panel: idle", height: 32, smallIdle)
+        smallIdle.mode = .countdown(2)
+        add("small-countdown", "128x32 panel: countdown", height: 32, smallIdle)
+        var smallDone = done
+        smallDone.mode = .summary(page: 0)
+        add("small-summary-1", "128x32 panel: summary page 1 (first two rows)", height: 32, smallDone)
+        smallDone.mode = .summary(page: 2)
+        add("small-summary-3", "128x32 panel: summary page 3", height: 32, smallDone)
+        smallDone.mode = .confirmDiscard
+        add("small-confirm-discard", "128x32 panel: discard confirmation", height: 32, smallDone)
         small.mode = .running(page: 0)
         small.overlay = .sensorLost(.power)
         add("small-alert", "128x32 panel: alert overlay", height: 32, small)

@@ -218,7 +218,7 @@ public struct ScreenRenderer: Sendable {
         }
         let rowPitch = tall ? 13 : 10
         let rowsMax = tall ? 4 : 2
-        var y = 12
+        var y = tall ? 12 : 10
         for (i, item) in summaryPages[index].items.enumerated() where i < rowsMax {
             if item == .zoneBars {
                 drawZoneBars(summary, top: y)

@@ -21,6 +21,9 @@ struct ScreensCommand: ParsableCommand {
     @Flag(help: "Also write plain PBM files next to the PNGs.")
     var pbm = false
 
+    @Option(help: "Also write a Markdown page showing every picture (e.g. docs/screens.md).")
+    var markdown: String?
+
     @Flag(help: "Measure the I2C bytes sent per second on a running page at 1 Hz, and print them.")
     var measure = false
 
@@ -49,6 +52,59 @@ struct ScreensCommand: ParsableCommand {
             if pbm { try write(ImageEncoding.pbm(image), to: "\(out)/\(entry.name).pbm") }
             print("\(out)/\(entry.name).png  \(entry.caption)")
         }
+        if let markdown { try write(Array(gallery(markdownPath: markdown).utf8), to: markdown) }
+    }
+
+    /// docs/screens.md: every picture under a heading per screen kind, with the commands that
+    /// regenerate the pictures and the goldens.
+    private func gallery(markdownPath: String) -> String {
+        var directory = ""
+        if let slash = markdownPath.lastIndex(of: "/") { directory = String(markdownPath[..<slash]) + "/" }
+        let relative = !directory.isEmpty && out.hasPrefix(directory) ? String(out.dropFirst(directory.count)) : out
+        var md = """
+        # Screens
+
+        Every screen and alert overlay of the bike computer, as the panel shows it. Each picture is
+        rendered by the real code path: `ScreenRenderer` draws the app core's `ScreenModel` into a
+        framebuffer, `DisplayDriver` turns the changed pages into SSD1306 I²C transactions, and
+        `SSD1306Emulator` interprets that byte stream into the panel image (\(scale)x scale, 1-bit PNG).
+        The same screens are the golden images of `Tests/DisplayTests` (PBM files in
+        `Tests/DisplayTests/Goldens/`), so a changed pixel fails the tests.
+
+        Regenerate the pictures and this page:
+
+        ```sh
+        swift run bikesim screens --out docs/screens --markdown docs/screens.md
+        ```
+
+        Regenerate the goldens after an intended change to a screen (then review the diff of the PBM
+        files, which are plain text, before committing):
+
+        ```sh
+        UPDATE_GOLDENS=1 swift test --filter DisplayTests
+        ```
+
+        A metric with no live data shows `--` (never the last value, never 0); the timer is shown on
+        every running page. Running pages are lists of fields (`PageLayout` in
+        `Sources/Screens/Layout.swift`): content, frame, value size and label placement. A value
+        that does not fit its frame is drawn one font size smaller. The dots at the right edge show
+        which data page is on screen.
+
+        Fonts: Terminus Font (SIL OFL 1.1), see [display.md](display.md#fonts).
+
+
+        """
+        let sections = [("Idle", "idle"), ("Countdown", "countdown"), ("Running", "running"), ("Paused", "paused"),
+                        ("Summary", "summary"), ("Discard confirmation", "confirm"), ("Alert overlays", "alert"),
+                        ("128x32 panel", "small")]
+        let entries = ScreenCatalogue.entries()
+        for (title, prefix) in sections {
+            md += "## \(title)\n\n"
+            for e in entries where e.name.hasPrefix(prefix) {
+                md += "**\(e.name)**: \(e.caption)\n\n![\(e.name)](\(relative)/\(e.name).png)\n\n"
+            }
+        }
+        return md
     }
 
     private func write(_ bytes: [UInt8], to path: String) throws {
