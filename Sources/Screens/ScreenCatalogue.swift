@@ -6,24 +6,21 @@ import RideModel
 /// Here the bus is the SSD1306 emulator, so the image read back is what the panel would show,
 /// byte for byte through the driver.
 public struct EmulatedPanel: Sendable {
-    public private(set) var renderer: ScreenRenderer
-    public private(set) var driver: DisplayDriver
+    public private(set) var pipeline: DisplayPipeline
     public private(set) var emulator: SSD1306Emulator
-    public private(set) var framebuffer: Framebuffer
 
     public init(panel: PanelConfiguration = PanelConfiguration()) {
-        renderer = ScreenRenderer(layouts: .standard(height: panel.height))
-        driver = DisplayDriver(panel: panel)
+        pipeline = DisplayPipeline(panel: panel)
         emulator = SSD1306Emulator(controller: panel.controller, height: panel.height)
-        framebuffer = Framebuffer(width: panel.width, height: panel.height)
-        do { try driver.start(bus: &emulator) } catch { preconditionFailure("the emulator never fails: \(error)") }
+        do { try pipeline.start(bus: &emulator) } catch { preconditionFailure("the emulator never fails: \(error)") }
     }
+
+    public var driver: DisplayDriver { pipeline.driver }
 
     /// Draws `model`, sends every changed page, and returns the panel image.
     public mutating func show(_ model: ScreenModel) -> Framebuffer {
-        renderer.render(model, into: &framebuffer)
-        driver.present(&framebuffer)
-        do { try driver.flushAll(bus: &emulator) } catch { preconditionFailure("the emulator never fails: \(error)") }
+        pipeline.show(model)
+        do { try pipeline.flushAll(bus: &emulator) } catch { preconditionFailure("the emulator never fails: \(error)") }
         return emulator.panelImage()
     }
 }

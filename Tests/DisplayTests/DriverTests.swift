@@ -212,3 +212,31 @@ struct FailingBus: DisplayBus {
         #expect(!bus.emulator.panelImage().bytes.contains { $0 != 0 })
     }
 }
+
+@Suite struct PipelineTests {
+    @Test func dimsWhenIdleOnly() throws {
+        var bus = RecordingBus()
+        var pipeline = DisplayPipeline()
+        try pipeline.start(bus: &bus)
+        var model = ScreenModel()
+        try pipeline.applyBrightness(for: model, bus: &bus)
+        #expect(bus.emulator.contrast == pipeline.driver.panel.contrastIdle)
+        model.mode = .running(page: 0)
+        try pipeline.applyBrightness(for: model, bus: &bus)
+        #expect(bus.emulator.contrast == pipeline.driver.panel.contrastActive)
+    }
+
+    @Test func showQueuesAndFlushStepSendsOnePageAtATime() throws {
+        var bus = RecordingBus()
+        var pipeline = DisplayPipeline()
+        try pipeline.start(bus: &bus)
+        pipeline.show(ScreenCatalogue.riding())
+        var steps = 0
+        while pipeline.hasPendingPages {
+            #expect(try pipeline.flushStep(bus: &bus) <= 1)
+            steps += 1
+            #expect(steps <= 8)
+        }
+        #expect(bus.emulator.panelImage().bytes == pipeline.framebuffer.bytes)
+    }
+}
