@@ -1,5 +1,6 @@
-import BoardHardware
+@testable import BoardHardware
 import Display
+import Glibc
 import Testing
 
 @Suite struct I2CBusTests {
@@ -26,5 +27,18 @@ import Testing
         } catch {
             guard case .io = error else { Issue.record("expected an io error, got \(error)"); return }
         }
+    }
+
+    @Test func errnoValuesMapToTypedErrors() {
+        #expect(I2CBus.openError(errno: ENOENT, path: "/dev/i2c-1") == .noSuchBus(path: "/dev/i2c-1"))
+        #expect(I2CBus.openError(errno: EACCES, path: "/dev/i2c-1") == .permissionDenied(path: "/dev/i2c-1"))
+        #expect(I2CBus.openError(errno: EPERM, path: "/dev/i2c-1") == .permissionDenied(path: "/dev/i2c-1"))
+        #expect(I2CBus.writeError(errno: ENXIO, path: "/dev/i2c-1", address: 0x3D) == .noDevice(path: "/dev/i2c-1", address: 0x3D))
+        #expect(I2CBus.writeError(errno: EREMOTEIO, path: "/dev/i2c-1", address: 0x3C) == .noDevice(path: "/dev/i2c-1", address: 0x3C))
+        guard case .io(_, let e, _) = I2CBus.writeError(errno: ETIMEDOUT, path: "/dev/i2c-1", address: 0x3C) else {
+            Issue.record("a timeout is an io error")
+            return
+        }
+        #expect(e == ETIMEDOUT)
     }
 }
