@@ -9,8 +9,8 @@ The generated file is committed, so building never needs the font package.
 
 Only the glyphs the screens use are kept: printable ASCII (0x20-0x7E) for the text fonts,
 digits and ':' '.' '-' ' ' for the digit fonts. Digit fonts are cropped to the rows the digits
-ink, and the largest is stretched vertically (whole rows repeated inside the digits' straight
-vertical runs) so its digits are at least 24 px tall.
+ink, and the largest is stretched vertically (six whole rows repeated per glyph, chosen where a
+row equals the one above, i.e. in straight vertical strokes) so its digits are 26 px tall.
 
 Glyph layout in the tables: rows top to bottom, each row ceil(width/8) bytes, most significant
 bit = leftmost pixel (as in PSF).
@@ -77,6 +77,25 @@ def ink_rows(font, chars):
     return min(rows), max(rows)
 
 
+def straight_rows(rows, width, halves, per_half, fallback):
+    """Rows to double for one glyph: in each half, the `per_half` rows equal to the row above and
+    at most half inked (straight vertical strokes or blank space, not bars) nearest the half's
+    middle, so stretching never thickens a horizontal bar; `fallback` rows fill in if a half has
+    too few."""
+    chosen = set()
+    for half in halves:
+        middle = (half.start + half.stop - 1) / 2
+        candidates = sorted((i for i in half if rows[i] == rows[i - 1] and bin(rows[i]).count("1") <= width // 2), key=lambda i: (abs(i - middle), i))
+        picked = candidates[:per_half]
+        for i in sorted(fallback, key=lambda i: abs(i - middle)):
+            if len(picked) == per_half:
+                break
+            if i in half and i not in picked:
+                picked.append(i)
+        chosen.update(picked)
+    return chosen
+
+
 def stretch(rows, repeat):
     out = []
     for i, r in enumerate(rows):
@@ -86,11 +105,15 @@ def stretch(rows, repeat):
     return out
 
 
-def build(swift_name, psf, chars, doc, crop=None, repeat=()):
+def build(swift_name, psf, chars, doc, crop=None, repeat=None):
+    """`repeat`: None, or (halves, rows per half, fallback rows) for `straight_rows`."""
     font = load_psf(psf)
     _, _, height, width, _ = font
     top, bottom = crop if crop else (0, height - 1)
-    table = {ch: stretch(glyph_rows(font, ch)[top:bottom + 1], repeat) for ch in chars}
+    table = {}
+    for ch in chars:
+        rows = glyph_rows(font, ch)[top:bottom + 1]
+        table[ch] = stretch(rows, straight_rows(rows, width, *repeat)) if repeat else rows
     out_height = len(next(iter(table.values())))
     bpr = (width + 7) // 8
     index = []
@@ -100,7 +123,7 @@ def build(swift_name, psf, chars, doc, crop=None, repeat=()):
         if ch in table:
             slot[ch] = len(slot)
         index.append(slot.get(ch, 0xFF))
-    lines = [f"    /// {doc}", f"    /// Source: {psf}.psf.gz, rows {top}-{bottom}" + (f", rows {sorted(repeat)} doubled" if repeat else "") + ".",
+    lines = [f"    /// {doc}", f"    /// Source: {psf}.psf.gz, rows {top}-{bottom}" + (", stretched: 3 straight rows doubled in each half" if repeat else "") + ".",
              f"    public static let {swift_name} = Font(",
              f"        width: {width}, height: {out_height}, bytesPerRow: {bpr},",
              "        glyphIndex: [" + ", ".join(str(i) for i in index) + "],",
@@ -119,9 +142,9 @@ def main():
                              capture_output=True, text=True).stdout or "unknown"
     big = load_psf("Lat15-TerminusBold32x16")
     big_top, big_bottom = ink_rows(big, "0123456789")
-    # Rows repeated to stretch the 20-row digits to 26 rows: three inside the upper straight
-    # vertical run and three inside the lower one (indices relative to the cropped glyph).
-    big_repeat = {4, 5, 6, 13, 14, 15}
+    # Stretch the 20-row digits to 26 rows: per glyph, three rows doubled in the upper half and
+    # three in the lower half, chosen among straight rows (indices relative to the cropped glyph).
+    big_repeat = ([range(1, 10), range(10, 20)], 3, [4, 5, 6, 13, 14, 15])
     large = load_psf("Lat15-TerminusBold24x12")
     large_top, large_bottom = ink_rows(large, "0123456789")
     medium = load_psf("Lat15-TerminusBold16")
