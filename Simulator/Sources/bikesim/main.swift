@@ -15,7 +15,8 @@ struct BikeSim: ParsableCommand {
         Without options, rides the built-in demo in the terminal (keys: s start/pause, l lap, \
         p page, S long-press start, L long-press lap, ? help, q quit).
         Headless: bikesim --headless [--scenario FILE] --out DIR [--seed N] [--speed N]
-        """)
+        """,
+        subcommands: [ScreensCommand.self])
 
     @Flag(help: "Run without a terminal, as fast as possible (or --speed N× real time).")
     var headless = false

@@ -1,5 +1,20 @@
 #ifndef CI2CSHIM_H
 #define CI2CSHIM_H
-/// libi2c (SMBus) calls for the display bus.
-int ci2c_placeholder(void);
+#include <stdint.h>
+
+/// libi2c (i2c-tools) and the i2c-dev ioctls for the display bus. Every function returns 0 (or
+/// a file descriptor) on success and a negative errno value on failure; EINTR is retried.
+
+/// open(path, O_RDWR | O_CLOEXEC) on /dev/i2c-N.
+int ci2c_open(const char *path);
+
+/// ioctl(fd, I2C_SLAVE, address): later transfers go to this 7-bit address.
+int ci2c_set_address(int fd, int address);
+
+/// i2c_smbus_write_i2c_block_data(fd, control, length, bytes): one I2C write of the address,
+/// `control`, then `length` (1...32) bytes.
+int ci2c_write_block(int fd, uint8_t control, const uint8_t *bytes, uint8_t length);
+
+/// close(fd).
+void ci2c_close(int fd);
 #endif

@@ -1,0 +1,177 @@
+import AppCore
+import ArgumentParser
+import BoardIO
+import Display
+import Glibc
+import Screens
+
+/// `bikesim screens`: renders every screen and overlay through the SSD1306 driver and emulator
+/// and writes them as PNG (docs/screens), and measures the bytes the driver sends.
+struct ScreensCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "screens",
+        abstract: "Write every screen as a PNG rendered through the SSD1306 driver and emulator.")
+
+    @Option(help: "Directory for the PNG files (created if missing).")
+    var out: String = "docs/screens"
+
+    @Option(help: "Each panel pixel becomes a square of this many image pixels (1-16).")
+    var scale: Int = 3
+
+    @Flag(help: "Also write plain PBM files next to the PNGs.")
+    var pbm = false
+
+    @Option(help: "Also write a Markdown page showing every picture (e.g. docs/screens.md).")
+    var markdown: String?
+
+    @Flag(help: "Measure the I2C bytes sent per second on a running page at 1 Hz, and print them.")
+    var measure = false
+
+    @Option(help: "Seconds of riding to measure.")
+    var seconds: Int = 600
+
+    func validate() throws {
+        guard (1...16).contains(scale) else { throw ValidationError("--scale must be 1...16") }
+        guard seconds >= 1 && seconds <= 86_400 else { throw ValidationError("--seconds must be 1...86400") }
+    }
+
+    func run() throws {
+        if measure {
+            printMeasurement()
+            return
+        }
+        if mkdir(out, 0o755) != 0 && errno != EEXIST {
+            throw ValidationError("cannot create \(out): \(SystemError.current("mkdir", out).message)")
+        }
+        var panels: [Int: EmulatedPanel] = [:]
+        for entry in ScreenCatalogue.entries() {
+            var panel = panels[entry.height] ?? EmulatedPanel(panel: PanelConfiguration(height: entry.height))
+            let image = panel.show(entry.model)
+            panels[entry.height] = panel
+            try write(ImageEncoding.png(image, scale: scale), to: "\(out)/\(entry.name).png")
+            if pbm { try write(ImageEncoding.pbm(image), to: "\(out)/\(entry.name).pbm") }
+            print("\(out)/\(entry.name).png  \(entry.caption)")
+        }
+        if let markdown { try write(Array(gallery(markdownPath: markdown).utf8), to: markdown) }
+    }
+
+    /// docs/screens.md: every picture under a heading per screen kind, with the commands that
+    /// regenerate the pictures and the goldens.
+    private func gallery(markdownPath: String) -> String {
+        var directory = ""
+        if let slash = markdownPath.lastIndex(of: "/") { directory = String(markdownPath[..<slash]) + "/" }
+        let relative = !directory.isEmpty && out.hasPrefix(directory) ? String(out.dropFirst(directory.count)) : out
+        var md = """
+        # Screens
+
+        Every screen and alert overlay of the bike computer, as the panel shows it. Each picture is
+        rendered by the real code path: `ScreenRenderer` draws the app core's `ScreenModel` into a
+        framebuffer, `DisplayDriver` turns the changed pages into SSD1306 I²C transactions, and
+        `SSD1306Emulator` interprets that byte stream into the panel image (\(scale)x scale, 1-bit PNG).
+        The same screens are the golden images of `Tests/DisplayTests` (PBM files in
+        `Tests/DisplayTests/Goldens/`), so a changed pixel fails the tests.
+
+        Regenerate the pictures and this page:
+
+        ```sh
+        swift run bikesim screens --out docs/screens --markdown docs/screens.md
+        ```
+
+        Regenerate the goldens after an intended change to a screen (then review the diff of the PBM
+        files, which are plain text, before committing):
+
+        ```sh
+        UPDATE_GOLDENS=1 swift test --filter DisplayTests
+        ```
+
+        A metric with no live data shows `--` (never the last value, never 0); the timer is shown on
+        every running page. Running pages are lists of fields (`PageLayout` in
+        `Sources/Screens/Layout.swift`): content, frame, value size and label placement. A value
+        that does not fit its frame is drawn one font size smaller. The dots at the right edge show
+        which data page is on screen.
+
+        Fonts: Terminus Font (SIL OFL 1.1), see [display.md](display.md#fonts).
+
+
+        """
+        let sections = [("Idle", "idle"), ("Countdown", "countdown"), ("Running", "running"), ("Paused", "paused"),
+                        ("Summary", "summary"), ("Discard confirmation", "confirm"), ("Alert overlays", "alert"),
+                        ("128x32 panel", "small")]
+        let entries = ScreenCatalogue.entries()
+        for (title, prefix) in sections {
+            md += "## \(title)\n\n"
+            for e in entries where e.name.hasPrefix(prefix) {
+                md += "**\(e.name)**: \(e.caption)\n\n![\(e.name)](\(relative)/\(e.name).png)\n\n"
+            }
+        }
+        return md
+    }
+
+    private func write(_ bytes: [UInt8], to path: String) throws {
+        let fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC)
+        defer { fd.close() }
+        try fd.writeAll(bytes)
+    }
+
+    /// A ride on running page 1 with speed, distance and the timer changing every second (and
+    /// heart rate/power/cadence on the other fields), frames presented at 1 Hz, flushed one page
+    /// per loop turn; compared with sending the full frame every second.
+    private func printMeasurement() {
+        for page in 0..<3 {
+            let panel = PanelConfiguration()
+            var renderer = ScreenRenderer()
+            var driver = DisplayDriver(panel: panel)
+            var bus = CountingBus()
+            var framebuffer = Framebuffer.oled128x64()
+            var model = ScreenCatalogue.riding()
+            model.mode = .running(page: page)
+            // First frame (start-up) is not counted.
+            renderer.render(model, into: &framebuffer)
+            driver.present(&framebuffer)
+            try? driver.flushAll(bus: &bus)
+            let before = driver.statistics
+            var maxStepUs = 0
+            var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+            func noise() -> Double {
+                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                return Double(state >> 33) / Double(1 << 31) - 0.5
+            }
+            for _ in 0..<seconds {
+                model.timerMs += 1000
+                model.elapsedMs += 1000
+                model.lapTimerMs += 1000
+                let speed = 8.8 + 1.5 * noise()
+                model[.speed] = speed
+                model[.distance]! += speed
+                model[.heartRate] = (148 + 4 * noise()).rounded()
+                model[.power] = (235 + 60 * noise()).rounded()
+                model[.cadence] = (88 + 6 * noise()).rounded()
+                renderer.render(model, into: &framebuffer)
+                driver.present(&framebuffer)
+                while driver.hasPendingPages {
+                    let s0 = driver.statistics
+                    _ = try? driver.flushStep(bus: &bus)
+                    var step = driver.statistics
+                    step.transactions -= s0.transactions
+                    step.payloadBytes -= s0.payloadBytes
+                    maxStepUs = max(maxStepUs, step.busTimeUs())
+                }
+            }
+            let s = driver.statistics
+            let wire = s.wireBytes - before.wireBytes
+            let perSecond = Double(wire) / Double(seconds)
+            let pageWrites = Double(s.pageWrites - before.pageWrites) / Double(seconds)
+            print("running page \(page + 1): \(fmt(perSecond)) bytes/s on the wire (\(fmt(pageWrites)) page writes/s), longest flush step \(maxStepUs) us at 400 kHz")
+        }
+        var full = DisplayDriver(panel: PanelConfiguration())
+        var bus = CountingBus()
+        full.invalidate()
+        try? full.flushAll(bus: &bus)
+        print("full frame: \(full.statistics.wireBytes) bytes on the wire = \(full.statistics.busTimeUs()) us at 400 kHz; at 1 Hz \(full.statistics.wireBytes) bytes/s")
+    }
+
+    private func fmt(_ v: Double) -> String {
+        let t = Int((v * 10).rounded())
+        return "\(t / 10).\(t % 10)"
+    }
+}

@@ -1,1 +1,0 @@
-// Display: framebuffer, fonts, SSD1306 driver and emulator (issue 4).

@@ -1,0 +1,202 @@
+/// Byte counts of everything the driver has sent.
+public struct DisplayStatistics: Sendable, Hashable {
+    /// I²C write transactions.
+    public var transactions = 0
+    /// Bytes after the control byte (commands and their arguments, pixel data).
+    public var payloadBytes = 0
+    /// Pixel data bytes only.
+    public var dataBytes = 0
+    /// Page (or page slice) writes.
+    public var pageWrites = 0
+
+    public init() {}
+
+    /// Bytes on the wire: per transaction the address byte and the control byte, plus payload.
+    public var wireBytes: Int { payloadBytes + 2 * transactions }
+
+    /// Bus time at `clockHz` (9 clocks per byte, start/stop ignored), in microseconds.
+    public func busTimeUs(clockHz: Int = 400_000) -> Int { wireBytes * 9 * 1_000_000 / clockHz }
+}
+
+/// Turns framebuffers into SSD1306/SH1106 transactions, sending only what changed and never
+/// more than one page per `flushStep`, so a flush never holds the run loop for more than about
+/// 3 ms at 400 kHz (one full page: 128 data bytes + window commands ~ 3.2 ms).
+///
+/// `present` takes the newest frame; pages not yet sent are simply superseded (the driver keeps
+/// one target image, not a queue). The driver also remembers what the controller holds, so a
+/// page that changed and changed back sends nothing, and a changed page sends only the columns
+/// from its first to its last differing byte. No allocation after `init`.
+public struct DisplayDriver: Sendable {
+    /// Pages written per `flushStep` call.
+    public static let pagesPerFlushStepMax = 1
+
+    public let panel: PanelConfiguration
+    public private(set) var statistics = DisplayStatistics()
+    public private(set) var isOn = false
+    public private(set) var contrast: UInt8
+
+    /// The newest frame presented.
+    private var target: [UInt8]
+    /// What the controller's memory holds, for pages in `shownValid`.
+    private var shown: [UInt8]
+    private var shownValid: UInt8 = 0
+    /// Pages whose target differs from the controller (or is unknown there).
+    public private(set) var pendingPages: UInt8
+    /// Round-robin cursor so a page that changes every frame cannot starve the others.
+    private var nextPage = 0
+    private var scratch: [UInt8]
+
+    public init(panel: PanelConfiguration) {
+        self.panel = panel
+        contrast = panel.contrastActive
+        target = Array(repeating: 0, count: panel.width * panel.pageCount)
+        shown = target
+        pendingPages = UInt8(truncatingIfNeeded: (1 << panel.pageCount) - 1)
+        scratch = Array(repeating: 0, count: DisplayBusLimits.transactionBytesMax)
+    }
+
+    public var hasPendingPages: Bool { pendingPages != 0 }
+    private var allPages: UInt8 { UInt8(truncatingIfNeeded: (1 << panel.pageCount) - 1) }
+
+    /// Sends the init table (display off), clears the memory, then switches the display on.
+    /// Takes one full frame of bus time (~25 ms at 400 kHz): call it at start-up only.
+    public mutating func start<B: DisplayBus>(bus: inout B) throws(DisplayBusError) {
+        for row in panel.initSequence { try sendCommands(row, bus: &bus) }
+        contrast = panel.contrastActive
+        invalidate()
+        try flushAll(bus: &bus)
+        try setDisplayOn(true, bus: &bus)
+    }
+
+    /// Forgets what the controller holds (after a bus error or a controller reset): the next
+    /// flushes resend every page in full.
+    public mutating func invalidate() {
+        shownValid = 0
+        pendingPages = allPages
+    }
+
+    /// Takes the framebuffer's dirty pages as the newest frame.
+    public mutating func present(_ framebuffer: inout Framebuffer) {
+        precondition(framebuffer.width == panel.width && framebuffer.height == panel.height, "framebuffer does not match the panel")
+        let dirty = framebuffer.takeDirtyPages()
+        let width = panel.width
+        for page in 0..<panel.pageCount where dirty & (1 << UInt8(page)) != 0 {
+            var differs = shownValid & (1 << UInt8(page)) == 0
+            for x in page * width..<(page + 1) * width {
+                let b = framebuffer.bytes[x]
+                target[x] = b
+                if b != shown[x] { differs = true }
+            }
+            if differs { pendingPages |= 1 << UInt8(page) } else { pendingPages &= ~(1 << UInt8(page)) }
+        }
+    }
+
+    /// Sends at most one pending page (only its changed columns). Returns the number of pages
+    /// written (0 or 1).
+    @discardableResult
+    public mutating func flushStep<B: DisplayBus>(bus: inout B) throws(DisplayBusError) -> Int {
+        guard pendingPages != 0 else { return 0 }
+        var page = nextPage
+        for _ in 0..<panel.pageCount {
+            if pendingPages & (1 << UInt8(page)) != 0 { break }
+            page = (page + 1) % panel.pageCount
+        }
+        nextPage = (page + 1) % panel.pageCount
+        let bit: UInt8 = 1 << UInt8(page)
+        let base = page * panel.width
+        var first = 0, last = panel.width - 1
+        if shownValid & bit != 0 {
+            while first < panel.width && target[base + first] == shown[base + first] { first += 1 }
+            while last > first && target[base + last] == shown[base + last] { last -= 1 }
+        }
+        pendingPages &= ~bit
+        guard first < panel.width else { return 0 }
+        shownValid &= ~bit  // unknown until the write completes
+        do {
+            try writeWindow(page: page, firstColumn: first, lastColumn: last, bus: &bus)
+        } catch {
+            pendingPages |= bit  // resent in full by a later step
+            throw error
+        }
+        for x in base + first...base + last { shown[x] = target[x] }
+        shownValid |= bit
+        statistics.pageWrites += 1
+        return 1
+    }
+
+    /// Sends everything pending (tests, start-up, the simulator's screenshots).
+    public mutating func flushAll<B: DisplayBus>(bus: inout B) throws(DisplayBusError) {
+        for _ in 0..<panel.pageCount where hasPendingPages { try flushStep(bus: &bus) }
+    }
+
+    public mutating func setContrast(_ level: UInt8, bus: inout some DisplayBus) throws(DisplayBusError) {
+        try sendCommands([OLEDCommand.contrast, level], bus: &bus)
+        contrast = level
+    }
+
+    /// Dims the panel while idle (contrastIdle) and restores it when riding (contrastActive).
+    public mutating func setDimmed(_ dimmed: Bool, bus: inout some DisplayBus) throws(DisplayBusError) {
+        let level = dimmed ? panel.contrastIdle : panel.contrastActive
+        if level != contrast { try setContrast(level, bus: &bus) }
+    }
+
+    /// Display on or off (sleep: memory is kept, the panel draws ~10 µA).
+    public mutating func setDisplayOn(_ on: Bool, bus: inout some DisplayBus) throws(DisplayBusError) {
+        try sendCommands([on ? OLEDCommand.displayOn : OLEDCommand.displayOff], bus: &bus)
+        isOn = on
+    }
+
+    // MARK: Wire
+
+    private mutating func writeWindow<B: DisplayBus>(page: Int, firstColumn: Int, lastColumn: Int, bus: inout B) throws(DisplayBusError) {
+        // Window commands written straight into the scratch buffer: no allocation per page.
+        let commandCount: Int
+        switch panel.controller {
+        case .ssd1306:
+            scratch[0] = OLEDCommand.columnAddress
+            scratch[1] = UInt8(firstColumn)
+            scratch[2] = UInt8(lastColumn)
+            scratch[3] = OLEDCommand.pageAddress
+            scratch[4] = UInt8(page)
+            scratch[5] = UInt8(page)
+            commandCount = 6
+        case .sh1106:
+            let column = firstColumn + panel.controller.columnOffset
+            scratch[0] = OLEDCommand.pageStart | UInt8(page)
+            scratch[1] = OLEDCommand.setLowerColumn | UInt8(column & 0x0F)
+            scratch[2] = OLEDCommand.setHigherColumn | UInt8(column >> 4)
+            commandCount = 3
+        }
+        try transmit(control: OLEDControl.commands, count: commandCount, bus: &bus)
+        var x = page * panel.width + firstColumn
+        let end = page * panel.width + lastColumn + 1
+        while x < end {
+            let n = min(DisplayBusLimits.transactionBytesMax, end - x)
+            for i in 0..<n { scratch[i] = target[x + i] }
+            try transmit(control: OLEDControl.data, count: n, bus: &bus)
+            statistics.dataBytes += n
+            x += n
+        }
+    }
+
+    /// Sends a short command list (init, contrast, on/off: not on the per-frame path).
+    private mutating func sendCommands<B: DisplayBus>(_ bytes: [UInt8], bus: inout B) throws(DisplayBusError) {
+        precondition(bytes.count <= DisplayBusLimits.transactionBytesMax)
+        for i in 0..<bytes.count { scratch[i] = bytes[i] }
+        try transmit(control: OLEDControl.commands, count: bytes.count, bus: &bus)
+    }
+
+    private mutating func transmit<B: DisplayBus>(control: UInt8, count: Int, bus: inout B) throws(DisplayBusError) {
+        let result: Result<Void, DisplayBusError> = scratch.withUnsafeBufferPointer { all in
+            do throws(DisplayBusError) {
+                try bus.write(control: control, UnsafeBufferPointer(rebasing: all[0..<count]))
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        try result.get()
+        statistics.transactions += 1
+        statistics.payloadBytes += count
+    }
+}

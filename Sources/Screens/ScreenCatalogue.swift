@@ -1,0 +1,186 @@
+import AppCore
+import Display
+import RideModel
+
+/// Renders screen values the way the device does: renderer -> framebuffer -> driver -> bus.
+/// Here the bus is the SSD1306 emulator, so the image read back is what the panel would show,
+/// byte for byte through the driver.
+public struct EmulatedPanel: Sendable {
+    public private(set) var pipeline: DisplayPipeline
+    public private(set) var emulator: SSD1306Emulator
+
+    public init(panel: PanelConfiguration = PanelConfiguration()) {
+        pipeline = DisplayPipeline(panel: panel)
+        emulator = SSD1306Emulator(controller: panel.controller, height: panel.height)
+        do { try pipeline.start(bus: &emulator) } catch { preconditionFailure("the emulator never fails: \(error)") }
+    }
+
+    public var driver: DisplayDriver { pipeline.driver }
+
+    /// Draws `model`, sends every changed page, and returns the panel image.
+    public mutating func show(_ model: ScreenModel) -> Framebuffer {
+        pipeline.show(model)
+        do { try pipeline.flushAll(bus: &emulator) } catch { preconditionFailure("the emulator never fails: \(error)") }
+        return emulator.panelImage()
+    }
+}
+
+/// Every screen and overlay with representative values: the goldens in Tests/DisplayTests and
+/// the pictures in docs/screens come from this list.
+public enum ScreenCatalogue {
+    public struct Entry: Sendable {
+        /// File name stem, e.g. "running-1".
+        public var name: String
+        public var caption: String
+        /// Panel height (64 or 32).
+        public var height: Int
+        public var model: ScreenModel
+    }
+
+    /// A typical moment of a ride: 1:02:03 in, 31.7 km/h, 32.45 km, HR 148 (zone 3),
+    /// 235 W (zone 3), 88 rpm, lap 3 at 12:34.
+    public static func riding() -> ScreenModel {
+        var m = ScreenModel()
+        m.mode = .running(page: 0)
+        m.timerMs = 3_723_000
+        m.elapsedMs = 3_901_000
+        m.lapTimerMs = 754_000
+        m.lapNumber = 3
+        for role in SensorRole.allCases { m.sensors[Int(role.rawValue)] = .connected }
+        m[.speed] = 31.7 / 3.6
+        m[.distance] = 32_450
+        m[.heartRate] = 148
+        m[.heartRateZone] = 3
+        m[.power] = 235
+        m[.powerZone] = 3
+        m[.cadence] = 88
+        m[.averageSpeed] = 28.9 / 3.6
+        return m
+    }
+
+    /// A finished ride's summary, taken from a real (short) app-core ride and given
+    /// representative figures.
+    public static func summary() -> RideSummary? {
+        var core = AppCore(randomSeed: 7)
+        var now = MonotonicInstant(milliseconds: 0)
+        func feed(_ input: AppInput) {
+            core.handle(input)
+            while core.drainEffect() != nil {}
+        }
+        feed(.command(.start, at: now))
+        for _ in 0..<8 {
+            now = now.advanced(byMs: 1000)
+            feed(.tick(now))
+        }
+        feed(.command(.end, at: now))
+        guard var s = core.summary ?? core.screen.summary else { return nil }
+        s.saved = true
+        s.timerTimeMs = 3_723_000
+        s.elapsedTimeMs = 3_901_000
+        s.distanceM = 32_450
+        s.averageSpeedMps = 28.9 / 3.6
+        s.maxSpeedMps = 52.3 / 3.6
+        s.averageHeartRate = 142
+        s.maxHeartRate = 176
+        s.averagePowerW = 212
+        s.maxPowerW = 688
+        s.normalizedPowerW = 231
+        s.averageCadence = 86
+        s.maxCadence = 112
+        s.lapCount = 3
+        s.heartRateZoneTimes = ZoneTimes(milliseconds: [300_000, 900_000, 1_500_000, 800_000, 223_000])
+        s.powerZoneTimes = ZoneTimes(milliseconds: [400_000, 700_000, 1_100_000, 900_000, 400_000, 180_000, 43_000])
+        s.recovered = false
+        return s
+    }
+
+    public static func entries() -> [Entry] {
+        var out: [Entry] = []
+        func add(_ name: String, _ caption: String, height: Int = 64, _ model: ScreenModel) {
+            out.append(Entry(name: name, caption: caption, height: height, model: model))
+        }
+        let ride = riding()
+
+        var idle = ScreenModel()
+        idle.sensors[Int(SensorRole.heartRate.rawValue)] = .connected
+        idle.sensors[Int(SensorRole.power.rawValue)] = .searching
+        idle.sensors[Int(SensorRole.speed.rawValue)] = .connected
+        add("idle", "Idle: expected sensors (filled = connected), the least healthy one in words", idle)
+        add("idle-no-sensors", "Idle with no sensors set up", ScreenModel())
+        var idleLow = idle
+        idleLow.storage = .low
+        idleLow.sensors[Int(SensorRole.power.rawValue)] = .lost
+        add("idle-storage-low", "Idle: a lost sensor (crossed out) and low storage", idleLow)
+
+        for n in [3, 2, 1] {
+            var c = idle
+            c.mode = .countdown(n)
+            if n == 1 { c.sensors[Int(SensorRole.power.rawValue)] = .connected }
+            add("countdown-\(n)", "Countdown \(n): which expected sensors are connected", c)
+        }
+
+        for page in 0..<3 {
+            var r = ride
+            r.mode = .running(page: page)
+            add("running-\(page + 1)", "Running, data page \(page + 1)", r)
+        }
+        var noData = ride
+        for i in 0..<noData.metrics.count { noData.metrics[i] = nil }
+        noData.lapNumber = 1
+        for page in 0..<3 {
+            noData.mode = .running(page: page)
+            add("running-\(page + 1)-no-data", "Running page \(page + 1) with no live sensor data: \"--\", the timer still runs", noData)
+        }
+
+        var paused = ride
+        paused.mode = .paused
+        add("paused", "Paused: frozen timer, elapsed time still counting", paused)
+
+        var done = ScreenModel()
+        done.summary = summary()
+        for page in 0..<3 {
+            done.mode = .summary(page: page)
+            add("summary-\(page + 1)", "Summary page \(page + 1)", done)
+        }
+        done.mode = .confirmDiscard
+        add("confirm-discard", "Discard confirmation (long press LAP on the summary)", done)
+
+        let alerts: [(String, Alert)] = [
+            ("sensor-lost", .sensorLost(.heartRate)), ("sensor-back", .sensorBack(.power)),
+            ("zone-drift-high", .zoneDrift(.power, above: true)), ("zone-drift-low", .zoneDrift(.heartRate, above: false)),
+            ("back-in-zone", .backInZone(.power)), ("low-storage", .lowStorage), ("storage-full", .storageFull),
+            ("storage-error", .storageError), ("ride-recovered", .rideRecovered), ("ride-in-progress", .rideInProgress),
+            ("ride-saved", .rideSaved), ("ride-discarded", .rideDiscarded),
+        ]
+        for (name, alert) in alerts {
+            var a = ride
+            a.overlay = alert
+            add("alert-\(name)", "Alert overlay: \(alert)", a)
+        }
+
+        // The 0.91" 128x32 panel.
+        var small = ride
+        small.mode = .running(page: 0)
+        add("small-running-1", "128x32 panel: running page 1", height: 32, small)
+        small.mode = .running(page: 1)
+        add("small-running-2", "128x32 panel: running page 2", height: 32, small)
+        small.mode = .paused
+        add("small-paused", "128x32 panel: paused", height: 32, small)
+        var smallIdle = idle
+        smallIdle.mode = .idle
+        add("small-idle", "128x32 panel: idle", height: 32, smallIdle)
+        smallIdle.mode = .countdown(2)
+        add("small-countdown", "128x32 panel: countdown", height: 32, smallIdle)
+        var smallDone = done
+        smallDone.mode = .summary(page: 0)
+        add("small-summary-1", "128x32 panel: summary page 1 (first two rows)", height: 32, smallDone)
+        smallDone.mode = .summary(page: 2)
+        add("small-summary-3", "128x32 panel: summary page 3", height: 32, smallDone)
+        smallDone.mode = .confirmDiscard
+        add("small-confirm-discard", "128x32 panel: discard confirmation", height: 32, smallDone)
+        small.mode = .running(page: 0)
+        small.overlay = .sensorLost(.power)
+        add("small-alert", "128x32 panel: alert overlay", height: 32, small)
+        return out
+    }
+}

@@ -1,0 +1,329 @@
+import AppCore
+import Display
+import RideModel
+
+/// Draws the app core's `ScreenModel` into a framebuffer: idle, countdown, running pages, paused,
+/// summary pages, the discard confirmation, and alert overlays on top of any of them.
+///
+/// Each frame is drawn from scratch into a private canvas and then copied into the caller's
+/// framebuffer, which marks dirty only the pages whose bytes really changed. Nothing is
+/// allocated per frame.
+public struct ScreenRenderer: Sendable {
+    public let layouts: ScreenLayouts
+    public let summaryPages: [SummaryPage]
+    private var canvas: Framebuffer
+    private var text = TextBuffer()
+
+    public init(layouts: ScreenLayouts = .standard128x64, summaryPages: [SummaryPage] = SummaryPage.standard) {
+        self.layouts = layouts
+        self.summaryPages = summaryPages
+        canvas = Framebuffer(width: layouts.width, height: layouts.height)
+    }
+
+    private var width: Int { canvas.width }
+    private var height: Int { canvas.height }
+    private var tall: Bool { canvas.height >= 64 }
+
+    public mutating func render(_ model: ScreenModel, into framebuffer: inout Framebuffer) {
+        canvas.clear()
+        switch model.mode {
+        case .idle: drawIdle(model)
+        case .countdown(let n): drawCountdown(n, model)
+        case .running(let page): drawRunning(page: page, model)
+        case .paused: drawPaused(model)
+        case .summary(let page): drawSummary(page: page, model)
+        case .confirmDiscard: drawConfirmDiscard()
+        }
+        if let alert = model.overlay { drawOverlay(alert) }
+        framebuffer.update(from: canvas)
+    }
+
+    // MARK: Running
+
+    private mutating func drawRunning(page: Int, _ model: ScreenModel) {
+        let pages = layouts.runningPages
+        guard !pages.isEmpty else { return }
+        let index = ((page % pages.count) + pages.count) % pages.count
+        drawPage(pages[index], model)
+        drawPageDots(index, of: pages.count)
+    }
+
+    /// Draws any page layout: each field the same way, then the separator lines.
+    public mutating func drawPage(_ layout: PageLayout, _ model: ScreenModel) {
+        for rule in layout.rules { canvas.fill(rule) }
+        for field in layout.fields { drawField(field, model) }
+    }
+
+    private mutating func drawField(_ field: Field, _ model: ScreenModel) {
+        ValueFormat.write(field.content, of: model, into: &text)
+        let label = field.content.label
+        let labelWidth = field.label == .left ? Font.small.widthPx(count: label.utf8.count) + 2 : 0
+        // Values keep 2 px from the field's right edge (separator lines, neighbours).
+        let available = field.frame.width - labelWidth - 2
+        var size = field.size
+        while size.font.widthPx(count: text.count) > available, let smaller = size.smaller { size = smaller }
+        let font = size.font
+        let valueY: Int = field.label == .top
+            ? field.frame.maxY - font.height - 1
+            : field.frame.y + (field.frame.height - font.height + 1) / 2
+        canvas.drawText(text, font: font, in: Rect(x: field.frame.x + labelWidth, y: valueY, width: available, height: font.height),
+                        alignment: .right)
+        switch field.label {
+        case .none: break
+        case .top: canvas.drawText(label, font: .small, x: field.frame.x, y: field.frame.y - 1)
+        // Capitals and digits ink rows 2...10 of the small font: centre those on the value.
+        case .left: canvas.drawText(label, font: .small, x: field.frame.x, y: valueY + (font.height - 9) / 2 - 2)
+        }
+    }
+
+    /// Page k of n as dots down the right edge: the current one a 3x3 square.
+    private mutating func drawPageDots(_ index: Int, of count: Int) {
+        guard count > 1 else { return }
+        for i in 0..<count {
+            let y = 2 + i * 6
+            if i == index { canvas.fill(Rect(x: 125, y: y, width: 3, height: 3)) } else { canvas.setPixel(x: 126, y: y + 1) }
+        }
+    }
+
+    // MARK: Idle and countdown
+
+    private mutating func drawIdle(_ model: ScreenModel) {
+        canvas.drawText("READY", font: .medium, x: 0, y: 0)
+        if model.storage != .ok {
+            canvas.drawText(storageWord(model.storage), font: .small, in: Rect(x: 48, y: 2, width: 80, height: 12), alignment: .right)
+        }
+        guard tall else {
+            drawSensorBoxes(y: 18, x: 48, model)
+            return
+        }
+        canvas.horizontalLine(x: 0, y: 16, length: width)
+        drawSensorBoxes(y: 20, x: 0, model)
+        sensorStatusLine(model)
+        canvas.drawText(text, font: .small, x: 0, y: 36)
+        canvas.drawText("START to ride", font: .small, x: 0, y: 51)
+    }
+
+    /// The least healthy expected sensor in words, or that all are fine.
+    private mutating func sensorStatusLine(_ model: ScreenModel) {
+        text.clear()
+        var worst: (SensorRole, SensorState)?
+        var expected = 0
+        for role in SensorRole.allCases {
+            let state = model.sensor(role)
+            guard state != .notConfigured else { continue }
+            expected += 1
+            if state != .connected, worst == nil || severity(state) > severity(worst!.1) { worst = (role, state) }
+        }
+        if expected == 0 { text.append("NO SENSORS SET UP"); return }
+        guard let (role, state) = worst else { text.append("SENSORS OK"); return }
+        text.append(roleWord(role))
+        text.append(UInt8(ascii: " "))
+        text.append(stateWord(state))
+    }
+
+    private func severity(_ s: SensorState) -> Int {
+        switch s {
+        case .notConfigured, .connected: 0
+        case .stale: 1
+        case .searching: 2
+        case .lost: 3
+        }
+    }
+
+    /// Expected sensors as boxes: filled = connected, outline = not (yet).
+    private mutating func drawSensorBoxes(y: Int, x: Int, _ model: ScreenModel) {
+        var bx = x
+        for role in SensorRole.allCases {
+            let state = model.sensor(role)
+            guard state != .notConfigured else { continue }
+            let box = Rect(x: bx, y: y, width: 24, height: 13)
+            let connected = state == .connected
+            if connected { canvas.fill(box) } else { canvas.strokeRect(box) }
+            canvas.drawText(roleWord(role), font: .small, in: Rect(x: box.x, y: box.y, width: box.width, height: 12),
+                            alignment: .center, on: !connected)
+            if state == .lost { canvas.line(x0: box.x, y0: box.maxY - 1, x1: box.maxX - 1, y1: box.y) }
+            bx += 26
+        }
+    }
+
+    private mutating func drawCountdown(_ seconds: Int, _ model: ScreenModel) {
+        text.clear()
+        text.append(integer: Int64(max(0, seconds)))
+        if tall {
+            canvas.drawText("STARTING IN", font: .small, in: Rect(x: 0, y: 0, width: width, height: 12), alignment: .center)
+            canvas.drawText(text, font: .digitsHuge, in: Rect(x: 0, y: 14, width: width, height: 26), alignment: .center)
+            if expectedSensorCount(model) == 0 {
+                canvas.drawText("NO SENSORS", font: .small, in: Rect(x: 0, y: 48, width: width, height: 12), alignment: .center)
+            } else {
+                drawSensorBoxes(y: 47, x: (width - 26 * expectedSensorCount(model) + 2) / 2, model)
+            }
+        } else {
+            canvas.drawText(text, font: .digitsHuge, x: 4, y: 3)
+            canvas.drawText("STARTING", font: .small, x: 28, y: 0)
+            drawSensorBoxes(y: 16, x: 28, model)
+        }
+    }
+
+    private func expectedSensorCount(_ model: ScreenModel) -> Int {
+        var n = 0
+        for role in SensorRole.allCases where model.sensor(role) != .notConfigured { n += 1 }
+        return n
+    }
+
+    // MARK: Paused
+
+    private mutating func drawPaused(_ model: ScreenModel) {
+        let banner = Rect(x: 0, y: 0, width: width, height: 16)
+        canvas.fill(banner)
+        text.clear()
+        text.append(clockMs: model.timerMs)
+        if tall {
+            canvas.drawText("PAUSED", font: .medium, in: banner, alignment: .center, on: false)
+            canvas.drawText(text, font: .digitsHuge, in: Rect(x: 0, y: 20, width: width, height: 26), alignment: .center)
+            text.clear()
+            text.append(clockMs: model.elapsedMs)
+            canvas.drawText("ELAPSED", font: .small, x: 0, y: 51)
+            canvas.drawText(text, font: .small, in: Rect(x: 0, y: 51, width: width, height: 12), alignment: .right)
+        } else {
+            canvas.drawText("PAUSED", font: .medium, x: 2, y: 0, on: false)
+            canvas.drawText(text, font: .small, in: Rect(x: 0, y: 2, width: width - 2, height: 12), alignment: .right, on: false)
+            text.clear()
+            text.append(clockMs: model.elapsedMs)
+            canvas.drawText("ELAPSED", font: .small, x: 0, y: 18)
+            canvas.drawText(text, font: .digitsLarge, in: Rect(x: 0, y: 17, width: width, height: 15), alignment: .right)
+        }
+    }
+
+    // MARK: Summary
+
+    private mutating func drawSummary(page: Int, _ model: ScreenModel) {
+        let count = max(1, summaryPages.count)
+        let index = ((page % count) + count) % count
+        let banner = Rect(x: 0, y: 0, width: width, height: 11)
+        canvas.fill(banner)
+        let title = summaryPages.isEmpty ? "SUMMARY" : summaryPages[index].title
+        canvas.drawText(title, font: .small, x: 1, y: -1, on: false)
+        text.clear()
+        if let s = model.summary {
+            if s.recovered { text.append("RECOVERED ") }
+            text.append(s.saved == false ? "DISCARDED " : "SAVED ")
+        }
+        text.append(integer: Int64(index + 1))
+        text.append(UInt8(ascii: "/"))
+        text.append(integer: Int64(count))
+        canvas.drawText(text, font: .small, in: Rect(x: 0, y: -1, width: width - 1, height: 12), alignment: .right, on: false)
+        guard let summary = model.summary, !summaryPages.isEmpty else {
+            canvas.drawText("--", font: .medium, in: Rect(x: 0, y: 24, width: width, height: 16), alignment: .center)
+            return
+        }
+        let rowPitch = tall ? 13 : 10
+        let rowsMax = tall ? 4 : 2
+        var y = tall ? 12 : 10
+        for (i, item) in summaryPages[index].items.enumerated() where i < rowsMax {
+            if item == .zoneBars {
+                drawZoneBars(summary, top: y)
+                return
+            }
+            item.write(summary, into: &text)
+            canvas.drawText(item.label, font: .small, x: 0, y: y)
+            canvas.drawText(text, font: .small, in: Rect(x: 0, y: y, width: width, height: 12), alignment: .right)
+            y += rowPitch
+        }
+    }
+
+    /// Time in heart-rate zones (left half) and power zones (right half), one bar per zone.
+    private mutating func drawZoneBars(_ s: RideSummary, top: Int) {
+        let half = width / 2
+        drawZoneChart("HR", s.heartRateZoneTimes, x: 0, width: half - 2, top: top)
+        drawZoneChart("PWR", s.powerZoneTimes, x: half + 2, width: half - 2, top: top)
+        canvas.verticalLine(x: half, y: top, length: height - top)
+    }
+
+    private mutating func drawZoneChart(_ label: String, _ zones: ZoneTimes, x: Int, width chartWidth: Int, top: Int) {
+        canvas.drawText(label, font: .small, x: x, y: top)
+        if zones.zoneCount == 0 || zones.totalMs == 0 {
+            canvas.drawText("--", font: .small, x: x + 24, y: top)
+            return
+        }
+        let chartTop = top + 12
+        canvas.barChart(Rect(x: x, y: chartTop, width: chartWidth, height: height - chartTop), values: zones.milliseconds, count: zones.zoneCount)
+    }
+
+    // MARK: Discard confirmation
+
+    private mutating func drawConfirmDiscard() {
+        let banner = Rect(x: 0, y: 0, width: width, height: 16)
+        canvas.fill(banner)
+        canvas.drawText("DISCARD RIDE?", font: .medium, in: banner, alignment: .center, on: false)
+        if tall {
+            canvas.drawText("START: delete it", font: .small, x: 4, y: 24)
+            canvas.drawText("LAP:   keep it", font: .small, x: 4, y: 38)
+        } else {
+            canvas.drawText("START=DELETE LAP=KEEP", font: .small, in: Rect(x: 0, y: 19, width: width, height: 12), alignment: .center)
+        }
+    }
+
+    // MARK: Alerts
+
+    /// A light box with dark text over the middle of whatever is on screen.
+    private mutating func drawOverlay(_ alert: Alert) {
+        writeAlert(alert)
+        let box = tall ? Rect(x: 4, y: 18, width: width - 8, height: 28) : Rect(x: 2, y: 4, width: width - 4, height: 24)
+        canvas.fill(Rect(x: box.x - 1, y: box.y - 1, width: box.width + 2, height: box.height + 2), on: false)
+        canvas.fill(box)
+        canvas.strokeRect(box.insetBy(2), on: false)
+        let font: Font = Font.medium.widthPx(count: text.count) <= box.width - 8 ? .medium : .small
+        let y = box.y + (box.height - font.height) / 2
+        canvas.drawText(text, font: font, in: Rect(x: box.x, y: y, width: box.width, height: font.height), alignment: .center, on: false)
+    }
+
+    /// The alert's words, written without building a String.
+    private mutating func writeAlert(_ alert: Alert) {
+        text.clear()
+        switch alert {
+        case .sensorLost(let r): text.append(roleWord(r)); text.append(" LOST")
+        case .sensorBack(let r): text.append(roleWord(r)); text.append(" BACK")
+        case .zoneDrift(let q, let above):
+            text.append(q == .power ? "PWR " : "HR ")
+            text.append(above ? "HIGH" : "LOW")
+        case .backInZone(let q): text.append(q == .power ? "PWR IN ZONE" : "HR IN ZONE")
+        case .lowStorage: text.append("STORAGE LOW")
+        case .storageFull: text.append("STORAGE FULL")
+        case .storageError: text.append("STORAGE ERROR")
+        case .rideRecovered: text.append("RIDE RECOVERED")
+        case .rideInProgress: text.append("RIDE IN PROGRESS")
+        case .rideSaved: text.append("RIDE SAVED")
+        case .rideDiscarded: text.append("RIDE DISCARDED")
+        }
+    }
+
+    // MARK: Words
+
+    private func roleWord(_ r: SensorRole) -> String {
+        switch r {
+        case .heartRate: "HR"
+        case .power: "PWR"
+        case .speed: "SPD"
+        case .cadence: "CAD"
+        }
+    }
+
+    private func stateWord(_ s: SensorState) -> String {
+        switch s {
+        case .notConfigured: "OFF"
+        case .searching: "SEARCHING"
+        case .connected: "OK"
+        case .stale: "NO DATA"
+        case .lost: "LOST"
+        }
+    }
+
+    private func storageWord(_ s: StorageCondition) -> String {
+        switch s {
+        case .ok: ""
+        case .low: "STORAGE LOW"
+        case .full: "STORAGE FULL"
+        case .failing: "STORAGE ERR"
+        }
+    }
+}

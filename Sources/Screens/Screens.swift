@@ -1,1 +1,0 @@
-// Screens: renders the app core screen value onto the framebuffer (issue 4).

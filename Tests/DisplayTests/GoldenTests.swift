@@ -1,0 +1,105 @@
+import AppCore
+import Display
+import Foundation
+import Screens
+import Testing
+
+/// Every screen and overlay of `ScreenCatalogue`, rendered through renderer -> driver ->
+/// emulator, must match its golden PBM pixel for pixel. Regenerate (then review the diff) with
+///     UPDATE_GOLDENS=1 swift test --filter DisplayTests
+@Suite struct GoldenTests {
+    static let goldenDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Goldens")
+    static var updating: Bool { ProcessInfo.processInfo.environment["UPDATE_GOLDENS"] == "1" }
+
+    static func image(_ entry: ScreenCatalogue.Entry) -> Framebuffer {
+        var panel = EmulatedPanel(panel: PanelConfiguration(height: entry.height))
+        return panel.show(entry.model)
+    }
+
+    @Test(arguments: ScreenCatalogue.entries().map(\.name))
+    func screenMatchesGolden(_ name: String) throws {
+        let entry = try #require(ScreenCatalogue.entries().first { $0.name == name })
+        let actual = Self.image(entry)
+        let url = Self.goldenDirectory.appendingPathComponent("\(name).pbm")
+        if Self.updating {
+            try FileManager.default.createDirectory(at: Self.goldenDirectory, withIntermediateDirectories: true)
+            try Data(ImageEncoding.pbm(actual)).write(to: url)
+            return
+        }
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            Issue.record("golden \(url.path) is missing: run UPDATE_GOLDENS=1 swift test --filter DisplayTests and review it")
+            return
+        }
+        let golden = try ImageEncoding.parsePBM([UInt8](data))
+        #expect(golden.height == actual.height)
+        var differing = 0
+        var first: (Int, Int)?
+        for y in 0..<actual.height {
+            for x in 0..<actual.width where golden[x, y] != actual[x, y] {
+                differing += 1
+                if first == nil { first = (x, y) }
+            }
+        }
+        if differing > 0 {
+            let out = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("\(name).actual.pbm")
+            try? Data(ImageEncoding.pbm(actual)).write(to: out)
+            Issue.record("\(name): \(differing) pixels differ from the golden, first at \(first!); actual image written to \(out.path)")
+        }
+    }
+
+    /// The SH1106 path (page addressing, column offset 2) shows exactly the same pictures.
+    @Test func sh1106ShowsTheSameScreens() {
+        for entry in ScreenCatalogue.entries() {
+            var sh1106 = EmulatedPanel(panel: PanelConfiguration(controller: .sh1106, height: entry.height))
+            #expect(sh1106.show(entry.model).bytes == Self.image(entry).bytes, "\(entry.name)")
+        }
+    }
+
+    /// Showing the screens one after another on one panel (only changed pages sent each time)
+    /// gives the same pictures as showing each on a fresh panel.
+    @Test func incrementalUpdatesGiveTheSamePictures() {
+        var panel = EmulatedPanel()
+        for entry in ScreenCatalogue.entries() where entry.height == 64 {
+            #expect(panel.show(entry.model).bytes == Self.image(entry).bytes, "\(entry.name)")
+        }
+    }
+
+    @Test func everyGoldenBelongsToAScreen() throws {
+        let names = Set(ScreenCatalogue.entries().map { "\($0.name).pbm" })
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.goldenDirectory.path).filter { $0.hasSuffix(".pbm") }
+        #expect(Set(files) == names, "stale or missing goldens")
+    }
+
+    @Test func catalogueCoversEveryModeAndAlert() {
+        let entries = ScreenCatalogue.entries()
+        var modes = Set<String>()
+        for e in entries {
+            switch e.model.mode {
+            case .idle: modes.insert("idle")
+            case .countdown: modes.insert("countdown")
+            case .running: modes.insert("running")
+            case .paused: modes.insert("paused")
+            case .summary: modes.insert("summary")
+            case .confirmDiscard: modes.insert("confirm")
+            }
+        }
+        #expect(modes == ["idle", "countdown", "running", "paused", "summary", "confirm"])
+        let alerts = Set(entries.compactMap { $0.model.overlay.map { "\($0)" } })
+        for a: Alert in [.sensorLost(.heartRate), .zoneDrift(.power, above: true), .lowStorage, .rideRecovered] {
+            #expect(alerts.contains("\(a)"), "no golden for the \(a) overlay")
+        }
+        #expect(Set(entries.map(\.name)).count == entries.count, "names must be unique")
+    }
+
+    /// Golden images are pictures of something: each differs from a blank panel and from every
+    /// other golden (a renderer that drew nothing, or the same thing everywhere, fails).
+    @Test func screensAreDistinct() {
+        let images = ScreenCatalogue.entries().map { ($0.name, Self.image($0)) }
+        var seen: [Framebuffer: String] = [:]
+        for (name, image) in images {
+            #expect(image.bytes.contains { $0 != 0 }, "\(name) is blank")
+            if let other = seen[image] { Issue.record("\(name) looks exactly like \(other)") }
+            seen[image] = name
+        }
+    }
+}
