@@ -27,7 +27,7 @@ let package = Package(
         .target(name: "Journal", dependencies: ["RideModel"], swiftSettings: swift6),
         .target(name: "RideFiles", dependencies: ["RideModel"], swiftSettings: swift6),
         .target(name: "AppCore", dependencies: ["RideModel", "Training", "Sensors", "Journal"], swiftSettings: swift6),
-        .target(name: "Screens", dependencies: ["AppCore", "Display"], swiftSettings: swift6),
+        .target(name: "Screens", dependencies: ["AppCore", "Display", "RideModel"], swiftSettings: swift6),
         .target(name: "Configuration", dependencies: ["RideModel", "Training"], swiftSettings: swift6),
         .target(name: "Device", dependencies: ["AppCore", "Screens", "Display", "Journal", "RideFiles", "Sensors", "Training", "Configuration"], swiftSettings: swift6),
 
@@ -37,7 +37,7 @@ let package = Package(
         // libgpiod (v1 or v2 API, whichever gpiod.h is installed) and libi2c behind small C shims.
         .target(name: "CGpiodShim", path: "Sources/CGpiodShim", linkerSettings: [.linkedLibrary("gpiod")]),
         .target(name: "CI2CShim", path: "Sources/CI2CShim", linkerSettings: [.linkedLibrary("i2c")]),
-        .target(name: "BoardHardware", dependencies: ["BoardIO", "CGpiodShim", "CI2CShim"], swiftSettings: swift6),
+        .target(name: "BoardHardware", dependencies: ["BoardIO", "Display", "CGpiodShim", "CI2CShim"], swiftSettings: swift6),
 
         // The simulator's library: synthetic rides, scenarios, simulated adapters, headless runner.
         .target(name: "Simulation", dependencies: ["Device", "BoardIO", "Sensors", "RideFiles"], path: "Simulator/Sources/Simulation", swiftSettings: swift6),
@@ -46,7 +46,7 @@ let package = Package(
         .executableTarget(
             name: "bikecomputer",
             dependencies: [
-                "Device", "BoardIO", "BoardHardware",
+                "Device", "BoardIO", "BoardHardware", "AppCore", "RideModel", "Training",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swift6),
@@ -62,7 +62,7 @@ let package = Package(
 
         // MARK: Tests
         .testTarget(name: "RideModelTests", dependencies: ["RideModel"], swiftSettings: swift6),
-        .testTarget(name: "AppCoreTests", dependencies: ["AppCore", "RideModel", "Device"], swiftSettings: swift6),
+        .testTarget(name: "AppCoreTests", dependencies: ["AppCore", "RideModel", "Device", "Training"], swiftSettings: swift6),
         .testTarget(name: "TrainingTests", dependencies: ["Training", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "SensorsTests", dependencies: ["Sensors", "RideModel", "BoardIO", "AppCore"], swiftSettings: swift6),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Screens", "AppCore", "BoardHardware"], exclude: ["Goldens"], swiftSettings: swift6),
