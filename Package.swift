@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "BoardHardware", dependencies: ["BoardIO", "Display", "CGpiodShim", "CI2CShim"], swiftSettings: swift6),
 
         // The simulator's library: synthetic rides, scenarios, simulated adapters, headless runner.
-        .target(name: "Simulation", dependencies: ["Device", "BoardIO", "Sensors", "RideFiles"], path: "Simulator/Sources/Simulation", swiftSettings: swift6),
+        .target(name: "Simulation", dependencies: ["Device", "BoardIO", "Sensors", "RideFiles", "Screens", "Display", "AppCore", "RideModel"], path: "Simulator/Sources/Simulation", swiftSettings: swift6),
 
         // MARK: Executables
         .executableTarget(

@@ -210,12 +210,12 @@ public final class HeadlessRun {
         case .diskFull(let len):
             journal.diskFull(until: now.advanced(byMs: len))
         case .screenshot(let name):
-            screenshotRequests.append((name, ms))
+            onScreenshot?(name)
         }
     }
 
-    /// Screenshots asked for by the scenario (name, instant); the front end captures them.
-    public var screenshotRequests: [(name: String, atMs: Int64)] = []
+    /// Called when the scenario asks for a screenshot (the front end captures its display).
+    public var onScreenshot: ((String) -> Void)?
 
     /// The process dies (or the power goes): the core and everything unsynced are gone; the
     /// device comes back after a restart or a boot and recovers from the journal.

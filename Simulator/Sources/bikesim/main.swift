@@ -36,6 +36,9 @@ struct BikeSim: ParsableCommand {
     @Flag(help: "Print the screen as text at every change (headless).")
     var printScreens = false
 
+    @Flag(help: "Write a PNG of the display at every change of screen or overlay to DIR/frames (headless).")
+    var frames = false
+
     func validate() throws {
         if let speed, !(speed > 0) { throw ValidationError("--speed must be a positive number, e.g. --speed 10") }
         if headless && out == nil { throw ValidationError("--headless needs --out DIR for summary.json and the ride files") }
@@ -67,7 +70,10 @@ struct BikeSim: ParsableCommand {
         let journal = MemoryJournal()
         let archive = MemoryArchive()
         let textScreen = TextScreenRecorder(print: printScreens)
-        let sim = HeadlessRun(scenario: scenario, options: .init(seed: seed), journal: journal, archive: archive, screen: textScreen)
+        let display = EmulatedScreen(captureEveryChange: frames)
+        let sim = HeadlessRun(scenario: scenario, options: .init(seed: seed), journal: journal, archive: archive,
+                              screen: ScreenFanOut([display, textScreen]))
+        sim.onScreenshot = { name in display.capture(name) }
         let started = Clock.monotonicMs()
         if let speed {
             sim.run { simMs in
@@ -83,6 +89,10 @@ struct BikeSim: ParsableCommand {
         }
         try Files.writeAtomically("\(outDir)/summary.json", Array(summary.utf8))
         try Files.writeAtomically("\(outDir)/screens.txt", Array(textScreen.lines.joined(separator: "\n").utf8) + [10])
+        if !display.frames.isEmpty {
+            try Files.makeDirectories("\(outDir)/frames")
+            for f in display.frames { try Files.writeAtomically("\(outDir)/frames/\(f.name)", f.png) }
+        }
         let wallMs = Clock.monotonicMs() - started
         let c = sim.counters
         print("bikesim: \(TextScreen.clock(scenario.durationMs)) simulated in \(wallMs) ms; \(c.inputs) inputs, \(c.crashes) crashes, \(c.powerCuts) power cuts, \(c.recoveries) recoveries; wrote \(outDir)/summary.json")
@@ -98,11 +108,11 @@ struct BikeSim: ParsableCommand {
             sim.run()
             return
         }
-        let sim = HeadlessRun(scenario: scenario, options: .init(seed: seed), journal: MemoryJournal(), archive: MemoryArchive())
+        let display = EmulatedScreen()
+        let sim = HeadlessRun(scenario: scenario, options: .init(seed: seed), journal: MemoryJournal(), archive: MemoryArchive(),
+                              screen: display)
         installSignalRestore(terminal) // before raw mode: saves the rider's settings
-        var ui = Interactive(sim: sim, terminal: terminal, speed: speed ?? 1) { screen in
-            [TextScreen.line(screen)]
-        }
+        var ui = Interactive(sim: sim, terminal: terminal, speed: speed ?? 1) { _ in display.terminalLines }
         ui.run()
     }
 }
