@@ -1,0 +1,217 @@
+import Foundation
+import Testing
+import AppCore
+import RideModel
+@testable import RideFiles
+
+/// Where the oracle samples go (Tests/oracle/test_ridefiles.py reads them).
+let samplesDirectory: String = {
+    if let env = ProcessInfo.processInfo.environment["BIKE_RIDEFILES_OUT"], !env.isEmpty { return env }
+    return FileManager.default.currentDirectoryPath + "/.build/ridefiles-samples"
+}()
+
+let sampleSeedCount: Int = ProcessInfo.processInfo.environment["BIKE_RIDEFILES_COUNT"].flatMap { Int($0) } ?? 24
+
+/// The app's own totals for a ride: replayed through a fresh AppCore (crash-recovery path), not
+/// through the exporter.
+func appTotals(_ records: [RideRecord]) -> [String: Any] {
+    var core = AppCore(randomSeed: 1)
+    for r in records { core.replay(r) }
+    let b = core.builder!
+    let stop = b.stopInstant!
+    func stats(_ s: StatisticsSet, timerMs: Int64, elapsedMs: Int64, hr: ZoneTimes?, pw: ZoneTimes?) -> [String: Any] {
+        var d: [String: Any] = ["timer_s": Double(timerMs) / 1000, "elapsed_s": Double(elapsedMs) / 1000]
+        d["distance_m"] = s[.distance].hasData ? s.distanceM : NSNull()
+        d["avg_speed_mps"] = s.averageSpeedMps ?? NSNull()
+        d["max_speed_mps"] = s[.speed].max ?? NSNull()
+        d["avg_hr"] = s[.heartRate].average ?? NSNull()
+        d["max_hr"] = s[.heartRate].max ?? NSNull()
+        d["avg_power"] = s[.power].average ?? NSNull()
+        d["max_power"] = s[.power].max ?? NSNull()
+        d["avg_cadence"] = s[.cadence].average ?? NSNull()
+        d["max_cadence"] = s[.cadence].max ?? NSNull()
+        d["hr_zones_s"] = hr.map { $0.values.map { Double($0) / 1000 } } ?? NSNull()
+        d["power_zones_s"] = pw.map { $0.values.map { Double($0) / 1000 } } ?? NSNull()
+        return d
+    }
+    let settings = core.header!.settings
+    var session = stats(b.ride, timerMs: b.timerTimeMs(at: stop), elapsedMs: b.elapsedTimeMs(at: stop),
+                        hr: settings.heartRateZones == nil ? nil : b.heartRateZoneTimes, pw: settings.powerZones == nil ? nil : b.powerZoneTimes)
+    session["num_laps"] = b.laps.count
+    let laps = b.laps.map { l in
+        stats(l.statistics, timerMs: l.statistics.timerTimeMs, elapsedMs: l.elapsedMs(at: stop),
+              hr: settings.heartRateZones == nil ? nil : l.heartRateZoneTimes, pw: settings.powerZones == nil ? nil : l.powerZoneTimes)
+    }
+    let anchor = core.wallAnchorForRide!
+    return ["session": session, "laps": laps,
+            "start_unix_s": Double(anchor.wallTime(at: b.startInstant!).unixMs) / 1000,
+            "stop_unix_s": Double(anchor.wallTime(at: stop).unixMs) / 1000]
+}
+
+func writeJSON(_ object: Any, to path: String) throws {
+    let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+    try data.write(to: URL(fileURLWithPath: path))
+}
+
+struct FITBasicsTests {
+    @Test func crcMatchesTheSpecVectors() {
+        #expect(FITCRC.compute(Array("123456789".utf8)) == 0xBB3D)
+        #expect(FITCRC.compute([0x0E, 0x10, 0x43, 0x08, 0x78, 0x06, 0x09, 0x00, 0x2E, 0x46, 0x49, 0x54]) == 0x8596)
+    }
+
+    @Test func semicirclesAndEpoch() {
+        #expect(FITEncoder.semicircles(47.5) == 566_697_073)
+        #expect(FITEncoder.semicircles(200) == nil)
+        #expect(FITTime.unixEpochOffsetSeconds == UTCDateTime.unixMs(year: 1989, month: 12, day: 31) / 1000)
+    }
+
+    @Test func decimalTextRoundsWithoutFoundation() {
+        #expect(decimalText(47.123456789, decimals: 7) == "47.1234568")
+        #expect(decimalText(-8.5, decimals: 1) == "-8.5")
+        #expect(decimalText(-0.00001, decimals: 2) == "0")
+        #expect(decimalText(12, decimals: 3) == "12")
+        #expect(decimalText(0.05, decimals: 1) == "0.1")
+    }
+
+    @Test func sensorMetadataRoundTripsAndRejectsJunk() {
+        let s = SensorIdentity(slot: "hr", source: .ant, kind: .heartRate, id: "4711", batteryPercent: 30, name: "a;b")
+        let back = SensorIdentity(key: "sensor.hr", value: s.metadataValue)
+        #expect(back?.antDeviceNumber == 4711 && back?.batteryPercent == 30 && back?.name == "ab")
+        #expect(SensorIdentity(key: "sensor.x", value: "source=usb;type=heart_rate;id=1") == nil)
+        #expect(SensorIdentity(key: "sensor.x", value: "source=ble;type=power") == nil)
+        #expect(SensorIdentity(key: "device.x", value: s.metadataValue) == nil)
+    }
+
+    @Test func recordsWithoutHeaderOrStartAreRefused() {
+        #expect(throws: RideFileError.noHeader) { try FITEncoder.encode(records: []) }
+        let h = RideHeader(rideID: RideID(high: 1, low: 2), anchor: WallClockAnchor(monotonic: .zero, wall: WallClockTime(unixMs: 1_700_000_000_000, trusted: true)), settings: RideSettings())
+        #expect(throws: RideFileError.notStarted) { try FITEncoder.encode(records: [.header(h)]) }
+    }
+}
+
+struct RideFileRoundTripTests {
+    /// Encodes many simulated rides, checks them with the project's own reader, and writes them
+    /// (.fit/.gpx/.tcx + expected .json) for the Python oracles.
+    @Test func simulatedRidesRoundTripAndAreWrittenForTheOracles() throws {
+        try FileManager.default.createDirectory(atPath: samplesDirectory, withIntermediateDirectories: true)
+        var index: [[String: Any]] = []
+        for seed in UInt64(1)...UInt64(sampleSeedCount) {
+            let sim = SimulatedRide(seed: seed)
+            let export = try RideExport(records: sim.records)
+            let fit = FITEncoder.encode(export)
+            let file = try FITFile(bytes: fit)
+            #expect(file.headerCRCMatched == true, "seed \(seed)")
+            let activity = FITActivity(file)
+            #expect(activity.records.count == sim.runningSeconds, "seed \(seed): record count")
+            #expect(export.rrSeconds.count == sim.rrCount, "seed \(seed): RR count")
+            let ts = activity.records.map(\.timestamp)
+            #expect(zip(ts, ts.dropFirst()).allSatisfy { $0 < $1 }, "seed \(seed): timestamps strictly increase")
+            #expect(file.messages.first?.global == 0, "file_id first")
+            #expect(file.messages.last?.global == 34, "activity last")
+            #expect(activity.laps.count == sim.laps, "seed \(seed): laps")
+            #expect(file.messages(23).count == 3, "seed \(seed): unit + 2 valid sensors (the junk one is skipped)")
+            // timer events: start + (stop,start) per pause and per gap + final stop
+            let timer = activity.events.filter { $0.event == 0 }
+            #expect(timer.count == 2 + 2 * sim.pauses + 2 * sim.gaps, "seed \(seed): timer events")
+            #expect(timer.filter { $0.eventType == 4 && $0.data == 1 }.count == sim.autoPauses, "seed \(seed): auto pauses")
+            let totals = appTotals(sim.records)
+            let session = totals["session"] as! [String: Any]
+            #expect(abs((activity.sessions.first?.timerS ?? -1) - (session["timer_s"] as! Double)) < 0.0015, "seed \(seed)")
+            let allTS = file.messages.compactMap(\.timestamp)
+            #expect(zip(allTS, allTS.dropFirst()).allSatisfy { $0 <= $1 }, "seed \(seed): no timestamp goes backwards")
+
+            let gpx = GPXEncoder.encode(export)
+            let tcx = TCXEncoder.encode(export)
+            #expect(gpx.components(separatedBy: "<trkpt ").count - 1 == sim.positionSeconds, "seed \(seed): GPX points")
+            #expect(tcx.components(separatedBy: "<Trackpoint>").count - 1 == sim.runningSeconds, "seed \(seed): TCX points")
+
+            let base = samplesDirectory + "/ride-\(seed)"
+            try Data(fit).write(to: URL(fileURLWithPath: base + ".fit"))
+            try gpx.write(toFile: base + ".gpx", atomically: true, encoding: .utf8)
+            try tcx.write(toFile: base + ".tcx", atomically: true, encoding: .utf8)
+            var expected = totals
+            expected["seed"] = seed
+            expected["records"] = sim.runningSeconds
+            expected["position_points"] = sim.positionSeconds
+            expected["rr_count"] = sim.rrCount
+            expected["pauses"] = sim.pauses
+            expected["auto_pauses"] = sim.autoPauses
+            expected["gaps"] = sim.gaps
+            expected["lap_count"] = sim.laps
+            expected["outdoor"] = sim.outdoor
+            try writeJSON(expected, to: base + ".json")
+            index.append(["name": "ride-\(seed)", "seed": seed])
+        }
+        try writeJSON(["rides": index], to: samplesDirectory + "/index.json")
+    }
+
+    @Test func recoveredRideWithoutStopIsStillAValidFile() throws {
+        var sim = SimulatedRide(seed: 99, seconds: 200)
+        // cut the ride as a crash would: drop the stop and finish
+        sim.records.removeLast(2)
+        sim.records.append(.event(RideEvent(.gap, at: MonotonicInstant(milliseconds: 5_000 + 400_000), value: 30_000)))
+        let fit = try FITEncoder.encode(records: sim.records)
+        let file = try FITFile(bytes: fit)
+        #expect(file.messages.last?.global == 34)
+        #expect(FITActivity(file).sessions.count == 1)
+    }
+
+    @Test func tenHourRideEncodesQuickly() throws {
+        let sim = SimulatedRide(seed: 7, seconds: 10 * 3600)
+        let clock = ContinuousClock()
+        var bytes: [UInt8] = []
+        let elapsed = try clock.measure { bytes = try FITEncoder.encode(records: sim.records) }
+        print("10-hour ride: \(sim.records.count) records → \(bytes.count) FIT bytes in \(elapsed)")
+        #expect(try FITFile(bytes: bytes).messages(20).count == sim.runningSeconds)
+        #expect(elapsed < .seconds(20), "10 h ride took \(elapsed)")
+    }
+}
+
+struct FITReaderRobustnessTests {
+    @Test func damagedFilesGiveTypedErrorsNeverCrash() throws {
+        let fit = try FITEncoder.encode(records: SimulatedRide(seed: 3, seconds: 120).records)
+        var rng = SeededRandom(seed: 0xF17)
+        for trial in 0..<300 {
+            var b = fit
+            switch trial % 3 {
+            case 0: b.removeLast(rng.int(1...(b.count - 1)))
+            case 1: let i = rng.int(0...(b.count - 1)); b[i] ^= UInt8(rng.int(1...255))
+            default: b = (0..<rng.int(0...64)).map { _ in UInt8(rng.int(0...255)) }
+            }
+            do { _ = try FITFile(bytes: b) } catch {
+                continue // typed RideFileError; any other outcome would not compile
+            }
+            // a flipped byte that still decodes must have been in the header CRC only
+            #expect(trial % 3 == 1, "trial \(trial) decoded a damaged file")
+        }
+    }
+}
+
+struct FixtureReaderTests {
+    /// Reads the real rides with the project's reader and writes what it saw for the
+    /// differential check against fitdecode (Tests/oracle/test_ridefiles.py).
+    @Test func fixtureRidesAreReadAndSummarized() throws {
+        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../shared/fixtures/rides").standardized
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir.path).filter({ $0.hasSuffix(".fit") }).sorted(), !names.isEmpty else {
+            Issue.record("fixture rides not found at \(dir.path)")
+            return
+        }
+        try FileManager.default.createDirectory(atPath: samplesDirectory + "/fixtures", withIntermediateDirectories: true)
+        for name in names {
+            let bytes = [UInt8](try Data(contentsOf: dir.appendingPathComponent(name)))
+            let file = try FITFile(bytes: bytes)
+            let a = FITActivity(file)
+            #expect(!a.records.isEmpty, "\(name) has records")
+            func opt(_ v: Double?) -> Any { v ?? NSNull() }
+            let out: [String: Any] = [
+                "records": a.records.map { ["timestamp": $0.timestamp, "heart_rate": opt($0.heartRate), "power": opt($0.power),
+                                            "cadence": opt($0.cadence), "speed": opt($0.speedMps), "distance": opt($0.distanceM)] as [String: Any] },
+                "events": a.events.map { ["timestamp": $0.timestamp, "event": $0.event, "event_type": $0.eventType] as [String: Any] },
+                "laps": a.laps.map { ["timer": opt($0.timerS), "distance": opt($0.distanceM), "avg_hr": opt($0.avgHeartRate)] as [String: Any] },
+                "sessions": a.sessions.map { ["timer": opt($0.timerS), "elapsed": opt($0.elapsedS), "distance": opt($0.distanceM),
+                                              "avg_hr": opt($0.avgHeartRate), "max_hr": opt($0.maxHeartRate), "avg_power": opt($0.avgPowerW)] as [String: Any] },
+            ]
+            try writeJSON(out, to: samplesDirectory + "/fixtures/" + name + ".json")
+        }
+    }
+}
