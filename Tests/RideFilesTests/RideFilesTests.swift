@@ -131,6 +131,7 @@ struct RideFileRoundTripTests {
             try tcx.write(toFile: base + ".tcx", atomically: true, encoding: .utf8)
             var expected = totals
             expected["seed"] = seed
+            if case .header(let h) = sim.records[0] { expected["ride_id"] = h.rideID.description }
             expected["records"] = sim.runningSeconds
             expected["position_points"] = sim.positionSeconds
             expected["rr_count"] = sim.rrCount
