@@ -173,6 +173,8 @@ public struct FITActivity: Sendable {
         public var elapsedS: Double?, timerS: Double?, distanceM: Double?
         public var avgSpeedMps: Double?, maxSpeedMps: Double?, avgHeartRate: Double?, maxHeartRate: Double?
         public var avgCadence: Double?, maxCadence: Double?, avgPowerW: Double?, maxPowerW: Double?
+        /// lap_trigger (laps only): manual 0, time 1, distance 2, session_end 7, ...
+        public var trigger: UInt8? = nil
     }
 
     public var records: [Record] = []
@@ -202,9 +204,75 @@ public struct FITActivity: Sendable {
                                   avgHeartRate: m.value(s ? 15 : 16), maxHeartRate: m.value(s ? 16 : 17),
                                   avgCadence: m.value(s ? 17 : 18), maxCadence: m.value(s ? 18 : 19),
                                   avgPowerW: m.value(s ? 19 : 20), maxPowerW: m.value(s ? 20 : 21))
-                if s { laps.append(sum) } else { sessions.append(sum) }
+                var summary = sum
+                if s { summary.trigger = m.values[24].map { UInt8($0) } }
+                if s { laps.append(summary) } else { sessions.append(summary) }
             default: break
             }
         }
+    }
+}
+
+extension FITActivity {
+    /// The activity as ride records, for replaying a recorded ride through the app (the
+    /// simulator): a header anchored at the first timer start, start/pause/resume from the timer
+    /// events (auto when the event's data says so), a lap at the end of every lap but the last,
+    /// 1 Hz samples from the records, and the stop at the session's end.
+    ///
+    /// Instants are milliseconds since the first timer start (or the first record).
+    public func rideRecords(rideID: RideID, settings: RideSettings = RideSettings(), activity: String = "cycling") -> [RideRecord] {
+        let t0 = events.first(where: { $0.event == 0 && $0.eventType == 0 })?.timestamp ?? records.first?.timestamp ?? 0
+        func at(_ t: UInt32) -> MonotonicInstant { MonotonicInstant(milliseconds: (Int64(t) - Int64(t0)) * 1000) }
+        let wall = WallClockTime(unixMs: (Int64(t0) + FITTime.unixEpochOffsetSeconds) * 1000, trusted: true)
+        var out: [RideRecord] = [.header(RideHeader(rideID: rideID, anchor: WallClockAnchor(monotonic: .zero, wall: wall),
+                                                    settings: settings, activity: activity))]
+        out.reserveCapacity(1 + records.count * 6 + events.count + laps.count)
+        // Timeline items: (time, order within the second, kind); starts/resumes before the
+        // second's record, pauses, laps and the stop after it.
+        enum Item { case timer(start: Bool, auto: Bool), lap(UInt8?), record(Int), stop }
+        var items: [(t: UInt32, order: Int, seq: Int, item: Item)] = []
+        for e in events where e.event == 0 && (e.eventType == 0 || e.eventType == 1 || e.eventType == 4) && e.timestamp >= t0 {
+            let start = e.eventType == 0
+            items.append((e.timestamp, start ? 0 : 2, items.count, .timer(start: start, auto: e.data == 1)))
+        }
+        for (i, r) in records.enumerated() where r.timestamp >= t0 { items.append((r.timestamp, 1, items.count, .record(i))) }
+        for lap in laps.dropLast() { if let t = lap.timestamp { items.append((t, 3, items.count, .lap(lap.trigger))) } }
+        let last = records.last?.timestamp ?? t0
+        var end = last
+        if let s = sessions.last, let st = s.startTime, let el = s.elapsedS { end = max(end, st + UInt32(max(0, el.rounded(.down)))) }
+        else if let s = sessions.last?.timestamp { end = max(end, s) }
+        items.append((end, 4, items.count, .stop))
+        items.sort { ($0.t, $0.order, $0.seq) < ($1.t, $1.order, $1.seq) }
+
+        var started = false, running = false, stopped = false
+        var pendingLap: Trigger? // a lap that ended while paused starts at the resume
+        for it in items where !stopped {
+            let instant = at(it.t)
+            switch it.item {
+            case .timer(let start, let auto):
+                if start && !started {
+                    out.append(.event(RideEvent(.start, at: instant))); started = true; running = true
+                } else if start && !running {
+                    out.append(.event(RideEvent(.resume, at: instant, trigger: auto ? .auto : .manual))); running = true
+                    if let t = pendingLap { out.append(.event(RideEvent(.lap, at: instant, trigger: t))); pendingLap = nil }
+                } else if !start && running && started {
+                    out.append(.event(RideEvent(.pause, at: instant, trigger: auto ? .auto : .manual))); running = false
+                }
+            case .record(let i):
+                if !started { out.append(.event(RideEvent(.start, at: instant))); started = true; running = true }
+                let r = records[i]
+                func add(_ q: Quantity, _ v: Double?) { if let v { out.append(.sample(Sample(q, v, at: instant))) } }
+                add(.heartRate, r.heartRate); add(.power, r.power); add(.cadence, r.cadence)
+                add(.speed, r.speedMps); add(.distance, r.distanceM); add(.altitude, r.altitudeM)
+                if let la = r.latitude, let lo = r.longitude { add(.latitude, la); add(.longitude, lo) }
+            case .lap(let trigger):
+                let t: Trigger = switch trigger { case 1: .time; case 2: .distance; default: .manual }
+                if started && running { out.append(.event(RideEvent(.lap, at: instant, trigger: t))) } else if started { pendingLap = t }
+            case .stop:
+                if started { out.append(.event(RideEvent(.stop, at: instant))); stopped = true }
+            }
+        }
+        if started { out.append(.finished(saved: true, at: at(end))) }
+        return out
     }
 }

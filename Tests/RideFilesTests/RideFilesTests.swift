@@ -140,6 +140,8 @@ struct RideFileRoundTripTests {
             expected["gaps"] = sim.gaps
             expected["lap_count"] = sim.laps
             expected["outdoor"] = sim.outdoor
+            expected["devices"] = 3 // the unit and two valid sensors
+            expected["timer_events"] = 2 + 2 * sim.pauses + 2 * sim.gaps
             try writeJSON(expected, to: base + ".json")
             index.append(["name": "ride-\(seed)", "seed": seed])
         }
@@ -214,5 +216,59 @@ struct FixtureReaderTests {
             ]
             try writeJSON(out, to: samplesDirectory + "/fixtures/" + name + ".json")
         }
+    }
+
+    /// Replays each fixture ride through the exporter (as the simulator will) and checks the
+    /// app's totals against the recording device's own session; writes the re-encoded ride for
+    /// the oracles.
+    @Test func fixtureRidesReplayIntoValidFilesWithTheDevicesTotals() throws {
+        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../shared/fixtures/rides").standardized
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".fit") }.sorted()) ?? []
+        #expect(names.count == 3, "fixture rides at \(dir.path)")
+        try FileManager.default.createDirectory(atPath: samplesDirectory, withIntermediateDirectories: true)
+        var index: [[String: Any]] = []
+        for (i, name) in names.enumerated() {
+            let a = FITActivity(try FITFile(bytes: [UInt8](try Data(contentsOf: dir.appendingPathComponent(name)))))
+            let records = a.rideRecords(rideID: RideID(random: UInt64(i + 1), 42))
+            let export = try RideExport(records: records)
+            let device = try #require(a.sessions.first)
+            let timerS = Double(export.builder.ride.timerTimeMs) / 1000
+            print("\(name): app timer \(timerS) s vs device \(device.timerS ?? -1) s; laps \(export.builder.laps.count) vs \(a.laps.count); distance \(export.builder.ride.distanceM) vs \(device.distanceM ?? -1)")
+            #expect(abs(timerS - (device.timerS ?? 0)) <= max(3, 0.002 * timerS), "\(name): timer time")
+            #expect(export.builder.laps.count == a.laps.count, "\(name): laps")
+            if let d = device.distanceM { #expect(abs(export.builder.ride.distanceM - d) <= max(10, 0.002 * d), "\(name): distance (the app does not count the increment before the first sample of a running stretch)") }
+            if let hr = device.maxHeartRate { #expect(export.builder.ride[.heartRate].max == hr, "\(name): max HR") }
+            let base = samplesDirectory + "/replayed-\(i)"
+            try Data(FITEncoder.encode(export)).write(to: URL(fileURLWithPath: base + ".fit"))
+            try GPXEncoder.encode(export).write(toFile: base + ".gpx", atomically: true, encoding: .utf8)
+            try TCXEncoder.encode(export).write(toFile: base + ".tcx", atomically: true, encoding: .utf8)
+            var expected = appTotals(records)
+            var pauses = 0, autoPauses = 0, resumes = 0, running = false, stoppedRunning = false
+            for r in records {
+                guard case .event(let e) = r else { continue }
+                switch e.kind {
+                case .start: running = true
+                case .pause: pauses += 1; running = false; if e.trigger == .auto { autoPauses += 1 }
+                case .resume: resumes += 1; running = true
+                case .stop: stoppedRunning = running
+                default: break
+                }
+            }
+            expected["timer_events"] = 1 + pauses + resumes + (stoppedRunning ? 1 : 0)
+            expected["fixture"] = name
+            expected["ride_id"] = export.header.rideID.description
+            expected["records"] = export.rowCount
+            expected["position_points"] = (0..<export.rowCount).filter { export.value($0, .latitude) != nil && export.value($0, .longitude) != nil }.count
+            expected["rr_count"] = 0
+            expected["pauses"] = pauses
+            expected["auto_pauses"] = autoPauses
+            expected["gaps"] = 0
+            expected["lap_count"] = a.laps.count
+            expected["outdoor"] = export.present[Quantity.latitude.index]
+            expected["devices"] = 1
+            try writeJSON(expected, to: base + ".json")
+            index.append(["name": "replayed-\(i)"])
+        }
+        try writeJSON(["rides": index], to: samplesDirectory + "/replayed-index.json")
     }
 }

@@ -28,7 +28,7 @@ def stem(exp, version=1):
 def library(tmp_path, rides):  # noqa: F811
     data = tmp_path / "data"
     (data / "rides").mkdir(parents=True)
-    chosen = rides[:6]
+    chosen = [r for r in rides if r[0].startswith("ride-")][:6]
     for name, exp in chosen:
         for ext in ("fit", "gpx", "tcx"):
             shutil.copy(SAMPLES / f"{name}.{ext}", data / "rides" / f"{stem(exp)}.{ext}")
