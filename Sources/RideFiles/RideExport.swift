@@ -194,11 +194,17 @@ public struct RideExport: Sendable {
     /// Unix milliseconds of `instant` by the ride's anchor.
     public func unixMs(_ instant: MonotonicInstant) -> Int64 { anchor.wallTime(at: instant).unixMs }
 
-    /// FIT date_time (seconds since 1989-12-31T00:00:00Z), floored; 0 before the FIT epoch.
+    /// FIT date_time (seconds since 1989-12-31T00:00:00Z), floored. A ride whose wall clock
+    /// lies before the FIT epoch (a board that booted at 1970 and never got the time) is written
+    /// in FIT's relative "system time" instead (the start is 0), so timestamps still ascend.
     public func fitTime(_ instant: MonotonicInstant) -> UInt32 {
-        let ms = unixMs(instant)
-        let s = (ms >= 0 ? ms / 1000 : (ms - 999) / 1000) - FITTime.unixEpochOffsetSeconds
-        return UInt32(clamping: s)
+        let s = Self.fitSeconds(unixMs(instant))
+        let startS = Self.fitSeconds(unixMs(startInstant))
+        return UInt32(clamping: startS < 0 ? s - startS : s)
+    }
+
+    static func fitSeconds(_ ms: Int64) -> Int64 {
+        (ms >= 0 ? ms / 1000 : (ms - 999) / 1000) - FITTime.unixEpochOffsetSeconds
     }
 }
 

@@ -159,6 +159,18 @@ struct RideFileRoundTripTests {
         #expect(FITActivity(file).sessions.count == 1)
     }
 
+    @Test func untrustedClockFrom1970StillGivesAscendingTimes() throws {
+        var sim = SimulatedRide(seed: 11, seconds: 120)
+        guard case .header(var h) = sim.records[0] else { Issue.record("no header"); return }
+        h.anchor = WallClockAnchor(monotonic: .zero, wall: WallClockTime(unixMs: 12_000, trusted: false))
+        sim.records[0] = .header(h)
+        let a = FITActivity(try FITFile(bytes: try FITEncoder.encode(records: sim.records)))
+        let ts = a.records.map(\.timestamp)
+        #expect(ts.count == sim.runningSeconds)
+        #expect(ts.first.map { $0 < 0x1000_0000 } == true, "relative system time")
+        #expect(zip(ts, ts.dropFirst()).allSatisfy { $0 < $1 })
+    }
+
     @Test func tenHourRideEncodesQuickly() throws {
         let sim = SimulatedRide(seed: 7, seconds: 10 * 3600)
         let clock = ContinuousClock()
