@@ -284,3 +284,42 @@ struct FixtureReaderTests {
         try writeJSON(["rides": index], to: samplesDirectory + "/replayed-index.json")
     }
 }
+
+struct FITReaderLayoutTests {
+    /// A hand-built file: 12-byte header, a big-endian definition with a developer field, then
+    /// compressed-timestamp records (one rolling over the 32-second window).
+    static func handBuilt() -> [UInt8] {
+        var d: [UInt8] = []
+        // developer_data_id (207) index 0 and a field_description (206) of its field 0 (uint16)
+        d += [0x42, 0, 0, 207, 0, 1, 3, 1, 0x02, 0x02, 0]
+        d += [0x43, 0, 0, 206, 0, 4, 0, 1, 0x02, 1, 1, 0x02, 2, 1, 0x02, 3, 8, 0x07]
+        d += [0x03, 0, 0, 0x84] + Array("torque\0\0".utf8)
+        // local 0: record, big-endian, 253 u32, 3 u8, 7 u16; 1 developer field of 2 bytes
+        d += [0x60, 0, 1, 0, 20, 3, 253, 4, 0x86, 3, 1, 0x02, 7, 2, 0x84, 1, 0, 2, 0]
+        d += [0x00, 0x3B, 0x9A, 0xCA, 0x00, 120, 0x00, 0xFA, 0xAB, 0xCD]   // ts 1e9, hr 120, power 250, dev bytes
+        // local 1: record, little-endian, 3 u8, 7 u16 (no timestamp: it comes from the header)
+        d += [0x41, 0, 0, 20, 0, 2, 3, 1, 0x02, 7, 2, 0x84]
+        d += [0x80 | 0x20 | 3, 121, 0xFB, 0x00]                         // +3 s
+        d += [0x80 | 0x20 | 1, 122, 0xFC, 0x00]                         // offset 1 < 3: rolls over, +30 s
+        var b: [UInt8] = [12, 0x10, 0x08, 0x08]
+        let n = UInt32(d.count)
+        b += [UInt8(n & 0xFF), UInt8((n >> 8) & 0xFF), UInt8((n >> 16) & 0xFF), UInt8(n >> 24)]
+        b += Array(".FIT".utf8) + d
+        let crc = FITCRC.compute(b)
+        return b + [UInt8(crc & 0xFF), UInt8(crc >> 8)]
+    }
+
+    @Test func bigEndianDeveloperFieldsAndCompressedTimestamps() throws {
+        let bytes = Self.handBuilt()
+        let file = try FITFile(bytes: bytes)
+        #expect(file.headerCRCMatched == nil)
+        let a = FITActivity(file)
+        #expect(a.records.map(\.timestamp) == [1_000_000_000, 1_000_000_003, 1_000_000_033])
+        #expect(a.records.map(\.heartRate) == [120, 121, 122])
+        #expect(a.records.map(\.power) == [250, 251, 252])
+        try FileManager.default.createDirectory(atPath: samplesDirectory + "/fixtures", withIntermediateDirectories: true)
+        try Data(bytes).write(to: URL(fileURLWithPath: samplesDirectory + "/fixtures/hand-built.fit"))
+        try writeJSON(["timestamps": a.records.map(\.timestamp), "heart_rate": a.records.map { $0.heartRate ?? -1 },
+                       "power": a.records.map { $0.power ?? -1 }], to: samplesDirectory + "/fixtures/hand-built.json")
+    }
+}
