@@ -10,7 +10,7 @@ public struct FITMessage: Sendable, Hashable {
 
     public init(global: UInt16) { self.global = global }
 
-    public var timestamp: UInt32? { values[253].map { UInt32($0) } }
+    public var timestamp: UInt32? { values[253].flatMap { UInt32(exactly: $0) } }
 
     /// Field `n` with the profile's scale and offset applied.
     public func value(_ n: UInt8, scale: Double = 1, offset: Double = 0) -> Double? {
@@ -194,18 +194,19 @@ public struct FITActivity: Sendable {
                                       latitude: m.value(0).map { $0 * semi }, longitude: m.value(1).map { $0 * semi },
                                       altitudeM: m.value(78, scale: 5, offset: 500) ?? m.value(2, scale: 5, offset: 500)))
             case 21:
-                guard let t = m.timestamp, let e = m.values[0], let et = m.values[1] else { continue }
-                events.append(Event(timestamp: t, event: UInt8(e), eventType: UInt8(et), data: m.values[3].map { UInt32($0) }))
+                guard let t = m.timestamp, let e = m.values[0].flatMap({ UInt8(exactly: $0) }),
+                      let et = m.values[1].flatMap({ UInt8(exactly: $0) }) else { continue }
+                events.append(Event(timestamp: t, event: e, eventType: et, data: m.values[3].flatMap { UInt32(exactly: $0) }))
             case 19, 18:
                 let s = m.global == 19 // lap and session field numbers differ above 9
-                let sum = Summary(timestamp: m.timestamp, startTime: m.values[2].map { UInt32($0) },
+                let sum = Summary(timestamp: m.timestamp, startTime: m.values[2].flatMap { UInt32(exactly: $0) },
                                   elapsedS: m.value(7, scale: 1000), timerS: m.value(8, scale: 1000), distanceM: m.value(9, scale: 100),
                                   avgSpeedMps: m.value(s ? 13 : 14, scale: 1000), maxSpeedMps: m.value(s ? 14 : 15, scale: 1000),
                                   avgHeartRate: m.value(s ? 15 : 16), maxHeartRate: m.value(s ? 16 : 17),
                                   avgCadence: m.value(s ? 17 : 18), maxCadence: m.value(s ? 18 : 19),
                                   avgPowerW: m.value(s ? 19 : 20), maxPowerW: m.value(s ? 20 : 21))
                 var summary = sum
-                if s { summary.trigger = m.values[24].map { UInt8($0) } }
+                if s { summary.trigger = m.values[24].flatMap { UInt8(exactly: $0) } }
                 if s { laps.append(summary) } else { sessions.append(summary) }
             default: break
             }
@@ -239,7 +240,7 @@ extension FITActivity {
         for lap in laps.dropLast() { if let t = lap.timestamp { items.append((t, 3, items.count, .lap(lap.trigger))) } }
         let last = records.last?.timestamp ?? t0
         var end = last
-        if let s = sessions.last, let st = s.startTime, let el = s.elapsedS { end = max(end, st + UInt32(max(0, el.rounded(.down)))) }
+        if let s = sessions.last, let st = s.startTime, let el = s.elapsedS, el.isFinite, el >= 0, el < 1e7 { end = max(end, st &+ UInt32(el.rounded(.down))) }
         else if let s = sessions.last?.timestamp { end = max(end, s) }
         items.append((end, 4, items.count, .stop))
         items.sort { ($0.t, $0.order, $0.seq) < ($1.t, $1.order, $1.seq) }

@@ -186,18 +186,30 @@ struct FITReaderRobustnessTests {
     @Test func damagedFilesGiveTypedErrorsNeverCrash() throws {
         let fit = try FITEncoder.encode(records: SimulatedRide(seed: 3, seconds: 120).records)
         var rng = SeededRandom(seed: 0xF17)
-        for trial in 0..<300 {
+        for trial in 0..<800 {
             var b = fit
-            switch trial % 3 {
+            switch trial % 4 {
             case 0: b.removeLast(rng.int(1...(b.count - 1)))
             case 1: let i = rng.int(0...(b.count - 1)); b[i] ^= UInt8(rng.int(1...255))
-            default: b = (0..<rng.int(0...64)).map { _ in UInt8(rng.int(0...255)) }
+            case 2: b = (0..<rng.int(0...64)).map { _ in UInt8(rng.int(0...255)) }
+            default:
+                // damage inside the data, then fix the CRC so the parser goes deep; whatever it
+                // reads must go through the replay and re-encoding without a crash
+                for _ in 0..<rng.int(1...8) { let i = rng.int(14...(b.count - 3)); b[i] = UInt8(rng.int(0...255)) }
+                b.removeLast(2)
+                let crc = FITCRC.compute(b)
+                b += [UInt8(crc & 0xFF), UInt8(crc >> 8)]
+                if let f = try? FITFile(bytes: b) {
+                    let recs = FITActivity(f).rideRecords(rideID: RideID(high: 1, low: UInt64(trial)))
+                    if let e = try? RideExport(records: recs) { _ = FITEncoder.encode(e); _ = GPXEncoder.encode(e); _ = TCXEncoder.encode(e) }
+                }
+                continue
             }
             do { _ = try FITFile(bytes: b) } catch {
                 continue // typed RideFileError; any other outcome would not compile
             }
             // a flipped byte that still decodes must have been in the header CRC only
-            #expect(trial % 3 == 1, "trial \(trial) decoded a damaged file")
+            #expect(trial % 4 == 1, "trial \(trial) decoded a damaged file")
         }
     }
 }
