@@ -3,6 +3,7 @@ import BoardIO
 import Device
 import Glibc
 import RideFiles
+import RideModel
 
 /// The ride library on the board's file system (BoardIO's atomic file operations).
 final class BoardRideFiles: RideFileOperations {
@@ -36,7 +37,7 @@ func orExit<T>(_ body: () throws -> T) throws -> T {
 struct Rides: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List, show, export and delete the saved rides.",
-        subcommands: [List.self, Show.self, Export.self, Delete.self])
+        subcommands: [List.self, Show.self, Export.self, Delete.self, Import.self])
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the saved rides, oldest first.")
@@ -151,6 +152,32 @@ struct Rides: ParsableCommand {
             }
             try orExit { try lib.deleteTyped(rideID: r.rideID) }
             print("Deleted \(r.rideID).")
+        }
+    }
+}
+
+extension Rides {
+    struct Import: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add a FIT activity (e.g. from another device) to the library, replayed through the app's statistics.",
+            discussion: "The ride id is derived from the file's bytes, so importing the same file again stores a new version of the same ride.")
+        @OptionGroup var data: DataDirectoryOption
+        @Argument(help: "The FIT file.") var file: String
+
+        func run() throws {
+            let bytes: [UInt8]
+            do { bytes = try AtomicFiles.readAll(file) } catch { throw ValidationError("cannot read \(file): \(error)") }
+            let fit: FITFile
+            do { fit = try FITFile(bytes: bytes) } catch { throw ValidationError("\(file): \(error.description)") }
+            var h1: UInt64 = 0xcbf2_9ce4_8422_2325, h2: UInt64 = 0x8422_2325_cbf2_9ce4
+            for b in bytes {
+                h1 = (h1 ^ UInt64(b)) &* 0x0000_0100_0000_01B3
+                h2 = (h2 ^ UInt64(b)) &* 0x0000_0100_0000_01B3 &+ 7
+            }
+            let id = RideID(random: h1, h2)
+            let records = FITActivity(fit).rideRecords(rideID: id)
+            let stored = try orExit { try data.library().storeTyped(rideID: id, records: records) }
+            print("\(id): \(stored)")
         }
     }
 }

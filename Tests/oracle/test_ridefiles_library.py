@@ -142,3 +142,48 @@ def test_interrupted_export_leaves_previous_state(bikecomputer, tmp_path):
     assert killed > 0, "no export was interrupted; the test did not exercise anything"
     listed = json.loads(run(bikecomputer, "rides", "list", "--json", "--data-dir", data).stdout)
     assert [r["id"] for r in listed] == [ride_id]
+
+
+def test_import_store_list_export_and_usb_image_end_to_end(bikecomputer, shared, tmp_path):
+    """A recorded ride goes through the app (replay, statistics, RideLibrary.store with atomic
+    writes) and comes out of every command; the stored FIT passes Garmin's decoder."""
+    from garmin_fit_sdk import Decoder, Stream
+
+    data = tmp_path / "data"  # does not exist yet: store creates it
+    src = shared / "fixtures" / "rides" / "garmin-edge-820-bike.fit"
+    first = run(bikecomputer, "rides", "import", src, "--data-dir", data).stdout
+    ride_id = first.split(":")[0]
+    assert "version 1" in first
+    again = run(bikecomputer, "rides", "import", src, "--data-dir", data).stdout
+    assert again.startswith(ride_id) and "version 2" in again
+    names = sorted(p.name for p in (data / "rides").iterdir())
+    assert len(names) == 3 and all("_v2." in n and ride_id in n for n in names), names
+    assert not any(n.endswith(".tmp") for n in names)
+
+    listed = json.loads(run(bikecomputer, "rides", "list", "--json", "--data-dir", data).stdout)
+    assert [(r["id"], r["version"]) for r in listed] == [(ride_id, 2)]
+    out = tmp_path / "ride.fit"
+    run(bikecomputer, "rides", "export", ride_id[:6], "-o", out, "--data-dir", data)
+    b = bytearray(out.read_bytes())
+    assert Decoder(Stream.from_byte_array(b)).check_integrity()
+    messages, errors = Decoder(Stream.from_byte_array(b)).read()
+    assert errors == []
+    assert len(messages["record_mesgs"]) == 15  # the Edge 820 ride's 15 records
+    assert messages["session_mesgs"][0]["max_heart_rate"] == 121
+    gpx = tmp_path / "ride.gpx"
+    run(bikecomputer, "rides", "export", ride_id, "--format", "gpx", "-o", gpx, "--data-dir", data)
+    import gpxpy
+    assert len([p for t in gpxpy.parse(gpx.read_text()).tracks for s in t.segments for p in s.points]) > 0
+
+    image = tmp_path / "usb.img"
+    run(bikecomputer, "usb-image", "--out", image, "--data-dir", data)
+    assert subprocess.run(["fsck.fat", "-n", str(image)], capture_output=True).returncode == 0
+    back = tmp_path / "back.fit"
+    fit_name = [n for n in names if n.endswith(".fit")][0]
+    subprocess.run(["mcopy", "-i", str(image), f"::/Activities/{fit_name}", str(back)], check=True)
+    assert back.read_bytes() == (data / "rides" / fit_name).read_bytes() == out.read_bytes()
+
+    bad = tmp_path / "bad.fit"
+    bad.write_bytes(src.read_bytes()[:-10])
+    r = run(bikecomputer, "rides", "import", bad, "--data-dir", data, check=False)
+    assert r.returncode != 0 and "not a valid file" in r.stderr
