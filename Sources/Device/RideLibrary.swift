@@ -158,10 +158,18 @@ public final class RideLibrary: RideArchivePort {
         if mine.isEmpty, Set(names.compactMap { Self.parse($0)?.id }).count >= Self.ridesMax { throw .full(Self.ridesMax) }
         let version = (mine.map(\.version).max() ?? 0) + 1
         let stem = Self.stem(startUnixMs: export.unixMs(export.startInstant), rideID: rideID, version: version)
+        // Check the FIT before it is written and again after it is read back.
+        if let fit = files.last?.1 {
+            do { _ = try FITFile(bytes: fit) } catch { throw .unexportable(error) }
+        }
         for (format, bytes) in files {
             let p = directory + "/" + stem + "." + format.rawValue
             do { try ops.writeAtomically(p, bytes) } catch { throw .storage("cannot write \(p): \(error)") }
         }
+        let fitPath = directory + "/" + stem + "." + RideFileFormat.fit.rawValue
+        let readBack: [UInt8]
+        do { readBack = try ops.read(fitPath) } catch { throw .storage("cannot read back \(fitPath): \(error)") }
+        guard readBack == files.last?.1 else { throw .storage("\(fitPath) reads back different bytes (failing storage?)") }
         for old in mine where old.version < version {
             try? ops.remove(directory + "/" + old.stem + "." + old.format.rawValue)
         }

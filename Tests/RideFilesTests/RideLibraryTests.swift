@@ -23,7 +23,11 @@ final class MemoryFiles: RideFileOperations {
         writes += 1
         files[path] = bytes
     }
-    func remove(_ path: String) throws { files[path] = nil }
+    func remove(_ path: String) throws {
+        if let n = writesBeforeFailure, writes >= n { throw Failure() }
+        writes += 1
+        files[path] = nil
+    }
     func makeDirectories(_ path: String) throws {}
     func size(_ path: String) throws -> Int64 { Int64(try read(path).count) }
 }
@@ -58,8 +62,10 @@ struct RideLibraryTests {
         #expect(try FITFile(bytes: fit).messages(20).count == first.runningSeconds)
     }
 
+    /// A linear sweep: the storage fails at its 1st, 2nd, ... change (3 writes, then 3 removals of
+    /// the old version); every time the library still lists one complete, valid version.
     @Test func aFailedRewriteLeavesThePreviousVersionIntact() throws {
-        for failAt in 0..<3 {
+        for failAt in 0..<6 {
             let fs = MemoryFiles()
             let lib = RideLibrary(dataDirectory: "/d", ops: fs)
             let ride = SimulatedRide(seed: 7, seconds: 90)
@@ -68,10 +74,23 @@ struct RideLibraryTests {
             let before = try lib.find(id.description)
             let beforeBytes = try lib.bytes(before, .fit)
             fs.writesBeforeFailure = fs.writes + failAt
-            #expect(throws: RideLibraryError.self) { try lib.storeTyped(rideID: id, records: ride.records) }
+            if failAt < 3 {
+                #expect(throws: RideLibraryError.self) { try lib.storeTyped(rideID: id, records: ride.records) }
+            } else {
+                try lib.storeTyped(rideID: id, records: ride.records) // old-version removal is best effort
+            }
             let after = try lib.find(id.description)
-            #expect(after == before, "fail at write \(failAt): still version 1 with all formats")
-            #expect(try lib.bytes(after, .fit) == beforeBytes)
+            if failAt < 3 {
+                #expect(after == before, "fail at change \(failAt): still version 1 with all formats")
+                #expect(try lib.bytes(after, .fit) == beforeBytes)
+            } else {
+                #expect(after.version == 2 && after.formats == [.fit, .gpx, .tcx], "fail at change \(failAt): version 2 complete")
+                #expect(try lib.bytes(after, .fit) == beforeBytes, "same ride, same bytes")
+            }
+            #expect(try lib.list().count == 1)
+            fs.writesBeforeFailure = nil
+            try lib.store(rideID: id, records: ride.records) // the next store cleans up
+            #expect(fs.files.count == 3)
         }
     }
 
