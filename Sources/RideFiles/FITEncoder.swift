@@ -16,6 +16,9 @@ public enum FITEncoder {
     public static let rrPerMessage = 5
     /// Bytes reserved per record row (upper bound of a record message with every field).
     static let recordBytesMax = 48
+    /// Bytes of an event message (header + 11), a lap with zone arrays and its time_in_zone
+    /// (upper bound), a device_info.
+    static let eventBytes = 12, lapBytesMax = 400, deviceInfoBytes = 48
 
     // Profile values.
     enum Event: UInt8 { case timer = 0, session = 8, lap = 9, activity = 26 }
@@ -78,7 +81,9 @@ public enum FITEncoder {
         let settings = ride.header.settings
         let hrZones = settings.heartRateZones
         let powerZones = settings.powerZones
-        var w = FITWriter(capacityBytes: 4096 + ride.rowCount * recordBytesMax + ride.rrSeconds.count * 3 + b.laps.count * 256)
+        // One buffer for the whole file: an upper bound of every message's size, so it never grows.
+        var w = FITWriter(capacityBytes: 4096 + ride.rowCount * recordBytesMax + ride.rrSeconds.count * (2 * rrPerMessage + 1)
+                              + b.events.count * 2 * eventBytes + b.laps.count * lapBytesMax + ride.sensors.count * deviceInfoBytes)
         let startTime = ride.fitTime(ride.startInstant)
 
         // file_id
