@@ -27,10 +27,16 @@ struct DataDirectoryOption: ParsableArguments {
     }
 }
 
+/// A failure at run time: ArgumentParser prints "Error: <description>" (no usage) and exits 1.
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
 /// Fails the command with the library's message (which says what to do).
 func orExit<T>(_ body: () throws -> T) throws -> T {
     do { return try body() } catch let e as RideLibraryError {
-        throw ValidationError(e.description)
+        throw CommandFailure(e.description)
     }
 }
 
@@ -93,7 +99,7 @@ struct Rides: ParsableCommand {
             let bytes = try orExit { try lib.bytes(r, .fit) }
             let file: FITFile
             do { file = try FITFile(bytes: bytes) } catch {
-                throw ValidationError("\(lib.path(r, .fit)): \(error.description)")
+                throw CommandFailure("\(lib.path(r, .fit)): \(error.description)")
             }
             let a = FITActivity(file)
             print("records:  \(a.records.count)")
@@ -130,7 +136,7 @@ struct Rides: ParsableCommand {
             let r = try orExit { try lib.find(id) }
             let bytes = try orExit { try lib.bytes(r, f) }
             do { try AtomicFiles.write(output, bytes) } catch {
-                throw ValidationError("cannot write \(output): \(error); check the directory exists and is writable")
+                throw CommandFailure("cannot write \(output): \(error); check the directory exists and is writable")
             }
             print("\(output): \(bytes.count) bytes (\(r.fileName(f)))")
         }
@@ -146,7 +152,7 @@ struct Rides: ParsableCommand {
             let lib = data.library()
             let r = try orExit { try lib.find(id) }
             if !yes {
-                guard isatty(0) != 0 else { throw ValidationError("not deleting \(r.rideID) without confirmation; add --yes") }
+                guard isatty(0) != 0 else { throw CommandFailure("not deleting \(r.rideID) without confirmation; add --yes") }
                 print("Delete the ride of \(r.startText) UTC (\(r.rideID))? [y/N] ", terminator: "")
                 guard let answer = readLine(), answer.lowercased().hasPrefix("y") else { print("Kept."); return }
             }
@@ -166,9 +172,9 @@ extension Rides {
 
         func run() throws {
             let bytes: [UInt8]
-            do { bytes = try AtomicFiles.readAll(file) } catch { throw ValidationError("cannot read \(file): \(error)") }
+            do { bytes = try AtomicFiles.readAll(file) } catch { throw CommandFailure("cannot read \(file): \(error)") }
             let fit: FITFile
-            do { fit = try FITFile(bytes: bytes) } catch { throw ValidationError("\(file): \(error.description)") }
+            do { fit = try FITFile(bytes: bytes) } catch { throw CommandFailure("\(file): \(error.description)") }
             var h1: UInt64 = 0xcbf2_9ce4_8422_2325, h2: UInt64 = 0x8422_2325_cbf2_9ce4
             for b in bytes {
                 h1 = (h1 ^ UInt64(b)) &* 0x0000_0100_0000_01B3

@@ -26,7 +26,7 @@ struct UsbImage: ParsableCommand {
             }
         }
         do { try FatImage.build(at: out, label: label, files: files) } catch {
-            throw ValidationError("cannot build \(out): \(error.description)")
+            throw CommandFailure("cannot build \(out): \(error.description)")
         }
         print("\(out): \(rides.count) rides, \(files.count) files")
     }
