@@ -28,7 +28,6 @@ struct SimulatedRide {
     var rrCount = 0
     var outdoor = false
     var startUnixMs: Int64 = 0
-    var lastHeartRateRow: Double?
 
     init(seed: UInt64, seconds: Int? = nil) {
         self.seed = seed
