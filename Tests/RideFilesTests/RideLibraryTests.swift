@@ -77,7 +77,7 @@ struct RideLibraryTests {
             if failAt < 3 {
                 #expect(throws: RideLibraryError.self) { try lib.storeTyped(rideID: id, records: ride.records) }
             } else {
-                try lib.storeTyped(rideID: id, records: ride.records) // old-version removal is best effort
+                _ = try lib.storeTyped(rideID: id, records: ride.records) // old-version removal is best effort
             }
             let after = try lib.find(id.description)
             if failAt < 3 {
