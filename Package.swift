@@ -67,7 +67,7 @@ let package = Package(
         .testTarget(name: "SensorsTests", dependencies: ["Sensors", "RideModel", "BoardIO", "AppCore"], swiftSettings: swift6),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Screens", "AppCore", "BoardHardware"], exclude: ["Goldens"], swiftSettings: swift6),
         .testTarget(name: "JournalTests", dependencies: ["Journal", "RideModel", "AppCore", "BoardIO"], swiftSettings: swift6),
-        .testTarget(name: "RideFilesTests", dependencies: ["RideFiles", "RideModel", "AppCore"], swiftSettings: swift6),
+        .testTarget(name: "RideFilesTests", dependencies: ["RideFiles", "RideModel", "AppCore", "Device"], swiftSettings: swift6),
         .testTarget(name: "BoardTests", dependencies: ["BoardIO", "BoardHardware", "Configuration"], swiftSettings: swift6),
         .testTarget(name: "DeviceTests", dependencies: ["Device", "BoardIO"], swiftSettings: swift6),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Device", "AppCore", "RideModel"], swiftSettings: swift6),

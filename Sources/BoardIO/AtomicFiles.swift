@@ -1,0 +1,116 @@
+import Glibc
+
+/// Whole-file operations for the ride library: atomic replace (temp file, fsync, rename, fsync
+/// of the directory), whole-file read, directory listing, removal. Thin wrappers; every call is
+/// retried on EINTR.
+public enum AtomicFiles {
+    /// Largest file `readAll` accepts (a 72-hour ride's TCX is well below this).
+    public static let readBytesMax = 256 << 20
+    /// Suffix of temporary files; a crash may leave one behind, `removeStaleTemporaries` cleans up.
+    public static let temporarySuffix = ".tmp"
+
+    /// Writes `bytes` to `path` so that a reader (or a crash at any point) sees either the old
+    /// file or the complete new one: write `path.<pid>.tmp`, fsync it, rename over `path`, fsync
+    /// the directory so the rename itself is durable.
+    public static func write(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o644) throws(SystemError) {
+        let tmp = path + "." + String(getpid()) + temporarySuffix
+        let fd = try FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode: mode)
+        do {
+            try fd.writeAll(bytes)
+            _ = try retryingOnInterrupt("fsync", tmp) { fsync(fd.rawValue) }
+        } catch {
+            fd.close()
+            unlink(tmp)
+            throw error
+        }
+        fd.close()
+        guard rename(tmp, path) == 0 else {
+            let e = SystemError.current("rename", "\(tmp) → \(path)")
+            unlink(tmp)
+            throw e
+        }
+        try syncDirectory(of: path)
+    }
+
+    /// fsync of the directory holding `path` (makes a rename or unlink durable).
+    public static func syncDirectory(of path: String) throws(SystemError) {
+        let dir = directoryName(of: path)
+        let fd = try FileDescriptor.open(dir, O_RDONLY | O_DIRECTORY)
+        defer { fd.close() }
+        _ = try retryingOnInterrupt("fsync", dir) { fsync(fd.rawValue) }
+    }
+
+    public static func directoryName(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// The whole file.
+    public static func readAll(_ path: String) throws(SystemError) -> [UInt8] {
+        let fd = try FileDescriptor.open(path, O_RDONLY)
+        defer { fd.close() }
+        var out: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let result: Result<Int, SystemError> = chunk.withUnsafeMutableBytes { b in
+                do throws(SystemError) { return .success(try fd.read(into: b)) } catch { return .failure(error) }
+            }
+            let n = try result.get()
+            if n == 0 { break }
+            out.append(contentsOf: chunk[0..<n])
+            if out.count > readBytesMax { throw SystemError(errno: EFBIG, call: "read", context: path) }
+        }
+        return out
+    }
+
+    /// Names in `directory` (no "." or ".."), unsorted; at most `entriesMax`.
+    public static func list(_ directory: String, entriesMax: Int = 100_000) throws(SystemError) -> [String] {
+        guard let dir = opendir(directory) else { throw SystemError.current("opendir", directory) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while names.count < entriesMax, let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Removes `path` and makes the removal durable; a missing file is not an error.
+    public static func remove(_ path: String) throws(SystemError) {
+        if unlink(path) != 0 {
+            if errno == ENOENT { return }
+            throw SystemError.current("unlink", path)
+        }
+        try syncDirectory(of: path)
+    }
+
+    /// mkdir -p.
+    public static func makeDirectories(_ path: String, mode: mode_t = 0o755) throws(SystemError) {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            prefix += "/" + part
+            if mkdir(prefix, mode) != 0 && errno != EEXIST { throw SystemError.current("mkdir", prefix) }
+        }
+    }
+
+    /// Size of a regular file in bytes.
+    public static func size(_ path: String) throws(SystemError) -> Int64 {
+        var st = stat()
+        _ = try retryingOnInterrupt("stat", path) { stat(path, &st) }
+        return Int64(st.st_size)
+    }
+
+    /// Removes `*.<pid>.tmp` files a crashed writer left in `directory` (those of live
+    /// processes are in use and stay).
+    public static func removeStaleTemporaries(in directory: String) {
+        guard let names = try? list(directory) else { return }
+        for n in names where n.hasSuffix(temporarySuffix) {
+            let stem = n.dropLast(temporarySuffix.count)
+            if let dot = stem.lastIndex(of: "."), let pid = Int32(stem[stem.index(after: dot)...]),
+               pid != getpid(), kill(pid, 0) == 0 { continue }
+            unlink(directory + "/" + n)
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// RideFiles: FIT, GPX and TCX encoders (issue 8).

@@ -1,0 +1,191 @@
+import ArgumentParser
+import BoardIO
+import Device
+import Glibc
+import RideFiles
+import RideModel
+
+/// The ride library on the board's file system (BoardIO's atomic file operations).
+final class BoardRideFiles: RideFileOperations {
+    func list(_ directory: String) throws -> [String] {
+        do { return try AtomicFiles.list(directory) } catch where error.isNotFound { return [] }
+    }
+    func read(_ path: String) throws -> [UInt8] { try AtomicFiles.readAll(path) }
+    func writeAtomically(_ path: String, _ bytes: [UInt8]) throws { try AtomicFiles.write(path, bytes) }
+    func remove(_ path: String) throws { try AtomicFiles.remove(path) }
+    func makeDirectories(_ path: String) throws { try AtomicFiles.makeDirectories(path) }
+    func size(_ path: String) throws -> Int64 { try AtomicFiles.size(path) }
+}
+
+struct DataDirectoryOption: ParsableArguments {
+    @Option(name: .customLong("data-dir"), help: "The data directory holding rides/.")
+    var dataDirectory = "/var/lib/bikecomputer"
+
+    func library() -> RideLibrary {
+        let lib = RideLibrary(dataDirectory: dataDirectory, ops: BoardRideFiles())
+        return lib
+    }
+}
+
+/// A failure at run time: ArgumentParser prints "Error: <description>" (no usage) and exits 1.
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Fails the command with the library's message (which says what to do).
+func orExit<T>(_ body: () throws -> T) throws -> T {
+    do { return try body() } catch let e as RideLibraryError {
+        throw CommandFailure(e.description)
+    }
+}
+
+struct Rides: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List, show, export and delete the saved rides.",
+        subcommands: [List.self, Show.self, Export.self, Delete.self, Import.self])
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the saved rides, oldest first.")
+        @OptionGroup var data: DataDirectoryOption
+        @Flag(help: "Print JSON instead of a table.") var json = false
+
+        func run() throws {
+            let lib = data.library()
+            let rides = try orExit { try lib.list() }
+            if json {
+                var w = JSONWriter()
+                w.beginArray()
+                for r in rides {
+                    w.beginObject()
+                    w.string("id", r.rideID.description)
+                    w.int("version", Int64(r.version))
+                    w.string("start_utc", r.startText)
+                    w.beginObject("files")
+                    for f in r.formats {
+                        w.beginObject(f.rawValue)
+                        w.string("name", r.fileName(f))
+                        w.int("bytes", lib.size(r, f))
+                        w.endObject()
+                    }
+                    w.endObject()
+                    w.endObject()
+                }
+                w.endArray()
+                print(w.text)
+            } else if rides.isEmpty {
+                print("No rides in \(lib.directory).")
+            } else {
+                print("START (UTC)        ID                                    VER  FIT BYTES")
+                for r in rides {
+                    print("\(r.startText)  \(r.rideID)  \(pad(String(r.version), 3))  \(lib.size(r, .fit).map(String.init) ?? "?")")
+                }
+            }
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show a ride's files and summary (from its FIT file).")
+        @OptionGroup var data: DataDirectoryOption
+        @Argument(help: "The ride id (or its first characters).") var id: String
+
+        func run() throws {
+            let lib = data.library()
+            let r = try orExit { try lib.find(id) }
+            print("id:       \(r.rideID)")
+            print("version:  \(r.version)")
+            print("start:    \(r.startText) UTC")
+            for f in r.formats { print("\(f.rawValue):      \(lib.path(r, f)) (\(lib.size(r, f).map(String.init) ?? "?") bytes)") }
+            let bytes = try orExit { try lib.bytes(r, .fit) }
+            let file: FITFile
+            do { file = try FITFile(bytes: bytes) } catch {
+                throw CommandFailure("\(lib.path(r, .fit)): \(error.description)")
+            }
+            let a = FITActivity(file)
+            print("records:  \(a.records.count)")
+            print("laps:     \(a.laps.count)")
+            if let s = a.sessions.first {
+                func show(_ label: String, _ v: Double?, _ unit: String, _ decimals: Int = 0) {
+                    print("\(label)\(v.map { decimalText($0, decimals: decimals) + unit } ?? "--")")
+                }
+                show("timer:    ", s.timerS, " s", 1)
+                show("elapsed:  ", s.elapsedS, " s", 1)
+                show("distance: ", s.distanceM.map { $0 / 1000 }, " km", 2)
+                show("avg speed:", s.avgSpeedMps.map { $0 * 3.6 }, " km/h", 1)
+                show("avg HR:   ", s.avgHeartRate, " bpm")
+                show("max HR:   ", s.maxHeartRate, " bpm")
+                show("avg power:", s.avgPowerW, " W")
+                show("max power:", s.maxPowerW, " W")
+                show("avg cad:  ", s.avgCadence, " rpm")
+            }
+        }
+    }
+
+    struct Export: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Copy a ride's file out of the library (written atomically).")
+        @OptionGroup var data: DataDirectoryOption
+        @Argument(help: "The ride id (or its first characters).") var id: String
+        @Option(help: "fit, gpx or tcx.") var format: String = "fit"
+        @Option(name: .shortAndLong, help: "Where to write the file.") var output: String
+
+        func run() throws {
+            guard let f = RideFileFormat(rawValue: format.lowercased()) else {
+                throw ValidationError("unknown format \"\(format)\"; use fit, gpx or tcx")
+            }
+            let lib = data.library()
+            let r = try orExit { try lib.find(id) }
+            let bytes = try orExit { try lib.bytes(r, f) }
+            do { try AtomicFiles.write(output, bytes) } catch {
+                throw CommandFailure("cannot write \(output): \(error); check the directory exists and is writable")
+            }
+            print("\(output): \(bytes.count) bytes (\(r.fileName(f)))")
+        }
+    }
+
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a ride (every version and format).")
+        @OptionGroup var data: DataDirectoryOption
+        @Argument(help: "The ride id (or its first characters).") var id: String
+        @Flag(help: "Do not ask.") var yes = false
+
+        func run() throws {
+            let lib = data.library()
+            let r = try orExit { try lib.find(id) }
+            if !yes {
+                guard isatty(0) != 0 else { throw CommandFailure("not deleting \(r.rideID) without confirmation; add --yes") }
+                print("Delete the ride of \(r.startText) UTC (\(r.rideID))? [y/N] ", terminator: "")
+                guard let answer = readLine(), answer.lowercased().hasPrefix("y") else { print("Kept."); return }
+            }
+            try orExit { try lib.deleteTyped(rideID: r.rideID) }
+            print("Deleted \(r.rideID).")
+        }
+    }
+}
+
+extension Rides {
+    struct Import: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add a FIT activity (e.g. from another device) to the library, replayed through the app's statistics.",
+            discussion: "The ride id is derived from the file's bytes, so importing the same file again stores a new version of the same ride.")
+        @OptionGroup var data: DataDirectoryOption
+        @Argument(help: "The FIT file.") var file: String
+
+        func run() throws {
+            let bytes: [UInt8]
+            do { bytes = try AtomicFiles.readAll(file) } catch { throw CommandFailure("cannot read \(file): \(error)") }
+            let fit: FITFile
+            do { fit = try FITFile(bytes: bytes) } catch { throw CommandFailure("\(file): \(error.description)") }
+            var h1: UInt64 = 0xcbf2_9ce4_8422_2325, h2: UInt64 = 0x8422_2325_cbf2_9ce4
+            for b in bytes {
+                h1 = (h1 ^ UInt64(b)) &* 0x0000_0100_0000_01B3
+                h2 = (h2 ^ UInt64(b)) &* 0x0000_0100_0000_01B3 &+ 7
+            }
+            let id = RideID(random: h1, h2)
+            let records = FITActivity(fit).rideRecords(rideID: id)
+            let stored = try orExit { try data.library().storeTyped(rideID: id, records: records) }
+            print("\(id): \(stored)")
+        }
+    }
+}
+
+func pad(_ s: String, _ n: Int) -> String { String(repeating: " ", count: max(0, n - s.count)) + s }

@@ -1,0 +1,33 @@
+import ArgumentParser
+import BoardIO
+import Device
+
+/// `bikecomputer usb-image --out PATH`: a FAT image of the ride library for the USB
+/// mass-storage gadget (Activities/*.fit and *.gpx), built with mkfs.fat and mtools and renamed
+/// into place, so the gadget never exposes half an image.
+struct UsbImage: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "usb-image",
+        abstract: "Build the FAT image the USB drive shows (Activities/*.fit, *.gpx).")
+
+    @OptionGroup var data: DataDirectoryOption
+    @Option(help: "Where to write the image (replaced atomically).") var out: String
+    @Flag(inversion: .prefixedNo, help: "Also put each ride's GPX file on the drive.") var gpx = true
+    @Option(help: "Volume label (at most 11 characters).") var label = "BIKECOMP"
+
+    func run() throws {
+        let lib = data.library()
+        let rides = try orExit { try lib.list() }
+        var files: [FatImage.File] = []
+        for r in rides {
+            for f in gpx ? [RideFileFormat.fit, .gpx] : [.fit] where r.formats.contains(f) {
+                guard let size = lib.size(r, f) else { continue }
+                files.append(FatImage.File(imagePath: "Activities/" + r.fileName(f), sourcePath: lib.path(r, f), sizeBytes: size))
+            }
+        }
+        do { try FatImage.build(at: out, label: label, files: files) } catch {
+            throw CommandFailure("cannot build \(out): \(error.description)")
+        }
+        print("\(out): \(rides.count) rides, \(files.count) files")
+    }
+}
