@@ -1,3 +1,5 @@
+import CBoardShims
+
 /// The run loop's interface: timers, file descriptors with read/write interest, signals and a
 /// stop request. Two loops implement it: `EpollEventLoop` (the board: one thread, epoll,
 /// timerfd, signalfd, eventfd) and `ManualEventLoop` (the simulator and tests: time advances only
@@ -123,4 +125,10 @@ public enum EventLoopError: Error, Sendable, Hashable, CustomStringConvertible {
         case .signalsAlreadyHandled: "signals are already handled by this loop; register one signal handler"
         }
     }
+}
+
+/// CLOCK_MONOTONIC, the clock the loop, timerfd and GPIO event timestamps use.
+public enum MonotonicClock {
+    public static var nowNs: UInt64 { cbs_monotonic_ns() }
+    public static var nowMs: Int64 { Int64(cbs_monotonic_ns() / 1_000_000) }
 }
