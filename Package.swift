@@ -46,7 +46,7 @@ let package = Package(
         .executableTarget(
             name: "bikecomputer",
             dependencies: [
-                "Device", "BoardIO", "BoardHardware",
+                "Device", "BoardIO", "BoardHardware", "Configuration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swift6),

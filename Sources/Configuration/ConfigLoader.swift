@@ -219,7 +219,7 @@ final class TableReader {
     func has(_ key: String) -> Bool { entry(key) != nil }
 
     func missing(_ key: String, _ what: String) {
-        errors.append(ConfigError(line: table.line, .missingKey, "\(where_) needs \(key): \(what)"))
+        errors.append(ConfigError(line: table.line, .missingKey, "this \(table.isArrayElement ? "[[\(table.name)]]" : "[\(table.name)]") block needs \(key): \(what)"))
     }
 
     private func lookup(_ key: String) -> TOMLEntry? {
@@ -239,7 +239,8 @@ final class TableReader {
         }
         guard let i = Int(exactly: v), range.contains(i) else {
             let shown = hex ? "0x\(String(range.lowerBound, radix: 16))...0x\(String(range.upperBound, radix: 16))" : "\(range.lowerBound)...\(range.upperBound)"
-            errors.append(ConfigError(line: e.line, .outOfRange, "\(key) = \(v) is out of range; allowed: \(shown)"))
+            let got = hex && v >= 0 ? "0x\(String(v, radix: 16, uppercase: true))" : "\(v)"
+            errors.append(ConfigError(line: e.line, .outOfRange, "\(key) = \(got) is out of range; allowed: \(shown)"))
             return nil
         }
         return i
