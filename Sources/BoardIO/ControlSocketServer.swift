@@ -273,8 +273,9 @@ public final class ControlSocketServer {
 
     private func drop(_ client: Client, _ reason: DropReason) {
         if reason != .notReading && reason != .ioError {
-            let text = Array("error dropped \(reason.rawValue): \(reason.explanation)\n".utf8)
-            _ = text.withUnsafeBytes { cbs_send(client.fd.rawValue, $0.baseAddress, $0.count) }
+            // Best effort, never blocking: the replies already queued, then the reason.
+            client.output += Array("error dropped \(reason.rawValue): \(reason.explanation)\n".utf8)
+            _ = client.output.withUnsafeBytes { cbs_send(client.fd.rawValue, $0.baseAddress, $0.count) }
         }
         count(reason)
         disconnect(client)
@@ -298,7 +299,19 @@ public enum ControlSocketClient {
         let raw = try retryingOnInterrupt("connect", path) { cbs_unix_connect(path) }
         let fd = FileDescriptor(rawValue: raw)
         defer { fd.close() }
-        try fd.writeAll(Array((line + "\n").utf8))
+        // send(MSG_NOSIGNAL): a server that refuses us closes the socket, and the refusal it
+        // wrote first is still worth reading, so EPIPE is not fatal here.
+        let request = Array((line + "\n").utf8)
+        var sent = 0
+        while sent < request.count {
+            let n = request[sent...].withUnsafeBytes { cbs_send(raw, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EPIPE || errno == ECONNRESET { break }
+                throw SystemError.current("send", path)
+            }
+            sent += n
+        }
         var reply: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while reply.count < replyBytesMax {

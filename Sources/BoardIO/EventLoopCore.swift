@@ -63,7 +63,7 @@ final class EventLoopCore {
     func fireDueTimers(nowNs: UInt64, setNow: ((UInt64) -> Void)? = nil) -> Bool {
         var fired = 0
         while fired < EventLoopLimits.timersPerWakeMax {
-            guard let (_, timer) = timers.popDue(nowNs: nowNs, skipped: &stats.timerPeriodsSkipped) else { return false }
+            guard let (_, timer) = timers.popDue(nowNs: nowNs, skipLate: setNow == nil, skipped: &stats.timerPeriodsSkipped) else { return false }
             setNow?(timer.deadlineNs)
             stats.timerLatenessMaxNs = max(stats.timerLatenessMaxNs, nowNs &- timer.deadlineNs)
             let start = measureNs()

@@ -10,12 +10,12 @@ public struct HandlerTimings: Sendable {
     public private(set) var maxEverNs: UInt64 = 0
     public private(set) var totalNs: UInt64 = 0
 
-    init(name: String) {
+    public init(name: String) {
         self.name = name
         windowNs = Array(repeating: 0, count: EventLoopLimits.timingWindowCount)
     }
 
-    mutating func record(_ ns: UInt64) {
+    public mutating func record(_ ns: UInt64) {
         windowNs[next] = ns
         next = (next + 1) % windowNs.count
         filled = min(filled + 1, windowNs.count)

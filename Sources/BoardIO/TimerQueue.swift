@@ -49,13 +49,14 @@ struct TimerQueue {
 
     /// Removes and returns the earliest timer due at `nowNs`; periodic timers are re-queued at
     /// their next deadline after `nowNs` (skipped periods are counted in `skipped`).
-    mutating func popDue(nowNs: UInt64, skipped: inout UInt64) -> (TimerID, Timer)? {
+    /// With `skipLate` false (manual time) every period fires, however far `nowNs` is ahead.
+    mutating func popDue(nowNs: UInt64, skipLate: Bool = true, skipped: inout UInt64) -> (TimerID, Timer)? {
         dropStaleTop()
         guard let top = heap.first, top.deadlineNs <= nowNs, let timer = live[top.id] else { return nil }
         removeTop()
         if let period = timer.periodNs, period > 0 {
             var next = timer.deadlineNs + period
-            if next <= nowNs {
+            if skipLate && next <= nowNs {
                 let behind = (nowNs - timer.deadlineNs) / period
                 skipped += behind
                 next = timer.deadlineNs + (behind + 1) * period

@@ -28,6 +28,8 @@ public struct ConfigError: Error, Sendable, Hashable, CustomStringConvertible {
 public struct ConfigErrors: Error, Sendable, Hashable, CustomStringConvertible {
     public var errors: [ConfigError]
 
+    public init(errors: [ConfigError]) { self.errors = errors }
+
     public var description: String {
         errors.map(\.description).joined(separator: "\n")
     }

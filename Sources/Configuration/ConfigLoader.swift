@@ -177,7 +177,7 @@ public enum ConfigLoader {
             errors.append(ConfigError(line: line("rider", "lthr"), .inconsistent, "lthr (\(lthr)) must lie between resting_hr (\(c.rider.restingHr)) and max_hr (\(c.rider.maxHr))"))
         }
         switch c.zones.hrModel {
-        case .explicit where c.zones.hrBoundaries.isEmpty:
+        case .explicit where c.zones.hrBoundaries.isEmpty && !doc.tables.contains(where: { $0.name == "zones" && $0.entries.contains { $0.key == "hr_boundaries" } }):
             errors.append(ConfigError(line: line("zones", "hr_model"), .missingKey, "hr_model = \"explicit\" needs hr_boundaries = [lower bpm of zone 2, zone 3, ...]"))
         case .lthr where c.rider.lthr == nil:
             errors.append(ConfigError(line: line("zones", "hr_model"), .missingKey, "hr_model = \"lthr\" needs lthr in [rider]"))

@@ -27,6 +27,12 @@ public struct TOMLEntry: Sendable, Hashable {
     public var key: String
     public var value: TOMLValue
     public var line: Int
+
+    public init(key: String, value: TOMLValue, line: Int) {
+        self.key = key
+        self.value = value
+        self.line = line
+    }
 }
 
 /// A table: the root (name ""), a `[name]` table or one element of `[[name]]`.
@@ -210,6 +216,7 @@ struct TOMLParser {
             if items.count >= TOMLDocument.arrayElementsMax { throw Failure(message: "more than \(TOMLDocument.arrayElementsMax) array elements") }
             items.append(try parseValue(depth: depth + 1))
             skipBlank()
+            if atEnd { throw Failure(message: "array not closed with ']'") }
             if peek == "," { i += 1; continue }
             if peek == "]" { i += 1; return .array(items) }
             throw Failure(message: "expected ',' or ']' in the array")
@@ -303,6 +310,8 @@ struct TOMLParser {
         if t.first == "+" || t.first == "-" { t = t.dropFirst() }
         guard let first = t.first, first.isNumber, let last = t.last, last.isNumber, validUnderscores(t) else { return nil }
         guard t.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "." || $0 == "e" || $0 == "E" || $0 == "_" || $0 == "+" || $0 == "-") }) else { return nil }
+        let integerPart = t.prefix { $0.isNumber || $0 == "_" }
+        if integerPart.count > 1 && integerPart.first == "0" { return nil } // leading zeros are not TOML
         return Double(w.filter { $0 != "_" })
     }
 
