@@ -13,6 +13,7 @@ public final class GPIOButtons {
 
     public let lines: [GPIOInputLine]
     private var registrations: [IORegistration] = []
+    private weak var attachedLoop: EventLoop?
     /// Read errors (counted; the line stays registered).
     public private(set) var readErrors: UInt64 = 0
     public private(set) var lastError: GPIOError?
@@ -38,6 +39,7 @@ public final class GPIOButtons {
     /// Registers each line's event fd with `loop`; `onEdge(index, active, timestampNs)` runs on
     /// the loop's thread for each edge.
     public func attach(to loop: EventLoop, onEdge: @escaping (Int, Bool, UInt64) -> Void) throws(EventLoopError) {
+        attachedLoop = loop
         for (index, line) in lines.enumerated() {
             let r = try loop.register(line.eventFD, "gpio.buttons", interest: .read) { [unowned self, unowned line] _ in
                 do throws(GPIOError) {
@@ -51,8 +53,14 @@ public final class GPIOButtons {
         }
     }
 
-    public func detach(from loop: EventLoop) {
-        for r in registrations { loop.deregister(r) }
+    /// Stops watching the lines (also done when the buttons are released).
+    public func detach() {
+        if let loop = attachedLoop {
+            for r in registrations { loop.deregister(r) }
+        }
         registrations.removeAll()
+        attachedLoop = nil
     }
+
+    deinit { detach() }
 }

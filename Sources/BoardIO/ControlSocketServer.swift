@@ -116,8 +116,13 @@ public final class ControlSocketServer {
         sweepTimer = loop.scheduleRepeating("control.sweep", everyMs: 1_000) { [unowned self] in self.dropIdleClients() }
     }
 
+    deinit {
+        if listenerRegistration != nil { close() }
+    }
+
     /// Closes every client and the socket, and removes the socket file.
     public func close() {
+        guard listenerRegistration != nil else { return }
         for client in Array(clients.values) { disconnect(client) }
         if let r = listenerRegistration { loop.deregister(r) }
         listenerRegistration = nil

@@ -114,6 +114,12 @@ public final class EpollEventLoop: EventLoop {
 
     public func stop() { core.stopRequested = true }
 
+    /// Ignores SIGPIPE process-wide: a write to a socket whose peer went away returns EPIPE
+    /// instead of killing the device. Call once at start-up, before any thread is created.
+    public static func ignoreBrokenPipe() {
+        _ = Glibc.signal(SIGPIPE, SIG_IGN)
+    }
+
     // MARK: Running
 
     /// Runs turns until `stop()` is called.

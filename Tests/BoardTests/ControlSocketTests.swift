@@ -222,3 +222,36 @@ struct ControlSocketTests {
         #expect(longestTurnNs < 200_000_000, "a turn took \(longestTurnNs) ns")
     }
 }
+
+/// The same server on the manual-time loop (as in the simulator): real sockets, manual clock.
+struct ControlSocketManualTimeTests {
+    @Test func idleClientIsDroppedAfterTheTimeout() throws {
+        let dir = TestPaths.tempDir("idle")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let loop = ManualEventLoop(startMs: 5_000)
+        var drops: [ControlSocketServer.DropReason] = []
+        let server = try ControlSocketServer(path: dir + "/c.sock", loop: loop) { _ in .init("ok pong") }
+        server.onDrop = { drops.append($0) }
+        let idle = try RawClient(path: server.path)
+        let busy = try RawClient(path: server.path)
+        loop.pollDescriptors()
+        #expect(server.clientCount == 2)
+        let timeoutMs = ControlSocketServer.Limits.idleTimeoutMs
+        // The busy client speaks every 10 s; the idle one never does.
+        for _ in 0..<(Int(timeoutMs / 10_000) + 1) {
+            busy.send("status\n")
+            loop.pollDescriptors()
+            loop.advanceTime(byMs: 10_000)
+        }
+        #expect(drops == [.idle])
+        #expect(server.clientCount == 1)
+        idle.receive()
+        #expect(idle.lines.last?.hasPrefix("error dropped idle") == true)
+        busy.receive()
+        #expect(busy.lines.allSatisfy { $0 == "ok pong" } && !busy.lines.isEmpty)
+        server.close()
+        #expect(!FileManager.default.fileExists(atPath: server.path))
+        #expect(loop.registrationCount == 0)
+        #expect(loop.liveTimerCount == 0)
+    }
+}

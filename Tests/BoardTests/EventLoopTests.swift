@@ -207,6 +207,50 @@ struct EpollEventLoopTests {
         #expect(loop.nowMs - before < 2_000)
     }
 
+    /// A handler that deregisters another descriptor ready in the same wake-up: the other
+    /// handler does not run.
+    @Test func deregisteredInTheSameTurnDoesNotRun() throws {
+        let loop = try EpollEventLoop()
+        var a: [Int32] = [0, 0], b: [Int32] = [0, 0]
+        #expect(pipe(&a) == 0 && pipe(&b) == 0)
+        defer { close(a[0]); close(a[1]); close(b[1]) }
+        var ran: [String] = []
+        var regB: IORegistration?
+        var regA: IORegistration?
+        regA = try loop.register(FileDescriptor(rawValue: a[0]), "a", interest: .read) { _ in
+            ran.append("a")
+            if let r = regB { loop.deregister(r); close(b[0]) }
+            loop.deregister(regA!)
+        }
+        regB = try loop.register(FileDescriptor(rawValue: b[0]), "b", interest: .read) { _ in
+            ran.append("b")
+            if let r = regA { loop.deregister(r) }
+            loop.deregister(regB!)
+            close(b[0])
+            regB = nil
+        }
+        _ = [UInt8]([1]).withUnsafeBytes { write(a[1], $0.baseAddress, 1) }
+        _ = [UInt8]([1]).withUnsafeBytes { write(b[1], $0.baseAddress, 1) }
+        try loop.runOnce(maxWaitMs: 100)
+        #expect(ran.count == 1, "\(ran)")
+    }
+
+    /// The real loop fires at most `timersPerWakeMax` timers per turn, in order, and says so.
+    @Test func epollTurnsAreCapped() throws {
+        let loop = try EpollEventLoop()
+        var fired: [Int] = []
+        let now = loop.nowMs
+        for i in 0..<(EventLoopLimits.timersPerWakeMax * 2 + 1) {
+            loop.scheduleTimer("burst", atMs: now - 1, periodMs: nil) { fired.append(i) }
+        }
+        try loop.runOnce(maxWaitMs: 100)
+        #expect(fired == Array(0..<EventLoopLimits.timersPerWakeMax))
+        #expect(loop.stats.turnsCapped == 1)
+        try loop.runOnce(maxWaitMs: 100)
+        try loop.runOnce(maxWaitMs: 100)
+        #expect(fired == Array(0..<(EventLoopLimits.timersPerWakeMax * 2 + 1)))
+    }
+
     @Test func stopEndsRun() throws {
         let loop = try EpollEventLoop()
         var n = 0
