@@ -80,7 +80,9 @@ struct TOMLParser {
             s = []
             errors.append(TOMLSyntaxError(line: 1, message: "the file is larger than \(TOMLDocument.textBytesMax) bytes; a config file is a few kilobytes"))
         } else {
-            s = Array(text.unicodeScalars)
+            var scalars = Array(text.unicodeScalars)
+            if scalars.first == "\u{FEFF}" { scalars.removeFirst() } // a byte-order mark some editors add
+            s = scalars
         }
     }
 

@@ -115,6 +115,14 @@ struct ConfigTests {
         #expect(loaded == expected)
     }
 
+    /// Files saved on Windows: CRLF line endings and a byte-order mark.
+    @Test func crlfAndByteOrderMark() throws {
+        let c = try ConfigLoader.load(text: "\u{FEFF}[display]\r\naddress = 0x3D\r\ntype = \"sh1106\" # note\r\n").get()
+        #expect(c.display.address == 0x3D && c.display.type == .sh1106)
+        let errs = errors("[display]\r\n\r\nheight = 48\r\n")
+        #expect(errs.map(\.line) == [3])
+    }
+
     @Test func emptyFileGivesDefaults() throws {
         #expect(try ConfigLoader.load(text: "").get() == DeviceConfig.defaults)
         #expect(try ConfigLoader.load(text: "# nothing\n\n").get() == DeviceConfig.defaults)
