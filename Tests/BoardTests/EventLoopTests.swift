@@ -288,3 +288,57 @@ struct EpollEventLoopTests {
         #expect(FileManager.default.fileExists(atPath: dir + "/clean"))
     }
 }
+
+/// The timer heap (lazy cancellation, compaction, periodic re-queueing) against a brute-force
+/// model: random schedules, cancels and advances must fire the same timers in the same order.
+struct TimerQueuePropertyTests {
+    struct ModelTimer { var deadline: Int64; var seq: Int; var period: Int64? }
+
+    @Test func heapMatchesBruteForce() {
+        let base = UInt64.random(in: 1...UInt64.max / 2)
+        for k in 0..<40 {
+            let seed = base + UInt64(k)
+            var rng = SeededRandom(seed: seed)
+            let loop = ManualEventLoop()
+            var fired: [Int] = []
+            var expected: [Int] = []
+            var model: [Int: ModelTimer] = [:]
+            var ids: [Int: TimerID] = [:]
+            var seq = 0
+            var next = 0
+            for _ in 0..<400 {
+                switch Int.random(in: 0..<10, using: &rng) {
+                case 0..<5:
+                    let name = next
+                    next += 1
+                    let deadline = loop.nowMs + Int64.random(in: 0...200, using: &rng)
+                    let period: Int64? = Int.random(in: 0..<4, using: &rng) == 0 ? Int64.random(in: 1...50, using: &rng) : nil
+                    ids[name] = loop.scheduleTimer("p", atMs: deadline, periodMs: period) { fired.append(name) }
+                    model[name] = ModelTimer(deadline: deadline, seq: seq, period: period)
+                    seq += 1
+                case 5..<8:
+                    if let victim = model.keys.randomElement(using: &rng) {
+                        loop.cancelTimer(ids[victim]!)
+                        model[victim] = nil
+                    }
+                default:
+                    let target = loop.nowMs + Int64.random(in: 0...60, using: &rng)
+                    // Brute force: repeatedly the smallest (deadline, seq) due by `target`.
+                    while let (name, t) = model.filter({ $0.value.deadline <= target })
+                        .min(by: { ($0.value.deadline, $0.value.seq) < ($1.value.deadline, $1.value.seq) }) {
+                        expected.append(name)
+                        if let p = t.period {
+                            model[name] = ModelTimer(deadline: t.deadline + p, seq: seq, period: p)
+                            seq += 1
+                        } else {
+                            model[name] = nil
+                        }
+                    }
+                    loop.advanceTime(toMs: target)
+                }
+            }
+            #expect(fired == expected, "seed \(seed)")
+            #expect(loop.liveTimerCount == model.count, "seed \(seed)")
+        }
+    }
+}
