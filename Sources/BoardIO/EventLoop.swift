@@ -29,6 +29,9 @@ public protocol EventLoop: AnyObject {
     func deregister(_ registration: IORegistration)
 
     /// Calls `handler` on the loop's thread when one of `signals` (e.g. SIGTERM, SIGINT) arrives.
+    /// The epoll loop blocks the signals in the calling thread and reads them from a signalfd:
+    /// call this at start-up before any other thread exists (threads inherit the mask), so no
+    /// thread can take the signal's default action instead.
     func handleSignals(_ signals: [Int32], _ handler: @escaping (Int32) -> Void) throws(EventLoopError)
 
     /// Makes `run()` return after the current turn.
