@@ -46,7 +46,7 @@ let package = Package(
         .executableTarget(
             name: "bikecomputer",
             dependencies: [
-                "Device", "BoardIO", "BoardHardware", "AppCore", "RideModel", "Training",
+                "Device", "BoardIO", "BoardHardware", "AppCore", "RideModel", "Training", "Configuration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swift6),
@@ -68,7 +68,9 @@ let package = Package(
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Screens", "AppCore", "BoardHardware"], exclude: ["Goldens"], swiftSettings: swift6),
         .testTarget(name: "JournalTests", dependencies: ["Journal", "RideModel", "AppCore", "BoardIO"], swiftSettings: swift6),
         .testTarget(name: "RideFilesTests", dependencies: ["RideFiles", "RideModel", "AppCore", "Device"], swiftSettings: swift6),
-        .testTarget(name: "BoardTests", dependencies: ["BoardIO", "BoardHardware", "Configuration"], swiftSettings: swift6),
+        .testTarget(name: "BoardTests", dependencies: ["BoardIO", "BoardHardware", "Configuration", "Device", "AppCore", "RideModel", "board-test-helper"], swiftSettings: swift6),
+        // A process the board tests signal and run as another user (Tests/BoardTestHelper).
+        .executableTarget(name: "board-test-helper", dependencies: ["BoardIO"], path: "Tests/BoardTestHelper", swiftSettings: swift6),
         .testTarget(name: "DeviceTests", dependencies: ["Device", "BoardIO"], swiftSettings: swift6),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Device", "AppCore", "RideModel"], swiftSettings: swift6),
     ]

@@ -1,1 +1,6 @@
-// BoardHardware: GPIO buttons (libgpiod) and the I²C bus (libi2c) (issues 4, 6).
+// BoardHardware: the board's devices behind typed Swift wrappers.
+// - GPIO lines (buttons, buzzer/LED) through libgpiod v1 or v2 (CGpiodShim): GPIOLines.swift,
+//   GPIOButtons.swift.
+// - The I²C display bus (libi2c, CI2CShim): owned by the display work.
+// This layer knows nothing about rides: buttons are indices, edges are levels with timestamps.
+import BoardIO

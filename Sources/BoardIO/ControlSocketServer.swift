@@ -1,0 +1,344 @@
+import CBoardShims
+import Glibc
+
+/// The control socket: a Unix stream socket (mode 0600, owner only) served from the run loop.
+/// Clients send lines; each complete line goes to `lineHandler`, whose reply line is queued
+/// back. Everything is non-blocking and bounded: a client that sends an over-long line, keeps
+/// sending invalid lines, stops reading its replies, idles too long, or belongs to another user
+/// is dropped with a reason, and the loop never waits for it.
+public final class ControlSocketServer {
+    /// Named limits (per server and per client).
+    public enum Limits {
+        public static let clientsMax = 8
+        public static let requestLineBytesMax = 512
+        /// Queued reply bytes per client; a client that lets more pile up is not reading.
+        public static let replyBufferBytesMax = 16 * 1024
+        public static let readBytesPerWakeMax = 1024
+        public static let acceptsPerWakeMax = 8
+        /// Invalid lines in a row before the client is dropped.
+        public static let consecutiveErrorsMax = 8
+        public static let idleTimeoutMs: Int64 = 60_000
+        public static let listenBacklog: Int32 = 8
+    }
+
+    /// Why a client was disconnected by the server.
+    public enum DropReason: String, Sendable, Hashable, CaseIterable {
+        case peerNotAllowed = "peer_not_allowed"
+        case tooManyClients = "too_many_clients"
+        case lineTooLong = "line_too_long"
+        case tooManyInvalidLines = "too_many_invalid_lines"
+        case notReading = "not_reading"
+        case idle = "idle"
+        case ioError = "io_error"
+
+        public var explanation: String {
+            switch self {
+            case .peerNotAllowed: "only the user running bikecomputer (or root) may use the control socket"
+            case .tooManyClients: "more than \(Limits.clientsMax) clients connected; close another client"
+            case .lineTooLong: "a line longer than \(Limits.requestLineBytesMax) bytes; send one short command per line"
+            case .tooManyInvalidLines: "\(Limits.consecutiveErrorsMax) invalid lines in a row; send `help` for the commands"
+            case .notReading: "more than \(Limits.replyBufferBytesMax) reply bytes unread; read the replies"
+            case .idle: "no request for \(Limits.idleTimeoutMs / 1000) s"
+            case .ioError: "a read or write on the socket failed"
+            }
+        }
+    }
+
+    /// A handler's answer to one line: the reply (without the newline) and whether the line was
+    /// invalid (counted towards `Limits.consecutiveErrorsMax`).
+    public struct Reply: Sendable {
+        public var line: String
+        public var isError: Bool
+        public init(_ line: String, isError: Bool = false) {
+            self.line = line
+            self.isError = isError
+        }
+    }
+
+    /// Counters for status and tests.
+    public struct Counters: Sendable {
+        public var accepted: UInt64 = 0
+        public var linesHandled: UInt64 = 0
+        public var dropped: [DropReason: UInt64] = [:]
+        public var closedByPeer: UInt64 = 0
+    }
+
+    private final class Client {
+        let fd: FileDescriptor
+        var registration: IORegistration?
+        var input: [UInt8] = []
+        var output: [UInt8] = []
+        var consecutiveErrors = 0
+        var lastActivityMs: Int64
+        var closeWhenFlushed = false
+        init(fd: FileDescriptor, nowMs: Int64) {
+            self.fd = fd
+            lastActivityMs = nowMs
+            input.reserveCapacity(Limits.requestLineBytesMax)
+        }
+    }
+
+    public let path: String
+    private let loop: EventLoop
+    private let listener: FileDescriptor
+    private var listenerRegistration: IORegistration?
+    private var clients: [Int32: Client] = [:]
+    private var sweepTimer: TimerID?
+    private let lineHandler: (String) -> Reply
+    private let ownerUID: uid_t
+    private var scratch = [UInt8](repeating: 0, count: Limits.readBytesPerWakeMax)
+    public private(set) var counters = Counters()
+    /// Called with each drop (for the log).
+    public var onDrop: ((DropReason) -> Void)?
+
+    public var clientCount: Int { clients.count }
+
+    /// Creates the socket at `path` (replacing a stale socket file), mode 0600, and serves it on
+    /// `loop`. Throws when the directory is missing or not writable.
+    public init(path: String, loop: EventLoop, lineHandler: @escaping (String) -> Reply) throws(EventLoopError) {
+        self.path = path
+        self.loop = loop
+        self.lineHandler = lineHandler
+        ownerUID = geteuid()
+        do {
+            let raw = try retryingOnInterrupt("bind", path) { cbs_unix_listen(path, Limits.listenBacklog, 0o600) }
+            listener = FileDescriptor(rawValue: raw)
+        } catch { throw .system(error) }
+        do {
+            listenerRegistration = try loop.register(listener, "control.accept", interest: .read) { [unowned self] _ in
+                self.acceptClients()
+            }
+        } catch {
+            listener.close()
+            unlink(path)
+            throw error
+        }
+        sweepTimer = loop.scheduleRepeating("control.sweep", everyMs: 1_000) { [unowned self] in self.dropIdleClients() }
+    }
+
+    deinit {
+        if listenerRegistration != nil { close() }
+    }
+
+    /// Closes every client and the socket, and removes the socket file.
+    public func close() {
+        guard listenerRegistration != nil else { return }
+        for client in Array(clients.values) { disconnect(client) }
+        if let r = listenerRegistration { loop.deregister(r) }
+        listenerRegistration = nil
+        if let t = sweepTimer { loop.cancelTimer(t) }
+        sweepTimer = nil
+        listener.close()
+        unlink(path)
+    }
+
+    // MARK: Accepting
+
+    private func acceptClients() {
+        for _ in 0..<Limits.acceptsPerWakeMax {
+            let raw = cbs_unix_accept(listener.rawValue)
+            if raw < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return // EAGAIN: nothing more to accept (other errors: try again next wake-up)
+            }
+            let fd = FileDescriptor(rawValue: raw)
+            counters.accepted += 1
+            var peer: uid_t = 0
+            if cbs_peer_uid(raw, &peer) != 0 || (peer != ownerUID && peer != 0) {
+                refuse(fd, .peerNotAllowed)
+                continue
+            }
+            if clients.count >= Limits.clientsMax {
+                refuse(fd, .tooManyClients)
+                continue
+            }
+            let client = Client(fd: fd, nowMs: loop.nowMs)
+            do {
+                client.registration = try loop.register(fd, "control.client", interest: .read) { [unowned self, unowned client] readiness in
+                    self.service(client, readiness)
+                }
+            } catch {
+                refuse(fd, .tooManyClients)
+                continue
+            }
+            clients[raw] = client
+        }
+    }
+
+    /// Tells a client why it is refused (best effort, never blocking) and closes it.
+    private func refuse(_ fd: FileDescriptor, _ reason: DropReason) {
+        let text = Array("error dropped \(reason.rawValue): \(reason.explanation)\n".utf8)
+        _ = text.withUnsafeBytes { cbs_send(fd.rawValue, $0.baseAddress, $0.count) }
+        fd.close()
+        count(reason)
+    }
+
+    private func count(_ reason: DropReason) {
+        counters.dropped[reason, default: 0] += 1
+        onDrop?(reason)
+    }
+
+    // MARK: Serving
+
+    private func service(_ client: Client, _ readiness: IOReadiness) {
+        if readiness.contains(.writable) || !client.output.isEmpty {
+            guard flush(client) else { return }
+        }
+        if readiness.contains(.readable) || readiness.contains(.hangup) || readiness.contains(.error) {
+            readLines(client)
+        }
+    }
+
+    private func readLines(_ client: Client) {
+        let n = scratch.withUnsafeMutableBytes { Glibc.read(client.fd.rawValue, $0.baseAddress, $0.count) }
+        if n < 0 {
+            if errno == EAGAIN || errno == EINTR { return }
+            drop(client, .ioError)
+            return
+        }
+        if n == 0 { // the peer closed (or shut down its side): finish writing, then close
+            if client.output.isEmpty {
+                counters.closedByPeer += 1
+                disconnect(client)
+            } else {
+                client.closeWhenFlushed = true
+                updateInterest(client)
+            }
+            return
+        }
+        client.lastActivityMs = loop.nowMs
+        for i in 0..<n {
+            let byte = scratch[i]
+            if byte == UInt8(ascii: "\n") {
+                if client.input.last == UInt8(ascii: "\r") { client.input.removeLast() }
+                let line = String(decoding: client.input, as: UTF8.self)
+                client.input.removeAll(keepingCapacity: true)
+                guard handle(line, from: client) else { return }
+            } else if client.input.count >= Limits.requestLineBytesMax {
+                drop(client, .lineTooLong)
+                return
+            } else {
+                client.input.append(byte)
+            }
+        }
+        _ = flush(client)
+    }
+
+    /// Runs the handler and queues the reply; false when the client was dropped.
+    private func handle(_ line: String, from client: Client) -> Bool {
+        let reply = lineHandler(line)
+        counters.linesHandled += 1
+        client.consecutiveErrors = reply.isError ? client.consecutiveErrors + 1 : 0
+        if client.output.count + reply.line.utf8.count + 1 > Limits.replyBufferBytesMax {
+            drop(client, .notReading)
+            return false
+        }
+        client.output.append(contentsOf: reply.line.utf8)
+        client.output.append(UInt8(ascii: "\n"))
+        if client.consecutiveErrors >= Limits.consecutiveErrorsMax {
+            drop(client, .tooManyInvalidLines)
+            return false
+        }
+        return true
+    }
+
+    /// Writes what the socket takes now; false when the client was closed.
+    private func flush(_ client: Client) -> Bool {
+        while !client.output.isEmpty {
+            let n = client.output.withUnsafeBytes { cbs_send(client.fd.rawValue, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN { break }
+                drop(client, .ioError)
+                return false
+            }
+            client.output.removeFirst(n)
+        }
+        if client.output.isEmpty && client.closeWhenFlushed {
+            counters.closedByPeer += 1
+            disconnect(client)
+            return false
+        }
+        updateInterest(client)
+        return true
+    }
+
+    private func updateInterest(_ client: Client) {
+        guard let r = client.registration else { return }
+        let interest: IOInterest = client.output.isEmpty ? .read : (client.closeWhenFlushed ? .write : [.read, .write])
+        do { try loop.setInterest(r, interest) } catch { drop(client, .ioError) }
+    }
+
+    private func dropIdleClients() {
+        let now = loop.nowMs
+        for client in Array(clients.values) where now - client.lastActivityMs >= Limits.idleTimeoutMs {
+            drop(client, .idle)
+        }
+    }
+
+    private func drop(_ client: Client, _ reason: DropReason) {
+        if reason != .notReading && reason != .ioError {
+            // Best effort, never blocking: the replies already queued, then the reason.
+            client.output += Array("error dropped \(reason.rawValue): \(reason.explanation)\n".utf8)
+            _ = client.output.withUnsafeBytes { cbs_send(client.fd.rawValue, $0.baseAddress, $0.count) }
+        }
+        count(reason)
+        disconnect(client)
+    }
+
+    private func disconnect(_ client: Client) {
+        if let r = client.registration { loop.deregister(r) }
+        client.registration = nil
+        clients[client.fd.rawValue] = nil
+        client.fd.close()
+    }
+}
+
+/// The client side: one blocking connection, one request line, one reply line. Used by
+/// `bikecomputer ctl` (not by the loop).
+public enum ControlSocketClient {
+    public static let replyBytesMax = 64 * 1024
+
+    /// Sends `line` and returns the reply line (without its newline).
+    public static func request(_ line: String, path: String) throws(SystemError) -> String {
+        let raw = try retryingOnInterrupt("connect", path) { cbs_unix_connect(path) }
+        let fd = FileDescriptor(rawValue: raw)
+        defer { fd.close() }
+        // send(MSG_NOSIGNAL): a server that refuses us closes the socket, and the refusal it
+        // wrote first is still worth reading, so EPIPE is not fatal here.
+        let request = Array((line + "\n").utf8)
+        var sent = 0
+        while sent < request.count {
+            let n = request[sent...].withUnsafeBytes { cbs_send(raw, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EPIPE || errno == ECONNRESET { break }
+                throw SystemError.current("send", path)
+            }
+            sent += n
+        }
+        var reply: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while reply.count < replyBytesMax {
+            let result: Result<Int, SystemError> = buffer.withUnsafeMutableBytes { b in
+                do throws(SystemError) { return .success(try fd.read(into: b)) } catch { return .failure(error) }
+            }
+            let n = try result.get()
+            if n == 0 { break }
+            if let nl = buffer[0..<n].firstIndex(of: UInt8(ascii: "\n")) {
+                reply.append(contentsOf: buffer[0..<nl])
+                break
+            }
+            reply.append(contentsOf: buffer[0..<n])
+        }
+        return String(decoding: reply, as: UTF8.self)
+    }
+
+    /// The socket file's mode bits and owner (for checks and `status`).
+    public static func fileMode(_ path: String) throws(SystemError) -> (mode: UInt32, ownerUID: UInt32) {
+        var mode: mode_t = 0
+        var owner: uid_t = 0
+        _ = try retryingOnInterrupt("lstat", path) { cbs_path_mode(path, &mode, &owner) }
+        return (UInt32(mode), UInt32(owner))
+    }
+}

@@ -1,0 +1,88 @@
+import AppCore
+import RideModel
+
+/// Software debounce for the buttons: raw edges (with the kernel's timestamps) in, clean
+/// `ButtonEvent` downs and ups out. A level counts once it has held for `debounceMs` without
+/// another edge; a bounce storm of any length therefore yields at most one event per settled
+/// change, and a glitch shorter than `debounceMs` yields none. Events are stamped with the
+/// instant the level was confirmed (last edge + `debounceMs`), so they are in time order with
+/// everything else the app core sees. Press, long press and release meaning are decided by
+/// `AppCore` from these downs and ups (`AppConfiguration.longPressMs`).
+///
+/// The runtime calls `edge` for each line event, arms a timer at `nextDeadline`, and calls
+/// `advance(to:)` when it fires.
+public struct ButtonDebouncer: Sendable {
+    public static let debounceMsAllowed: ClosedRange<Int64> = 1...500
+
+    struct Line: Sendable {
+        var stablePressed = false
+        var rawPressed = false
+        var lastEdge = MonotonicInstant.zero
+    }
+
+    public let debounceMs: Int64
+    private var lines: [Line]
+    /// Edges that did not lead to an event (bounces and glitches).
+    public private(set) var edgesIgnored: UInt64 = 0
+    /// Edges that reported the level the line already had (a lost edge in between).
+    public private(set) var edgesRepeated: UInt64 = 0
+    private var edgesSinceEvent: [UInt64]
+
+    /// `initiallyPressed` is the level read when the lines were requested (a button held at
+    /// boot produces no down until it is released and pressed again).
+    public init(debounceMs: Int64, initiallyPressed: [Button: Bool] = [:]) {
+        precondition(Self.debounceMsAllowed.contains(debounceMs), "debounce \(debounceMs) ms outside \(Self.debounceMsAllowed)")
+        self.debounceMs = debounceMs
+        lines = Array(repeating: Line(), count: Button.allCases.count)
+        edgesSinceEvent = Array(repeating: 0, count: Button.allCases.count)
+        for (button, pressed) in initiallyPressed {
+            lines[Int(button.rawValue)].stablePressed = pressed
+            lines[Int(button.rawValue)].rawPressed = pressed
+        }
+    }
+
+    /// A raw edge: the line's level after it (`pressed` already accounts for active-low) at the
+    /// kernel's timestamp. Timestamps that go backwards are clamped to the previous edge.
+    public mutating func edge(_ button: Button, pressed: Bool, at instant: MonotonicInstant) {
+        let i = Int(button.rawValue)
+        if lines[i].rawPressed == pressed { edgesRepeated += 1 }
+        lines[i].rawPressed = pressed
+        lines[i].lastEdge = max(lines[i].lastEdge, instant)
+        edgesSinceEvent[i] += 1
+    }
+
+    /// When `advance(to:)` next has something to confirm (nil: nothing pending).
+    public var nextDeadline: MonotonicInstant? {
+        var earliest: MonotonicInstant?
+        for line in lines where line.rawPressed != line.stablePressed {
+            let d = line.lastEdge.advanced(byMs: debounceMs)
+            earliest = earliest.map { min($0, d) } ?? d
+        }
+        return earliest
+    }
+
+    /// Confirms the levels that have settled by `now`; returns the events in time order (at
+    /// most one per button).
+    public mutating func advance(to now: MonotonicInstant) -> [ButtonEvent] {
+        var events: [ButtonEvent] = []
+        for button in Button.allCases {
+            let i = Int(button.rawValue)
+            let line = lines[i]
+            let settledAt = line.lastEdge.advanced(byMs: debounceMs)
+            guard settledAt <= now else { continue }
+            if line.rawPressed != line.stablePressed {
+                lines[i].stablePressed = line.rawPressed
+                events.append(ButtonEvent(button, line.rawPressed ? .down : .up, at: settledAt))
+                edgesIgnored += edgesSinceEvent[i] - 1
+            } else {
+                edgesIgnored += edgesSinceEvent[i]
+            }
+            edgesSinceEvent[i] = 0
+        }
+        events.sort { $0.instant < $1.instant }
+        return events
+    }
+
+    /// The confirmed level of `button`.
+    public func isPressed(_ button: Button) -> Bool { lines[Int(button.rawValue)].stablePressed }
+}

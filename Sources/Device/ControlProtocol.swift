@@ -1,0 +1,264 @@
+import AppCore
+import RideModel
+
+/// The control socket's line protocol. A request is one line: a command word and, for
+/// `marker`, a kind and a value. Every reply is one line that starts with `ok ` or `error `:
+///
+///     start | pause | resume | lap | end | discard | dismiss | page
+///     marker [generic|water|food|note|segment] [VALUE]   (water: ml, food: kcal)
+///     status            → ok {JSON StatusReport}
+///     help              → ok the command list
+///
+///     ok running: ride paused          error idle: there is no ride to pause
+///
+/// Parsing and formatting are pure; the runtime feeds the parsed command to `AppCore`, takes
+/// the `CommandReply` effect and formats it here.
+public enum ControlProtocol {
+    /// A parsed request.
+    public enum Request: Sendable, Hashable {
+        case command(ControlCommand)
+        case status
+        case help
+    }
+
+    /// Why a line is not a request.
+    public enum ParseError: Error, Sendable, Hashable, CustomStringConvertible {
+        case empty
+        case notText
+        case unknownCommand(String)
+        case unexpectedArgument(command: String, argument: String)
+        case unknownMarkerKind(String)
+        case badMarkerValue(String)
+
+        public var description: String {
+            switch self {
+            case .empty: "empty line; send one of: \(ControlProtocol.commandWords)"
+            case .notText: "the line has control characters or invalid UTF-8; send plain text commands"
+            case .unknownCommand(let w): "unknown command '\(ControlProtocol.clip(w))'; send one of: \(ControlProtocol.commandWords)"
+            case .unexpectedArgument(let c, let a): "'\(c)' takes no argument (got '\(ControlProtocol.clip(a))')"
+            case .unknownMarkerKind(let k): "unknown marker kind '\(ControlProtocol.clip(k))'; use generic, water, food, note or segment"
+            case .badMarkerValue(let v): "marker value '\(ControlProtocol.clip(v))' is not a whole number in 0...\(ControlProtocol.markerValueMax)"
+            }
+        }
+    }
+
+    public static let markerValueMax: Int64 = 1_000_000
+    public static let commandWords = "start, pause, resume, lap, end, discard, dismiss, page, marker, status, help"
+
+    static func clip(_ s: String) -> String { s.count > 32 ? String(s.prefix(32)) + "…" : s }
+
+    /// Parses one request line (without its newline). Words are separated by spaces or tabs;
+    /// case does not matter.
+    public static func parse(_ line: String) -> Result<Request, ParseError> {
+        for scalar in line.unicodeScalars where scalar.value < 0x20 && scalar != "\t" || scalar.value == 0x7F || scalar == "\u{FFFD}" {
+            return .failure(.notText)
+        }
+        let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map { $0.lowercased() }
+        guard let word = words.first else { return .failure(.empty) }
+        let args = words.dropFirst()
+        let simple: ControlCommand?
+        switch word {
+        case "start": simple = .start
+        case "pause": simple = .pause
+        case "resume": simple = .resume
+        case "lap": simple = .lap
+        case "end", "stop", "save": simple = .end
+        case "discard": simple = .discard
+        case "dismiss": simple = .dismiss
+        case "page": simple = .nextPage
+        case "status", "help":
+            if let extra = args.first { return .failure(.unexpectedArgument(command: word, argument: extra)) }
+            return .success(word == "status" ? .status : .help)
+        case "marker": return parseMarker(Array(args))
+        default: return .failure(.unknownCommand(word))
+        }
+        if let extra = args.first { return .failure(.unexpectedArgument(command: word, argument: extra)) }
+        return .success(.command(simple!))
+    }
+
+    static func parseMarker(_ args: [String]) -> Result<Request, ParseError> {
+        var kind = RideEvent.MarkerKind.generic
+        var rest = args[...]
+        if let first = rest.first, Int64(first) == nil {
+            switch first {
+            case "generic": kind = .generic
+            case "water": kind = .water
+            case "food": kind = .food
+            case "note": kind = .note
+            case "segment": kind = .segment
+            default: return .failure(.unknownMarkerKind(first))
+            }
+            rest = rest.dropFirst()
+        }
+        var value: Int64 = 0
+        if let v = rest.first {
+            guard let n = Int64(v), (0...markerValueMax).contains(n) else { return .failure(.badMarkerValue(v)) }
+            value = n
+            rest = rest.dropFirst()
+        }
+        if let extra = rest.first { return .failure(.unexpectedArgument(command: "marker", argument: extra)) }
+        return .success(.command(.marker(kind, value: value)))
+    }
+
+    /// The command word of a command (for `ctl` and logs).
+    public static func word(_ command: ControlCommand) -> String {
+        switch command {
+        case .start: "start"
+        case .pause: "pause"
+        case .resume: "resume"
+        case .lap: "lap"
+        case .end: "end"
+        case .discard: "discard"
+        case .dismiss: "dismiss"
+        case .nextPage: "page"
+        case .marker(let kind, let value):
+            "marker \(markerWord(kind)) \(value)"
+        }
+    }
+
+    static func markerWord(_ k: RideEvent.MarkerKind) -> String {
+        switch k {
+        case .generic: "generic"
+        case .water: "water"
+        case .food: "food"
+        case .note: "note"
+        case .segment: "segment"
+        }
+    }
+
+    // MARK: Replies
+
+    /// The reply line for the app core's answer to a command.
+    public static func format(_ reply: CommandReply) -> String {
+        "\(reply.ok ? "ok" : "error") \(reply.state): \(oneLine(reply.message))"
+    }
+
+    /// The reply when the app core produced no reply effect (the command had nothing to say).
+    public static func formatAccepted(_ command: ControlCommand, state: SessionState) -> String {
+        "ok \(state): \(word(command))"
+    }
+
+    public static func format(_ error: ParseError) -> String { "error \(oneLine(error.description))" }
+
+    public static func formatHelp() -> String { "ok commands: \(commandWords)" }
+
+    public static func format(_ status: StatusReport) -> String { "ok " + status.json() }
+
+    /// Splits a reply line into its verdict and body (the `ctl` client).
+    public static func parseReply(_ line: String) -> (ok: Bool, body: String) {
+        if line.hasPrefix("ok ") { return (true, String(line.dropFirst(3))) }
+        if line == "ok" { return (true, "") }
+        if line.hasPrefix("error ") { return (false, String(line.dropFirst(6))) }
+        return (false, line.isEmpty ? "no reply from bikecomputer (it closed the connection)" : "unexpected reply: \(clip(line))")
+    }
+
+    static func oneLine(_ s: String) -> String {
+        String(s.map { $0 == "\n" || $0 == "\r" ? " " : $0 })
+    }
+}
+
+/// What `status` reports; the runtime fills it from the app core, the sensors, the loop and
+/// the journal.
+public struct StatusReport: Sendable, Hashable {
+    /// One loop handler's latency figures (from `EventLoopStats`).
+    public struct HandlerLatency: Sendable, Hashable {
+        public var name: String
+        public var calls: UInt64
+        public var windowMaxUs: UInt64
+        public var windowP99Us: UInt64
+        public init(name: String, calls: UInt64, windowMaxUs: UInt64, windowP99Us: UInt64) {
+            self.name = name
+            self.calls = calls
+            self.windowMaxUs = windowMaxUs
+            self.windowP99Us = windowP99Us
+        }
+    }
+
+    /// The journal writer's health.
+    public struct JournalHealth: Sendable, Hashable {
+        public var condition: StorageCondition
+        public var unsyncedRecords: Int
+        public var lastSyncAgoMs: Int64?
+        public var writeErrors: UInt64
+        public init(condition: StorageCondition, unsyncedRecords: Int = 0, lastSyncAgoMs: Int64? = nil, writeErrors: UInt64 = 0) {
+            self.condition = condition
+            self.unsyncedRecords = unsyncedRecords
+            self.lastSyncAgoMs = lastSyncAgoMs
+            self.writeErrors = writeErrors
+        }
+    }
+
+    public var state: SessionState
+    public var timerMs: Int64
+    public var distanceM: Double?
+    public var sensors: [SensorStatus]
+    public var loopTurns: UInt64
+    public var loopTurnMaxUs: UInt64
+    public var handlers: [HandlerLatency]
+    public var journal: JournalHealth
+    public var uptimeMs: Int64
+
+    public init(state: SessionState, timerMs: Int64, distanceM: Double? = nil, sensors: [SensorStatus] = [],
+                loopTurns: UInt64 = 0, loopTurnMaxUs: UInt64 = 0, handlers: [HandlerLatency] = [],
+                journal: JournalHealth = JournalHealth(condition: .ok), uptimeMs: Int64 = 0) {
+        self.state = state
+        self.timerMs = timerMs
+        self.distanceM = distanceM
+        self.sensors = sensors
+        self.loopTurns = loopTurns
+        self.loopTurnMaxUs = loopTurnMaxUs
+        self.handlers = handlers
+        self.journal = journal
+        self.uptimeMs = uptimeMs
+    }
+
+    /// The report as one line of JSON.
+    public func json() -> String {
+        var w = JSONWriter(pretty: false)
+        w.beginObject()
+        w.string("state", state.description)
+        w.int("timer_ms", timerMs)
+        w.number("distance_m", distanceM, decimals: 1)
+        w.int("uptime_ms", uptimeMs)
+        w.beginArray("sensors")
+        for s in sensors {
+            w.beginObject()
+            w.string("role", s.role.description)
+            w.string("state", s.state.description)
+            w.int("battery_percent", s.batteryPercent.map(Int64.init))
+            w.endObject()
+        }
+        w.endArray()
+        w.beginObject("loop")
+        w.int("turns", Int64(clamping: loopTurns))
+        w.int("turn_max_us", Int64(clamping: loopTurnMaxUs))
+        w.beginArray("handlers")
+        for h in handlers {
+            w.beginObject()
+            w.string("name", h.name)
+            w.int("calls", Int64(clamping: h.calls))
+            w.int("max_us", Int64(clamping: h.windowMaxUs))
+            w.int("p99_us", Int64(clamping: h.windowP99Us))
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        w.beginObject("journal")
+        w.string("condition", Self.word(journal.condition))
+        w.int("unsynced_records", Int64(journal.unsyncedRecords))
+        w.int("last_sync_ago_ms", journal.lastSyncAgoMs)
+        w.int("write_errors", Int64(clamping: journal.writeErrors))
+        w.endObject()
+        w.endObject()
+        return w.text
+    }
+
+    static func word(_ c: StorageCondition) -> String {
+        switch c {
+        case .ok: "ok"
+        case .low: "low"
+        case .full: "full"
+        case .failing: "failing"
+        }
+    }
+}
