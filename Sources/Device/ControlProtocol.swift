@@ -1,5 +1,6 @@
 import AppCore
 import RideModel
+import Training
 
 /// The control socket's line protocol. A request is one line: a command word and, for
 /// `marker`, a kind and a value. Every reply is one line that starts with `ok ` or `error `:
@@ -113,6 +114,12 @@ public enum ControlProtocol {
         case .nextPage: "page"
         case .marker(let kind, let value):
             "marker \(markerWord(kind)) \(value)"
+        case .setRideZones(let z): "zones \(z.quantity.name)"
+        case .clearRideZones(let q): "zones \(q.name) preferred"
+        case .setTargetZone(let t): "target \(t.quantity.name) \(t.zone)"
+        case .clearTargetZone(let q): "target \(q.name) off"
+        case .setAutoPause(let a): a == nil ? "autopause off" : "autopause on"
+        case .setAutoLap(let a): a == nil ? "autolap off" : "autolap on"
         }
     }
 
