@@ -38,8 +38,10 @@ def test_interactive_demo_draws_in_a_pty_and_quits_on_q(bikesim):
         assert b"\x1b[?25l" in out, "raw mode hides the cursor"
         os.write(fd, b"?")
         read_until(fd, b"long-press", 10)
-        # The demo presses start at 5 s of ride time; at 20x the countdown shows within a second.
-        read_until(fd, b"COUNTDOWN", 15)
+        # The demo presses start at 5 s of ride time; at 20x the countdown (state "prepared")
+        # comes within a second, then the ride runs.
+        read_until(fd, b"prepared", 15)
+        read_until(fd, b"running", 15)
         os.write(fd, b"q")
         deadline = time.monotonic() + 10
         status = None
@@ -71,9 +73,10 @@ def test_headless_is_deterministic(bikesim, tmp_path):
     scenario = str(REPO / "Simulator" / "scenarios" / "faults.scenario")
     a = run_headless(bikesim, tmp_path, "a", "--scenario", scenario)
     b = run_headless(bikesim, tmp_path, "b", "--scenario", scenario)
-    names = sorted(p.name for p in a.iterdir())
+    names = sorted(str(p.relative_to(a)) for p in a.rglob("*") if p.is_file())
     assert "summary.json" in names
-    assert names == sorted(p.name for p in b.iterdir())
+    assert any(n.startswith("frames/") and n.endswith(".png") for n in names), "the scenario's screenshot"
+    assert names == sorted(str(p.relative_to(b)) for p in b.rglob("*") if p.is_file())
     for n in names:
         assert (a / n).read_bytes() == (b / n).read_bytes(), f"{n} differs between two runs"
     summary = json.loads((a / "summary.json").read_text())

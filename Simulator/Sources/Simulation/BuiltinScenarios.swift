@@ -11,6 +11,7 @@ public enum BuiltinScenarios {
     at 47m30s press start          # resume
     at 55m50s press start          # pause before ending
     at 56m hold start 2s           # long press while paused ends and saves
+    at 56m40s press lap            # dismiss the summary
 
     """
 

@@ -11,12 +11,19 @@ struct BikeSim: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bikesim",
         abstract: "Bike computer simulator: a demo ride in the terminal, or headless for tests.",
+        subcommands: [Ride.self, ScreensCommand.self],
+        defaultSubcommand: Ride.self)
+}
+
+/// `bikesim [ride]`: a ride, interactive or headless (the default subcommand).
+struct Ride: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Ride a scenario: the demo in the terminal, or headless for tests (the default).",
         discussion: """
         Without options, rides the built-in demo in the terminal (keys: s start/pause, l lap, \
         p page, S long-press start, L long-press lap, ? help, q quit).
         Headless: bikesim --headless [--scenario FILE] --out DIR [--seed N] [--speed N]
-        """,
-        subcommands: [ScreensCommand.self])
+        """)
 
     @Flag(help: "Run without a terminal, as fast as possible (or --speed N× real time).")
     var headless = false
