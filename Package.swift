@@ -39,6 +39,10 @@ let package = Package(
         .target(name: "CI2CShim", path: "Sources/CI2CShim", linkerSettings: [.linkedLibrary("i2c")]),
         .target(name: "BoardHardware", dependencies: ["BoardIO", "Display", "CGpiodShim", "CI2CShim"], swiftSettings: swift6),
 
+        // Board-side adapters of the Device ports (ride files, journal storage on a directory),
+        // shared by both executables.
+        .target(name: "DeviceAdapters", dependencies: ["Device", "BoardIO"], swiftSettings: swift6),
+
         // The simulator's library: synthetic rides, scenarios, simulated adapters, headless runner.
         .target(name: "Simulation", dependencies: ["Device", "BoardIO", "Sensors", "RideFiles", "Screens", "Display", "AppCore", "RideModel"], path: "Simulator/Sources/Simulation", swiftSettings: swift6),
 
@@ -46,7 +50,7 @@ let package = Package(
         .executableTarget(
             name: "bikecomputer",
             dependencies: [
-                "Device", "BoardIO", "BoardHardware", "AppCore", "RideModel", "Training", "Configuration",
+                "Device", "DeviceAdapters", "BoardIO", "BoardHardware", "AppCore", "RideModel", "Training", "Configuration",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swift6),
@@ -54,7 +58,7 @@ let package = Package(
         .executableTarget(
             name: "bikesim",
             dependencies: [
-                "Simulation", "Device", "BoardIO",
+                "Simulation", "Device", "DeviceAdapters", "BoardIO", "RideFiles",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Simulator/Sources/bikesim",

@@ -1,22 +1,12 @@
 import ArgumentParser
 import BoardIO
 import Device
+import DeviceAdapters
 import Glibc
 import RideFiles
 import RideModel
 
 /// The ride library on the board's file system (BoardIO's atomic file operations).
-final class BoardRideFiles: RideFileOperations {
-    func list(_ directory: String) throws -> [String] {
-        do { return try AtomicFiles.list(directory) } catch where error.isNotFound { return [] }
-    }
-    func read(_ path: String) throws -> [UInt8] { try AtomicFiles.readAll(path) }
-    func writeAtomically(_ path: String, _ bytes: [UInt8]) throws { try AtomicFiles.write(path, bytes) }
-    func remove(_ path: String) throws { try AtomicFiles.remove(path) }
-    func makeDirectories(_ path: String) throws { try AtomicFiles.makeDirectories(path) }
-    func size(_ path: String) throws -> Int64 { try AtomicFiles.size(path) }
-}
-
 struct DataDirectoryOption: ParsableArguments {
     @Option(name: .customLong("data-dir"), help: "The data directory holding rides/.")
     var dataDirectory = "/var/lib/bikecomputer"

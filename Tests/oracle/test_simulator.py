@@ -91,3 +91,54 @@ def test_headless_rejects_a_bad_scenario_with_its_line(bikesim, tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert "line 3" in r.stderr and "unknown action" in r.stderr
+
+
+def test_simulated_ride_is_listed_exported_and_on_the_usb_image(bikesim, bikecomputer, tmp_path):
+    """Record a ride in the simulator on a data directory, then list it, export it in all three
+    formats and find it in a fresh USB image, all with the documented commands."""
+    import io
+
+    import fitdecode
+    import gpxpy
+    from garmin_fit_sdk import Decoder, Stream
+
+    data = tmp_path / "data"
+    out = run_headless(bikesim, tmp_path, "out", "--data-dir", str(data))
+    summary = json.loads((out / "summary.json").read_text())
+    ride_id = summary["ride_id"]
+
+    listed = json.loads(subprocess.run([str(bikecomputer), "rides", "list", "--json", "--data-dir", str(data)],
+                                       check=True, capture_output=True, text=True).stdout)
+    rides = listed if isinstance(listed, list) else listed.get("rides", [])
+    assert [r["id"] for r in rides] == [ride_id]
+
+    exported = {}
+    for fmt in ("fit", "gpx", "tcx"):
+        path = tmp_path / f"ride.{fmt}"
+        subprocess.run([str(bikecomputer), "rides", "export", ride_id, "--format", fmt, "-o", str(path),
+                        "--data-dir", str(data)], check=True, capture_output=True)
+        exported[fmt] = path.read_bytes()
+    assert exported["fit"] == (out / f"{ride_id}.fit").read_bytes()
+
+    decoder = Decoder(Stream.from_byte_array(bytearray(exported["fit"])))
+    assert decoder.check_integrity()
+    # check_integrity() consumes the stream: read with a fresh decoder.
+    messages, errors = Decoder(Stream.from_byte_array(bytearray(exported["fit"]))).read()
+    assert errors == []
+    session = messages["session_mesgs"][0]
+    assert abs(session["total_timer_time"] - summary["timer_time_s"]) < 1.0
+    assert abs(session["total_distance"] - summary["distance_m"]) < 1.0
+    assert len(messages["lap_mesgs"]) == len(summary["laps"])
+    assert session["max_heart_rate"] == round(summary["max_hr_bpm"])
+    with fitdecode.FitReader(io.BytesIO(exported["fit"]), check_crc=fitdecode.CrcCheck.RAISE,
+                             error_handling=fitdecode.ErrorHandling.RAISE) as reader:
+        assert sum(1 for f in reader if isinstance(f, fitdecode.FitDataMessage) and f.name == "record") > 3000
+    gpx = gpxpy.parse(exported["gpx"].decode())
+    assert len(gpx.tracks) == 1
+
+    image = tmp_path / "usb.img"
+    subprocess.run([str(bikecomputer), "usb-image", "--out", str(image), "--data-dir", str(data)], check=True, capture_output=True)
+    fsck = subprocess.run(["fsck.fat", "-n", str(image)], capture_output=True, text=True)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+    listing = subprocess.run(["mdir", "-b", "-/", "-i", str(image), "::"], capture_output=True, text=True, check=True).stdout
+    assert any(ride_id in line and line.endswith(".fit") for line in listing.splitlines()), listing

@@ -3,6 +3,8 @@ import BoardIO
 import Device
 import Glibc
 import Simulation
+import DeviceAdapters
+import RideFiles
 import AppCore
 import RideModel
 
@@ -43,6 +45,9 @@ struct Ride: ParsableCommand {
     @Flag(help: "Print the screen as text at every change (headless).")
     var printScreens = false
 
+    @Option(name: .customLong("data-dir"), help: "Keep the ride library (and the journal) in this directory, as the board does.")
+    var dataDirectory: String?
+
     @Flag(help: "Write a PNG of the display at every change of screen or overlay to DIR/frames (headless).")
     var frames = false
 
@@ -75,7 +80,9 @@ struct Ride: ParsableCommand {
         let outDir = out!
         try Files.makeDirectories(outDir)
         let journal = MemoryJournal()
-        let archive = MemoryArchive()
+        let memoryArchive = MemoryArchive()
+        let library = dataDirectory.map { RideLibrary(dataDirectory: $0, ops: BoardRideFiles()) }
+        let archive: RideArchivePort = library ?? memoryArchive
         let textScreen = TextScreenRecorder(print: printScreens)
         let display = EmulatedScreen(captureEveryChange: frames)
         let sim = HeadlessRun(scenario: scenario, options: .init(seed: seed), journal: journal, archive: archive,
@@ -96,6 +103,17 @@ struct Ride: ParsableCommand {
         }
         try Files.writeAtomically("\(outDir)/summary.json", Array(summary.utf8))
         try Files.writeAtomically("\(outDir)/screens.txt", Array(textScreen.lines.joined(separator: "\n").utf8) + [10])
+        // The finished ride's file, as the device writes it.
+        for ride in memoryArchive.rides {
+            do {
+                try Files.writeAtomically("\(outDir)/\(ride.id).fit", try FITEncoder.encode(records: ride.records))
+            } catch {
+                throw ValidationError("could not encode ride \(ride.id) as FIT: \(error)")
+            }
+        }
+        if let library, let id = sim.runtime.lastFinishedRide, let entry = try? library.find(id.description) {
+            try Files.writeAtomically("\(outDir)/\(id).fit", try library.bytes(entry, .fit))
+        }
         if !display.frames.isEmpty {
             try Files.makeDirectories("\(outDir)/frames")
             for f in display.frames { try Files.writeAtomically("\(outDir)/frames/\(f.name)", f.png) }
