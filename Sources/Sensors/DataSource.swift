@@ -24,11 +24,12 @@ public enum SensorFunction: UInt8, CaseIterable, Sendable, Hashable, CustomStrin
 public enum SourceState: UInt8, Sendable, Hashable, Comparable, CustomStringConvertible {
     /// Nothing provides this (only for functions).
     case notConfigured = 0
-    /// Lost: was connected, then nothing for `lostAfterMs`, the bridge said disconnected, or the
-    /// bridge itself went away.
-    case lost = 1
     /// Paired, not heard from yet.
-    case searching = 2
+    case searching = 1
+    /// Lost: was connected, then nothing for `lostAfterMs`, the bridge said disconnected, or the
+    /// bridge itself went away. Ranks above searching: a function with one lost and one
+    /// never-seen source shows lost.
+    case lost = 2
     /// Heard from, but nothing decodable for `staleAfterMs`.
     case stale = 3
     case connected = 4
