@@ -166,7 +166,7 @@ public struct CyclingPowerMeasurement: Sendable, Hashable {
 
     /// Percent of power from the right pedal, when the balance refers to the left pedal.
     public var rightBalancePercent: Double? {
-        guard let b = pedalPowerBalanceHalfPercent, balanceReferenceLeft else { return nil }
+        guard let b = pedalPowerBalanceHalfPercent, balanceReferenceLeft, b <= 200 else { return nil }
         return 100 - Double(b) / 2
     }
 

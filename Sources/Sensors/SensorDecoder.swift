@@ -80,7 +80,7 @@ public struct SensorDecoder: Sendable {
             if m.trailingBytes > 0 { d.warn(.wrongLength) }
             let w = Double(m.instantaneousPowerW)
             if w > RateLimits.powerWMax { d.warn(.absurdValue) } else { d.powerW = max(0, w) }
-            if let r = m.rightBalancePercent { d.pedalBalanceRightPercent = r }
+            if let r = m.rightBalancePercent { d.pedalBalanceRightPercent = r } else if (m.pedalPowerBalanceHalfPercent ?? 0) > 200 { d.warn(.absurdValue) }
             if let n = m.wheelRevolutions, let t = m.wheelEventTime2048 { wheelReading(UInt64(n), UInt64(t), at: now, into: &d) }
             if let n = m.crankRevolutions, let t = m.crankEventTime1024 { crankReading(UInt64(n), UInt64(t), at: now, into: &d) }
             if let e = m.accumulatedEnergyKJ { d.energyKJ = Double(e) }
