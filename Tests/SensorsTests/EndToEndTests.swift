@@ -42,7 +42,7 @@ import RideModel
         var buffer = [UInt8](repeating: 0, count: FrameBytes.capacity)
 
         /// Returns false when the bridge closed the connection.
-        mutating func drain(_ ds: inout DataSource, _ app: inout AppCore, at now: MonotonicInstant) throws -> Bool {
+        mutating func drain(_ inputs: inout SensorInputs, _ app: inout AppCore, at now: MonotonicInstant) throws -> Bool {
             guard let c = connection else { return false }
             while true {
                 let r = try buffer.withUnsafeMutableBytes { try c.receive(into: $0) }
@@ -51,11 +51,10 @@ import RideModel
                 case .closed:
                     c.close()
                     connection = nil
-                    ds.bridgeDisconnected(at: now, into: &app)
+                    inputs.bridgeClosed(at: now, into: &app)
                     return false
                 case let .data(n, truncated):
-                    if truncated { ds.count(.malformedFrame); continue }
-                    do { ds.handle(try BridgeFrame.parse(Array(buffer[0..<n])), at: now, into: &app) } catch { ds.count(error.kind) }
+                    buffer.withUnsafeBytes { inputs.packet(UnsafeRawBufferPointer(rebasing: $0[0..<n]), truncated: truncated, at: now, into: &app) }
                 }
             }
         }
@@ -66,21 +65,22 @@ import RideModel
         let listener = try SeqPacketListener.listen(path: path)
         defer { listener.close() }
         var app = AppCore(randomSeed: 7)
-        var ds = DataSource(Self.configuration())
-        ds.start(at: ms(0), into: &app)
+        var inputs = SensorInputs(Self.configuration())
+        inputs.start(at: ms(0), into: &app)
         #expect(app.screen.sensor(.heartRate) == .searching)
         #expect(try listener.accept() == nil)
 
         var bridge = try SeqPacketConnection.connect(path: path)
         var rx = SocketReceiver(connection: try listener.accept())
         #expect(rx.connection != nil)
+        inputs.bridgeConnected(at: ms(0))
         try bridge.send(BridgeFrame(bridgeTimeUs: 0, .hello(protocolVersionMax: 1, radios: 3, bridgeID: 1)).encoded().bytes)
         var now: Int64 = 0
         for k in 0..<8 {
             now = Int64(k) * 250
             for f in Self.frames(step: k) { try bridge.send(f.encoded().bytes) }
             try bridge.send([0x09, 0x09])  // a garbage packet: counted, skipped
-            #expect(try rx.drain(&ds, &app, at: ms(now)))
+            #expect(try rx.drain(&inputs, &app, at: ms(now)))
         }
         #expect(app.screen[.heartRate] == 79)
         #expect(app.screen[.power] == 207)
@@ -88,12 +88,13 @@ import RideModel
         #expect(app.screen.sensor(.heartRate) == .connected)
         #expect(app.screen.sensor(.power) == .connected)
         #expect(app.screen.sensor(.cadence) == .connected)
-        #expect(ds.status.bad[.malformedFrame] == 8)
+        #expect(inputs.status.bad[.malformedFrame] == 8)
+        #expect(inputs.status.logLine.contains("malformed_frame 8"))
 
         // The bridge dies.
         bridge.close()
         now += 100
-        #expect(try rx.drain(&ds, &app, at: ms(now)) == false)
+        #expect(try rx.drain(&inputs, &app, at: ms(now)) == false)
         #expect(app.screen.sensor(.heartRate) == .lost)
         #expect(app.screen.sensor(.power) == .lost)
         app.handle(.tick(ms(now + 4000)))
@@ -107,7 +108,7 @@ import RideModel
         now += 5000
         for k in 20..<24 {
             for f in Self.frames(step: k) { try bridge.send(f.encoded().bytes) }
-            #expect(try rx.drain(&ds, &app, at: ms(now + Int64(k - 20) * 250)))
+            #expect(try rx.drain(&inputs, &app, at: ms(now + Int64(k - 20) * 250)))
         }
         #expect(app.screen.sensor(.heartRate) == .connected)
         #expect(app.screen.sensor(.power) == .connected)
@@ -122,9 +123,9 @@ import RideModel
         let port = try SerialPort.open(pty.terminalPath, baud: 115200)
         defer { port.close() }
         var app = AppCore(randomSeed: 9)
-        var ds = DataSource(Self.configuration())
-        var deframer = SerialDeframer()
-        ds.start(at: ms(0), into: &app)
+        var inputs = SensorInputs(Self.configuration())
+        inputs.start(at: ms(0), into: &app)
+        inputs.bridgeConnected(at: ms(0))
         var buffer = [UInt8](repeating: 0, count: 256)
 
         func pump(at now: Int64) throws {
@@ -135,7 +136,7 @@ import RideModel
                 switch r {
                 case let .data(n, _):
                     idle = 0
-                    deframer.feed(Array(buffer[0..<n])) { ds.handle($0, at: ms(now), into: &app) }
+                    buffer.withUnsafeBytes { inputs.serialBytes(UnsafeRawBufferPointer(rebasing: $0[0..<n]), at: ms(now), into: &app) }
                 case .wouldBlock:
                     idle += 1
                     usleep(2_000)
@@ -160,11 +161,12 @@ import RideModel
         #expect(app.screen[.heartRate] == 79)
         #expect(app.screen[.power] == 207)
         #expect(app.screen.sensor(.heartRate) == .connected)
-        #expect(deframer.framesOK == 17)
-        #expect(deframer.bad.total >= 2)
+        #expect(inputs.deframer.framesOK == 17)
+        #expect(inputs.status.bad.total >= 2)
+        #expect(inputs.status.bad[.serialChecksum] + inputs.status.bad[.serialEncoding] >= 2)
 
         // The dongle goes silent: after the bridge-silence time the sensors are lost.
-        ds.tick(at: ms(now + 5_000), into: &app)
+        inputs.tick(at: ms(now + 5_000), into: &app)
         app.handle(.tick(ms(now + 5_000)))
         #expect(app.screen.sensor(.heartRate) == .lost)
         #expect(app.screen.sensor(.power) == .lost)
