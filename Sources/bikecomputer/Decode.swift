@@ -1,5 +1,7 @@
 import ArgumentParser
+import BoardIO
 import Device
+import Glibc
 import RideModel
 import Sensors
 
@@ -14,6 +16,9 @@ struct Decode: ParsableCommand {
               bikecomputer decode --ble 2a63 2000fa000a000010 2000fc000b000014
               bikecomputer decode --ant 121 --wheel-mm 2105 0000000000000000 00040200000c0300
             BLE profiles: 2a37 2a5b 2a63 2a65 2a19. ANT+ device types (decimal): 120 11 121 122 123.
+            To check a bridge, listen instead and decode every frame it sends:
+              bikecomputer decode --socket /tmp/sensors.sock      (then start the bridge on it)
+              bikecomputer decode --serial /dev/ttyACM0 --count 100
             """)
 
     @Option(name: .customLong("ble"), help: "GATT characteristic UUID, hex (2a37, 2a5b, 2a63, 2a65, 2a19).")
@@ -28,10 +33,28 @@ struct Decode: ParsableCommand {
     @Option(name: .customLong("interval-ms"), help: "Time between payloads, for the hold and zero rules.")
     var intervalMs: Int64 = 250
 
+    @Option(name: .customLong("socket"), help: "Listen on this SOCK_SEQPACKET path and decode a bridge's frames until it disconnects.")
+    var socketPath: String?
+
+    @Option(name: .customLong("serial"), help: "Read COBS-framed bridge frames from this tty and decode them.")
+    var serialPath: String?
+
+    @Option(name: .customLong("count"), help: "With --socket or --serial: stop after this many frames.")
+    var frameCount: Int?
+
     @Argument(help: "Payloads in hex, one per argument, in the order they arrived.")
     var payloads: [String] = []
 
+    var listening: Bool { socketPath != nil || serialPath != nil }
+
     func validate() throws {
+        if listening {
+            if socketPath != nil && serialPath != nil { throw ValidationError("give --socket or --serial, not both") }
+            if !payloads.isEmpty || bleUUID != nil || antDeviceType != nil {
+                throw ValidationError("--socket/--serial decode what the bridge sends: give no payloads, --ble or --ant")
+            }
+            return
+        }
         if (bleUUID == nil) == (antDeviceType == nil) {
             throw ValidationError("give exactly one of --ble UUID or --ant DEVICE_TYPE")
         }
@@ -54,6 +77,11 @@ struct Decode: ParsableCommand {
     }
 
     func run() throws {
+        if listening {
+            var listener = BridgeListener(wheelMm: wheelMm, countMax: frameCount)
+            if let p = socketPath { try listener.runSocket(path: p) } else { try listener.runSerial(path: serialPath!) }
+            return
+        }
         let profile = profile!
         var decoder = SensorDecoder(profile: profile, wheelCircumferenceMm: wheelMm)
         var failures = 0
@@ -112,5 +140,137 @@ struct JSONFields: FieldVisitor {
     mutating func finish() -> String {
         json.endObject()
         return json.text
+    }
+}
+
+/// `decode --socket/--serial`: prints every frame a bridge sends, data frames decoded by one
+/// stateful decoder per sensor and profile, timed by the bridge's clock.
+struct BridgeListener {
+    let wheelMm: Int
+    let countMax: Int?
+    var decoders: [String: SensorDecoder] = [:]
+    var frames = 0
+    var deframer = SerialDeframer()
+
+    init(wheelMm: Int, countMax: Int?) {
+        self.wheelMm = wheelMm
+        self.countMax = countMax
+    }
+
+    var done: Bool { countMax.map { frames >= $0 } ?? false }
+
+    mutating func runSocket(path: String) throws {
+        let listener = try SeqPacketListener.listen(path: path)
+        defer { listener.close() }
+        FileHandleOut.log("listening on \(path); start the bridge with --socket \(path)")
+        var connection: SeqPacketConnection?
+        while connection == nil {
+            try waitReadable(listener.fd)
+            connection = try listener.accept()
+        }
+        let c = connection!
+        defer { c.close() }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while !done {
+            try waitReadable(c.fd)
+            let r = try buffer.withUnsafeMutableBytes { try c.receive(into: $0) }
+            switch r {
+            case .wouldBlock: continue
+            case .closed: FileHandleOut.log("the bridge disconnected"); return
+            case let .data(n, truncated):
+                if truncated { printError("packet longer than \(buffer.count) bytes: not a bridge frame"); continue }
+                do { handle(try BridgeFrame.parse(Array(buffer[0..<n]))) } catch { printError(error.description) }
+            }
+        }
+    }
+
+    mutating func runSerial(path: String) throws {
+        let port = try SerialPort.open(path)
+        defer { port.close() }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        var bad = deframer.bad.total
+        while !done {
+            try waitReadable(port.fd)
+            let r = try buffer.withUnsafeMutableBytes { try port.read(into: $0) }
+            switch r {
+            case .wouldBlock: continue
+            case .closed: FileHandleOut.log("the serial line hung up"); return
+            case let .data(n, _):
+                var d = deframer
+                var got: [BridgeFrame] = []
+                d.feed(Array(buffer[0..<n])) { got.append($0) }
+                deframer = d
+                for f in got where !done { handle(f) }
+                if deframer.bad.total != bad {
+                    bad = deframer.bad.total
+                    printError("serial framing errors so far: \(bad) (garbage, CRC or COBS); resynchronised")
+                }
+            }
+        }
+    }
+
+    func waitReadable(_ fd: FileDescriptor) throws {
+        var p = pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)
+        while poll(&p, 1, -1) < 0 {
+            if errno != EINTR { throw SystemError.current("poll", "\(fd)") }
+        }
+    }
+
+    func printError(_ message: String) {
+        var j = JSONWriter(pretty: false)
+        j.beginObject()
+        j.string("error", message)
+        j.endObject()
+        print(j.text)
+    }
+
+    mutating func handle(_ frame: BridgeFrame) {
+        frames += 1
+        var fields = JSONFields()
+        fields.json.int("bridge_time_us", Int64(bitPattern: frame.bridgeTimeUs))
+        switch frame.message {
+        case let .hello(v, radios, id):
+            fields.json.string("kind", "hello")
+            fields.json.int("protocol_version_max", Int64(v))
+            fields.json.int("radios", Int64(radios))
+            fields.json.int("bridge_id", Int64(id))
+        case let .heartbeat(seq):
+            fields.json.string("kind", "heartbeat")
+            fields.json.int("sequence", Int64(seq))
+        case let .link(who, code, state):
+            fields.json.string("kind", "link")
+            fields.json.string("sensor", who.description)
+            fields.json.int("profile_code", Int64(code))
+            fields.json.string("state", state.description)
+        case let .data(who, code, payload):
+            fields.json.string("kind", "data")
+            fields.json.string("sensor", who.description)
+            fields.json.string("payload", payload.hex)
+            guard let profile = Profile(transport: who.transport, code: code) else {
+                fields.json.int("profile_code", Int64(code))
+                fields.json.string("error", DecodeError(.unknownProfile).description)
+                break
+            }
+            fields.json.string("profile", profile.description)
+            let key = "\(who)|\(code)"
+            var decoder = decoders[key] ?? SensorDecoder(profile: profile, wheelCircumferenceMm: wheelMm)
+            let now = MonotonicInstant(milliseconds: Int64(frame.bridgeTimeUs / 1000))
+            do {
+                let d = try decoder.decode(payload, at: now, fields: &fields)
+                d.visitFields(&fields)
+            } catch {
+                fields.json.string("error", error.description)
+            }
+            decoders[key] = decoder
+        }
+        print(fields.finish())
+    }
+}
+
+/// Progress messages go to standard error, so standard output stays one JSON object per line.
+enum FileHandleOut {
+    static func log(_ s: String) {
+        let line = "bikecomputer decode: " + s + "\n"
+        _ = try? FileDescriptor(rawValue: 2).writeAll(Array(line.utf8))
     }
 }
