@@ -12,7 +12,7 @@ func requireANTPage(_ p: Payload) throws(DecodeError) {
 
 /// ANT+ battery status (common page 0x52, HRM page 7, speed/cadence page 4), bits 4–6.
 public enum ANTBatteryStatus: UInt8, Sendable, Hashable, CustomStringConvertible {
-    case reserved = 0, new = 1, good = 2, ok = 3, low = 4, critical = 5, reserved6 = 6, invalid = 7
+    case reserved = 0, new = 1, good = 2, ok = 3, low = 4, critical = 5, charging = 6, invalid = 7
 
     /// A rough charge for displays that show a percentage (the profile reports only a level).
     public var approximatePercent: Int? {
@@ -33,8 +33,9 @@ public enum ANTBatteryStatus: UInt8, Sendable, Hashable, CustomStringConvertible
         case .ok: "ok"
         case .low: "low"
         case .critical: "critical"
+        case .charging: "charging"
         case .invalid: "invalid"
-        default: "reserved"
+        case .reserved: "reserved"
         }
     }
 }

@@ -132,3 +132,92 @@ def test_combined_speed_cadence_matches_openant_without_wrap(bikecomputer):
             assert abs(o["speed_mps"] * 3.6 - sd.calculated_speed) < 1e-4
         if i > 0 and (cd.bike_cadence_event_time[1], cd.cumulative_cadence_revolution[1]) != pc:
             assert abs(o["cadence_rpm"] - cd.calculate_cadence()) < 1e-4
+
+
+def openant_device(cls, data_key, data_cls):
+    from openant.devices.common import CommonData
+    d = cls.__new__(cls)
+    d.name, d.device_id, d.trans_type = "dev", 1, 1
+    d._attached, d._found = True, True
+    d.on_found = lambda: None
+    d.on_device_data = lambda *a: None
+    d._on_battery = lambda *a: None
+    d._event_count = [0, 0]
+    d.data = {"common": CommonData(), "batteries": [None] * 16, data_key: data_cls()}
+    return d
+
+
+# openant's BatteryStatus names; it calls status 0 "Unknown", the profile reserves it.
+STATUS = {"Unknown": "reserved", "New": "new", "Good": "good", "Ok": "ok", "Low": "low",
+          "Critical": "critical", "Charging": "charging", "Invalid": "invalid"}
+
+
+def test_heart_rate_pages_match_openant(bikecomputer):
+    from openant.devices.heart_rate import HeartRate, HeartRateData
+    rng = random.Random(SEED + 4)
+    pages, t, beats = [], rng.randrange(65536), rng.randrange(256)
+    for i in range(400):
+        toggle = 0x80 if (i // 4) % 2 else 0
+        page = rng.choice([0, 1, 2, 3, 4, 4, 4, 6, 7])
+        if rng.random() < 0.7:
+            prev = t
+            t = (t + rng.randrange(300, 1500)) % 65536
+            beats = (beats + 1) % 256
+        else:
+            prev = (t - 700) % 65536
+        body = [rng.randrange(256) for _ in range(3)]
+        if page == 4:
+            body = [0xFF, prev & 0xFF, prev >> 8]
+        if page == 7:
+            body = [rng.randrange(0, 101), rng.randrange(256), rng.randrange(0, 0x80)]
+        pages.append([page | toggle] + body + [t & 0xFF, t >> 8, beats, rng.randrange(40, 200)])
+    ours = decode(bikecomputer, 120, pages)
+    hr = openant_device(HeartRate, "heart_rate", HeartRateData)
+    for i, (p, o) in enumerate(zip(pages, ours)):
+        hr.on_data(p)
+        ref = hr.data["heart_rate"]
+        assert o["computed_heart_rate_bpm"] == ref.heart_rate
+        assert o["heart_beat_count"] == ref.beat_count
+        assert abs(o["heart_beat_event_time_s"] - ref.beat_time) < 1e-6
+        if i < 4:
+            continue  # page fields are shown once the toggle bit has changed
+        page = p[0] & 0x7F
+        if page == 1:
+            assert o["cumulative_operating_time_s"] == ref.operating_time
+        elif page == 2:
+            assert o["manufacturer_id"] == ref.manufacturer_id_lsb and o["serial_number_high"] == ref.serial_number
+        elif page == 4:
+            assert abs(o["previous_heart_beat_event_time_s"] - ref.previous_heart_beat_time) < 1e-6
+        elif page == 6:
+            assert o["features_supported"] == ref.features_supported and o["features_enabled"] == ref.features_enabled
+        elif page == 7:
+            assert o["battery_percent"] == ref.battery_percentage
+            assert o["battery_status"] == STATUS[hr.data["common"].last_battery_data.status.name]
+
+
+def test_common_pages_match_openant(bikecomputer):
+    from openant.devices.power_meter import PowerData
+    rng = random.Random(SEED + 5)
+    pages = []
+    for _ in range(200):
+        kind = rng.choice([0x50, 0x51, 0x52])
+        p = [kind] + [rng.randrange(256) for _ in range(7)]
+        if kind == 0x52:
+            p[5] = 0  # openant reads the operating time from bytes 3-4 only; the profile has 3 bytes
+            p[7] = p[7] & 0x80 | rng.randrange(1, 6) << 4 | rng.randrange(0, 15)
+        pages.append(p)
+    ours = decode(bikecomputer, 11, pages)
+    dev = openant_device(PowerMeter, "power", PowerData)
+    for p, o in zip(pages, ours):
+        dev._on_data(p)
+        c = dev.data["common"]
+        if p[0] == 0x50:
+            assert (o["hardware_revision"], o["manufacturer_id"], o["model_number"]) == (c.hardware_rev, c.manufacturer_id, c.model_no)
+        elif p[0] == 0x51:
+            assert o["serial_number"] == c.serial_no
+            assert o["software_revision_main"] == p[3] and o["software_revision_supplemental"] == p[2]
+        else:
+            b = c.last_battery_data
+            assert o["cumulative_operating_time_s"] == b.operating_time
+            assert o["battery_status"] == STATUS[b.status.name]
+            assert abs(o["battery_voltage_v"] - (b.voltage_coarse + b.voltage_fractional)) < 1e-6
