@@ -65,6 +65,9 @@ public struct EventRate: Sendable, Hashable {
 
     public init(_ limits: Limits) { self.limits = limits }
 
+    /// The sensor says it has stopped (ANT+ speed page 5): the rate is 0 until the next event.
+    public mutating func stop() { eventsPerSecond = 0 }
+
     public mutating func reset() {
         lastCount = nil
         eventsPerSecond = nil

@@ -111,7 +111,14 @@ public struct SensorDecoder: Sendable {
             trackToggle(m.toggle)
             m.visitFields(&fields, speed: profile == .antSpeed, pagesTrusted: pagesTrusted)
             if profile == .antSpeed {
+                let before = wheel.lastCount
                 wheelReading(UInt64(m.revolutions), UInt64(m.eventTime1024), at: now, into: &d)
+                // Page 5's stop indicator zeroes speed at once, without waiting for the zero time.
+                if pagesTrusted, m.stopped == true, before == UInt64(m.revolutions) {
+                    wheel.stop()
+                    d.speedMps = 0
+                    d.wheelRpm = 0
+                }
             } else {
                 crankReading(UInt64(m.revolutions), UInt64(m.eventTime1024), at: now, into: &d)
             }

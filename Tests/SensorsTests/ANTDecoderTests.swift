@@ -102,4 +102,19 @@ import RideModel
         let b = try ANTSpeedOrCadencePage.parse(hexPayload("04 ff 80 22 00 00 00 00"))
         #expect(b.battery?.status == .good && b.battery?.voltageV == 2.5)
     }
+
+    @Test func speedPage5StopIndicatorZeroesAtOnce() throws {
+        var d = SensorDecoder(profile: .antSpeed, wheelCircumferenceMm: 2000)
+        _ = try d.decode(hexPayload("00 ff ff ff 00 00 00 00"), at: ms(0))
+        #expect(approx(try d.decode(hexPayload("80 ff ff ff 00 04 02 00"), at: ms(1000)).speedMps, 4))
+        // Same event, no stop flag (page 0): held.
+        #expect(approx(try d.decode(hexPayload("80 ff ff ff 00 04 02 00"), at: ms(1250)).speedMps, 4))
+        // Page 5 with the stop bit, same event: zero now, long before the 4 s zero time.
+        #expect(try d.decode(hexPayload("85 01 ff ff 00 04 02 00"), at: ms(1500)).speedMps == 0)
+        // Page 5 without the stop bit does not zero.
+        var e = SensorDecoder(profile: .antSpeed, wheelCircumferenceMm: 2000)
+        _ = try e.decode(hexPayload("00 ff ff ff 00 00 00 00"), at: ms(0))
+        _ = try e.decode(hexPayload("80 ff ff ff 00 04 02 00"), at: ms(1000))
+        #expect(approx(try e.decode(hexPayload("85 00 ff ff 00 04 02 00"), at: ms(1250)).speedMps, 4))
+    }
 }

@@ -150,4 +150,33 @@ import RideModel
         #expect(!ds.status.bridgeConnected)
         #expect(ds.sensorState(0) == .lost)
     }
+
+    @Test func bridgeRestartWithNewIDLosesSensorsUntilHeardAgain() {
+        var ds = source()
+        ds.start(at: ms(0)) { _ in }
+        ds.handle(BridgeFrame(bridgeTimeUs: 0, .hello(protocolVersionMax: 1, radios: 1, bridgeID: 1)), at: ms(0)) { _ in }
+        ds.handle(data(Self.hrm, 120, "00 00 00 00 00 00 00 48"), at: ms(10)) { _ in }
+        #expect(ds.sensorState(0) == .connected)
+        // The same bridge saying hello again (a reconnect) changes nothing.
+        ds.handle(BridgeFrame(bridgeTimeUs: 0, .hello(protocolVersionMax: 1, radios: 1, bridgeID: 1)), at: ms(20)) { _ in }
+        #expect(ds.sensorState(0) == .connected)
+        // A new bridge id: it restarted.
+        ds.handle(BridgeFrame(bridgeTimeUs: 0, .hello(protocolVersionMax: 1, radios: 1, bridgeID: 2)), at: ms(30)) { _ in }
+        #expect(ds.sensorState(0) == .lost)
+        #expect(ds.functionState(.heartRate) == .lost)
+        ds.handle(data(Self.hrm, 120, "00 00 00 00 00 00 00 48"), at: ms(40)) { _ in }
+        #expect(ds.sensorState(0) == .connected)
+        #expect(ds.status.lastBridgeID == 2)
+    }
+
+    @Test func wildcardTransmissionTypeMatchesAndOtherTypesDoNot() {
+        var ds = DataSource(DataSourceConfiguration(sensors: [PairedSensor(.ant(deviceNumber: 5, deviceType: 120, transmissionType: 0))]))
+        var c = Collected()
+        ds.start(at: ms(0)) { _ in }
+        ds.handle(data(.ant(deviceNumber: 5, deviceType: 120, transmissionType: 0x51), 120, "00 00 00 00 00 00 00 48"), at: ms(0)) { c.take($0) }
+        ds.handle(data(.ant(deviceNumber: 5, deviceType: 11, transmissionType: 0x51), 11, "10 01 ff 5a 00 00 c8 00"), at: ms(0)) { c.take($0) }
+        #expect(c.values(.heartRate) == [72])
+        #expect(c.values(.power).isEmpty)
+        #expect(ds.status.bad[.unpairedSensor] == 1)
+    }
 }
