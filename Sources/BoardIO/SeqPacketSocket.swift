@@ -34,8 +34,9 @@ public struct SeqPacketListener: Sendable {
     public let path: String
 
     /// socket(AF_UNIX, SOCK_SEQPACKET|SOCK_NONBLOCK|SOCK_CLOEXEC), unlink of a stale socket file,
-    /// bind(2) and listen(2).
-    public static func listen(path: String, backlog: Int32 = 4) throws(SystemError) -> SeqPacketListener {
+    /// bind(2), chmod(2) to `mode` (0660: the bridge runs as another user in the app's group) and
+    /// listen(2).
+    public static func listen(path: String, backlog: Int32 = 4, mode: mode_t = 0o660) throws(SystemError) -> SeqPacketListener {
         let raw = try retryingOnInterrupt("socket", path) {
             socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         }
@@ -44,6 +45,7 @@ public struct SeqPacketListener: Sendable {
             _ = unlink(path)
             let r = try withUnixAddress(path) { bind(raw, $0, $1) }
             if r < 0 { throw SystemError.current("bind", path) }
+            if chmod(path, mode) != 0 { throw SystemError.current("chmod", path) }
             _ = try retryingOnInterrupt("listen", path) { Glibc.listen(raw, backlog) }
         } catch {
             fd.close()

@@ -88,8 +88,11 @@ public struct EventRate: Sendable, Hashable {
             }
             return .held
         }
-        if now.milliseconds(since: lastEventAt) > limits.unambiguousMs {
+        let sinceEventMs = now.milliseconds(since: lastEventAt)
+        if sinceEventMs > limits.unambiguousMs {
             rebase(count, time, at: now)
+            // More events than the spike limit allows in the elapsed time: a counter reset.
+            guard Double(dN) <= limits.eventsPerSecondMax * Double(sinceEventMs) / 1000 else { return .spike }
             return .rebased(dN)
         }
         if dN == 0 || dT == 0 {

@@ -122,4 +122,16 @@ import RideModel
         #expect(v.speedMps == nil || v.speedMps == 0)
         #expect(approx(v.distanceM, 40))
     }
+
+    @Test func counterResetDuringLongGapAddsNoDistance() throws {
+        var d = SensorDecoder(profile: .bleSpeedCadence, wheelCircumferenceMm: 2000)
+        _ = try d.decode(csc(wheel: 1000, wt: 0), at: ms(0))
+        // 70 s later the counter reads 5 (the battery was changed): (5 − 1000) mod 2^32 would be
+        // ~4.3e9 revolutions. It is a spike: no distance, counted.
+        let v = try d.decode(csc(wheel: 5, wt: 0x400), at: ms(70_000))
+        #expect(v.has(.absurdValue))
+        #expect(v.distanceM == 0)
+        // Riding on from the new reference: 2 revs in 1 s.
+        #expect(approx(try d.decode(csc(wheel: 7, wt: 0x800), at: ms(71_000)).distanceM, 4))
+    }
 }
