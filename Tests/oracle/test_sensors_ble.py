@@ -193,3 +193,42 @@ def test_truncated_payloads_are_rejected(bikecomputer, uuid, hexes):
             continue
         assert all(getattr(ref, f, None) is None for f in optional), h
         assert not getattr(ref, "rr_intervals", ())
+
+
+# pycycling is a second, raw-integer BLE oracle. Its verified quirks (wire-formats.md §4): power and
+# extreme force/torque read unsigned, "sensor contact" is true for flags 0x02/0x04 alike, RR stays
+# in 1/1024 s, extreme angles are skipped.
+def test_pycycling_agrees_on_raw_integers(bikecomputer):
+    from pycycling.cycling_power_service import _parse_cycling_power_measurement
+    from pycycling.heart_rate_service import _parse_hr_measurement
+
+    rng = random.Random(SEED + 4)
+    hrm = [random_hrm(rng) for _ in range(300)]
+    for p, o in zip(hrm, decode(bikecomputer, "2a37", hrm)):
+        ref = _parse_hr_measurement(bytearray(p))
+        assert o["heart_rate_bpm"] == ref.bpm
+        assert ref.sensor_contact == bool(p[0] & 0x06)
+        assert [round(x * 1024) for x in o.get("rr_intervals_s", [])] == ref.rr_interval
+        assert o.get("energy_expended_kj") == ref.energy_expended
+
+    cps = [random_cps(rng) for _ in range(800)]
+    for p, o in zip(cps, decode(bikecomputer, "2a63", cps)):
+        ref = _parse_cycling_power_measurement(bytearray(p))
+        assert o["instantaneous_power_w"] & 0xFFFF == ref.instantaneous_power
+        for mine, theirs, scale in [("maximum_force_n", "maximum_force_magnitude", 1),
+                                    ("minimum_force_n", "minimum_force_magnitude", 1),
+                                    ("maximum_torque_nm", "maximum_torque_magnitude", 32),
+                                    ("minimum_torque_nm", "minimum_torque_magnitude", 32)]:
+            want = getattr(ref, theirs)
+            if want is None:
+                assert mine not in o
+            else:
+                assert round(o[mine] * scale) & 0xFFFF == want, (mine, p.hex())
+        if ref.pedal_power_balance is not None:
+            assert round(o["pedal_power_balance_percent"] * 2) == ref.pedal_power_balance
+        if ref.last_wheel_event_time is not None:
+            assert round(o["last_wheel_event_time_s"] * 2048) == ref.last_wheel_event_time
+        assert o.get("cumulative_crank_revolutions") == ref.cumulative_crank_revs
+        assert o.get("top_dead_spot_angle_deg") == ref.top_dead_spot_angle
+        assert o.get("bottom_dead_spot_angle_deg") == ref.bottom_dead_spot_angle
+        assert o.get("accumulated_energy_kj") == ref.accumulated_energy
