@@ -64,7 +64,7 @@ let package = Package(
         .testTarget(name: "RideModelTests", dependencies: ["RideModel"], swiftSettings: swift6),
         .testTarget(name: "AppCoreTests", dependencies: ["AppCore", "RideModel", "Device"], swiftSettings: swift6),
         .testTarget(name: "TrainingTests", dependencies: ["Training", "RideModel"], swiftSettings: swift6),
-        .testTarget(name: "SensorsTests", dependencies: ["Sensors", "RideModel", "BoardIO", "AppCore", "Device"], swiftSettings: swift6),
+        .testTarget(name: "SensorsTests", dependencies: ["Sensors", "RideModel", "BoardIO", "AppCore", "Device"], exclude: ["Corpus"], swiftSettings: swift6),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Screens", "AppCore", "BoardHardware"], swiftSettings: swift6),
         .testTarget(name: "JournalTests", dependencies: ["Journal", "RideModel", "AppCore", "BoardIO"], swiftSettings: swift6),
         .testTarget(name: "RideFilesTests", dependencies: ["RideFiles", "RideModel", "AppCore"], swiftSettings: swift6),

@@ -20,7 +20,7 @@ import RideModel
         var lines: [String] = []
         var buf = [CChar](repeating: 0, count: 1024)
         while fgets(&buf, Int32(buf.count), f) != nil {
-            let line = String(cString: buf).trimmingSpacesAndNewlines
+            let line = buf.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }.trimmingSpacesAndNewlines
             if !line.isEmpty && !line.hasPrefix("#") { lines.append(line) }
         }
         return lines
