@@ -68,7 +68,7 @@ let package = Package(
         .testTarget(name: "RideModelTests", dependencies: ["RideModel"], swiftSettings: swift6),
         .testTarget(name: "AppCoreTests", dependencies: ["AppCore", "RideModel", "Device", "Training"], swiftSettings: swift6),
         .testTarget(name: "TrainingTests", dependencies: ["Training", "RideModel"], swiftSettings: swift6),
-        .testTarget(name: "SensorsTests", dependencies: ["Sensors", "RideModel", "BoardIO", "AppCore"], swiftSettings: swift6),
+        .testTarget(name: "SensorsTests", dependencies: ["Sensors", "RideModel", "BoardIO", "AppCore", "Device"], exclude: ["Corpus"], swiftSettings: swift6),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Screens", "AppCore", "BoardHardware"], exclude: ["Goldens"], swiftSettings: swift6),
         .testTarget(name: "JournalTests", dependencies: ["Journal", "RideModel", "AppCore", "BoardIO"], swiftSettings: swift6),
         .testTarget(name: "RideFilesTests", dependencies: ["RideFiles", "RideModel", "AppCore", "Device"], swiftSettings: swift6),

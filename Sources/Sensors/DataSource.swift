@@ -1,0 +1,363 @@
+import RideModel
+
+/// The four sensor functions a screen shows status for (mapped to AppCore's `SensorRole` by
+/// Device/SensorFeed.swift; Sensors cannot depend on AppCore).
+public enum SensorFunction: UInt8, CaseIterable, Sendable, Hashable, CustomStringConvertible {
+    case heartRate = 0, power = 1, speed = 2, cadence = 3
+
+    public static let countMax = 4
+
+    /// The quantity whose sources decide this function's state.
+    public var quantity: Quantity {
+        switch self {
+        case .heartRate: .heartRate
+        case .power: .power
+        case .speed: .speed
+        case .cadence: .cadence
+        }
+    }
+
+    public var description: String { quantity.name }
+}
+
+/// A paired sensor's state.
+public enum SourceState: UInt8, Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// Nothing provides this (only for functions).
+    case notConfigured = 0
+    /// Paired, not heard from yet.
+    case searching = 1
+    /// Lost: was connected, then nothing for `lostAfterMs`, the bridge said disconnected, or the
+    /// bridge itself went away. Ranks above searching: a function with one lost and one
+    /// never-seen source shows lost.
+    case lost = 2
+    /// Heard from, but nothing decodable for `staleAfterMs`.
+    case stale = 3
+    case connected = 4
+
+    public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+
+    public var description: String {
+        switch self {
+        case .notConfigured: "not_configured"
+        case .lost: "lost"
+        case .searching: "searching"
+        case .stale: "stale"
+        case .connected: "connected"
+        }
+    }
+}
+
+/// What the data source tells the app.
+public enum SensorOutput: Sendable, Hashable {
+    case sample(Sample)
+    /// A function's state or battery changed.
+    case function(SensorFunction, SourceState, batteryPercent: Int?, at: MonotonicInstant)
+}
+
+/// A sensor paired for the ride.
+public struct PairedSensor: Sendable, Hashable {
+    /// For ANT+, a transmission type of 0 matches any (as in ANT+ pairing).
+    public var identity: SensorIdentity
+    /// The quantities to take from this sensor.
+    public var provides: QuantitySet
+    /// Lower wins when two sensors provide the same quantity.
+    public var priority: Int
+
+    public init(_ identity: SensorIdentity, provides: QuantitySet? = nil, priority: Int = 0) {
+        self.identity = identity
+        self.priority = priority
+        if let provides {
+            self.provides = provides
+        } else if case let .ant(_, type, _) = identity, let p = Profile(transport: .ant, code: UInt16(type)) {
+            self.provides = p.quantities
+        } else {
+            self.provides = .all
+        }
+    }
+
+    func matches(_ id: SensorIdentity) -> Bool {
+        switch (identity, id) {
+        case let (.ant(n0, t0, x0), .ant(n1, t1, x1)): n0 == n1 && t0 == t1 && (x0 == 0 || x0 == x1)
+        case let (.ble(a0), .ble(a1)): a0.value == a1.value
+        default: false
+        }
+    }
+}
+
+public struct DataSourceConfiguration: Sendable, Hashable {
+    /// Sensors one ride can pair.
+    public static let pairedSensorsMax = 8
+
+    public var sensors: [PairedSensor]
+    public var enabled: QuantitySet
+    public var wheelCircumferenceMm: Int
+    /// Connected → stale after this long without a decodable payload.
+    public var staleAfterMs: Int64
+    /// → lost after this long.
+    public var lostAfterMs: Int64
+    /// No frame at all from the bridge (not even a heartbeat) for this long: the bridge is gone.
+    public var bridgeSilenceMs: Int64
+    /// Frames per sensor per second above which the excess is dropped (ANT+ sends 4–8 Hz, BLE
+    /// about 1–4 Hz per characteristic).
+    public var framesPerSensorPerSecondMax: Int
+
+    public init(sensors: [PairedSensor], enabled: QuantitySet = .all,
+                wheelCircumferenceMm: Int = SensorDecoder.defaultWheelCircumferenceMm,
+                staleAfterMs: Int64 = 3_000, lostAfterMs: Int64 = 10_000, bridgeSilenceMs: Int64 = 5_000,
+                framesPerSensorPerSecondMax: Int = 40) {
+        precondition(sensors.count <= Self.pairedSensorsMax, "at most \(Self.pairedSensorsMax) paired sensors")
+        self.sensors = sensors
+        self.enabled = enabled
+        self.wheelCircumferenceMm = wheelCircumferenceMm
+        self.staleAfterMs = staleAfterMs
+        self.lostAfterMs = lostAfterMs
+        self.bridgeSilenceMs = bridgeSilenceMs
+        self.framesPerSensorPerSecondMax = framesPerSensorPerSecondMax
+    }
+}
+
+/// Counters and states for a status query and the log.
+public struct DataSourceStatus: Sendable, Hashable {
+    public var bad = BadInputCounters()
+    public var framesReceived: UInt64 = 0
+    public var payloadsDecoded: UInt64 = 0
+    public var samplesEmitted: UInt64 = 0
+    /// Samples dropped because a higher-priority sensor provides the quantity (not an error).
+    public var samplesSuperseded: UInt64 = 0
+    /// Samples dropped because their quantity is disabled (not an error).
+    public var samplesDisabled: UInt64 = 0
+    public var bridgeConnected = false
+    public var bridgeConnections: UInt64 = 0
+    public var lastBridgeID: UInt32?
+    public var heartbeats: UInt64 = 0
+}
+
+/// The data source: routes bridge frames from paired sensors through their decoders, applies
+/// enable/disable and priority, tracks each sensor's state and battery, and emits samples and
+/// function states. Storage is allocated once at init; a frame allocates nothing.
+public struct DataSource: Sendable {
+    struct Slot: Sendable {
+        var paired: PairedSensor
+        var decoders: [SensorDecoder]
+        var state: SourceState = .searching
+        var lastDataAt = MonotonicInstant.zero
+        var batteryPercent: Int?
+        var windowStart = MonotonicInstant.zero
+        var framesInWindow = 0
+        var lastDistanceM: Double?
+    }
+
+    public private(set) var configuration: DataSourceConfiguration
+    var slots: [Slot]
+    var functionStates: [SourceState]
+    var functionBatteries: [Int?]
+    var lastBridgeFrameAt: MonotonicInstant?
+    /// Distance from wheel revolutions, over every source and reconnection, m.
+    public private(set) var odometerM: Double = 0
+    public private(set) var status = DataSourceStatus()
+
+    public init(_ configuration: DataSourceConfiguration) {
+        self.configuration = configuration
+        slots = configuration.sensors.map { p in
+            let profiles = Profile.allCases.filter { $0.transport == p.identity.transport }
+            return Slot(paired: p, decoders: profiles.map { SensorDecoder(profile: $0, wheelCircumferenceMm: configuration.wheelCircumferenceMm) })
+        }
+        functionStates = Array(repeating: .notConfigured, count: SensorFunction.countMax)
+        functionBatteries = Array(repeating: nil, count: SensorFunction.countMax)
+    }
+
+    /// The state of paired sensor `index` (in configuration order).
+    public func sensorState(_ index: Int) -> SourceState { slots[index].state }
+    public func sensorBattery(_ index: Int) -> Int? { slots[index].batteryPercent }
+    public func functionState(_ f: SensorFunction) -> SourceState { functionStates[Int(f.rawValue)] }
+
+    /// Announces every function's initial state (searching, or not configured).
+    public mutating func start(at now: MonotonicInstant, _ emit: (SensorOutput) -> Void) {
+        refreshFunctions(at: now, force: true, emit)
+    }
+
+    public mutating func setEnabled(_ q: Quantity, _ on: Bool, at now: MonotonicInstant, _ emit: (SensorOutput) -> Void) {
+        if on { configuration.enabled.insert(q) } else { configuration.enabled.remove(q) }
+        refreshFunctions(at: now, force: false, emit)
+    }
+
+    /// Counts bad input met before a frame could be parsed (by the transport).
+    public mutating func count(_ kind: BadInput, by n: UInt64 = 1) { status.bad.count(kind, by: n) }
+
+    /// The transport to the bridge is up (a socket accepted, a serial device opened).
+    public mutating func bridgeConnected(at now: MonotonicInstant) {
+        status.bridgeConnected = true
+        status.bridgeConnections &+= 1
+        lastBridgeFrameAt = now
+    }
+
+    /// The bridge went away: every sensor is lost and its values become absent.
+    public mutating func bridgeDisconnected(at now: MonotonicInstant, _ emit: (SensorOutput) -> Void) {
+        status.bridgeConnected = false
+        lastBridgeFrameAt = nil
+        for i in slots.indices { lose(i) }
+        refreshFunctions(at: now, force: false, emit)
+    }
+
+    /// Handles one parsed bridge frame received at `now`.
+    public mutating func handle(_ frame: BridgeFrame, at now: MonotonicInstant, _ emit: (SensorOutput) -> Void) {
+        status.framesReceived &+= 1
+        if !status.bridgeConnected { bridgeConnected(at: now) }
+        lastBridgeFrameAt = now
+        switch frame.message {
+        case let .hello(_, _, id):
+            if let last = status.lastBridgeID, last != id {
+                // The bridge restarted: its sensors reconnect from scratch.
+                for i in slots.indices { lose(i) }
+                refreshFunctions(at: now, force: false, emit)
+            }
+            status.lastBridgeID = id
+        case .heartbeat:
+            status.heartbeats &+= 1
+        case let .link(who, _, state):
+            guard let i = slotIndex(who) else { status.bad.count(.unpairedSensor); return }
+            switch state {
+            case .connected:
+                if slots[i].state != .connected { slots[i].state = .connected; slots[i].lastDataAt = now }
+            case .searching:
+                if slots[i].state == .connected || slots[i].state == .stale { lose(i) }
+            case .disconnected:
+                lose(i)
+            }
+            refreshFunctions(at: now, force: false, emit)
+        case let .data(who, code, payload):
+            guard let i = slotIndex(who) else { status.bad.count(.unpairedSensor); return }
+            guard let profile = Profile(transport: who.transport, code: code),
+                  let d = slots[i].decoders.firstIndex(where: { $0.profile == profile }) else {
+                status.bad.count(.unknownProfile)
+                return
+            }
+            guard admit(i, at: now) else { status.bad.count(.rateLimited); return }
+            let values: DerivedValues
+            do {
+                values = try slots[i].decoders[d].decode(payload, at: now)
+            } catch {
+                status.bad.count(error.kind)
+                return
+            }
+            status.payloadsDecoded &+= 1
+            for raw in 0..<UInt8(BadInput.countMax) {
+                if let k = BadInput(rawValue: raw), values.has(k) { status.bad.count(k) }
+            }
+            slots[i].lastDataAt = now
+            slots[i].state = .connected
+            if let b = values.batteryPercent { slots[i].batteryPercent = b }
+            emitSamples(values, from: i, at: now, emit)
+            refreshFunctions(at: now, force: false, emit)
+        }
+    }
+
+    /// Time passing: stale and lost timeouts, bridge silence. Call at least once a second.
+    public mutating func tick(at now: MonotonicInstant, _ emit: (SensorOutput) -> Void) {
+        if let last = lastBridgeFrameAt, now.milliseconds(since: last) >= configuration.bridgeSilenceMs {
+            bridgeDisconnected(at: now, emit)
+            return
+        }
+        for i in slots.indices {
+            let quietMs = now.milliseconds(since: slots[i].lastDataAt)
+            switch slots[i].state {
+            case .connected where quietMs >= configuration.lostAfterMs, .stale where quietMs >= configuration.lostAfterMs:
+                lose(i)
+            case .connected where quietMs >= configuration.staleAfterMs:
+                slots[i].state = .stale
+            default: break
+            }
+        }
+        refreshFunctions(at: now, force: false, emit)
+    }
+
+    // MARK: Internals
+
+    func slotIndex(_ who: SensorIdentity) -> Int? {
+        for i in slots.indices where slots[i].paired.matches(who) { return i }
+        return nil
+    }
+
+    mutating func lose(_ i: Int) {
+        if slots[i].state != .searching { slots[i].state = .lost }
+        for d in slots[i].decoders.indices { slots[i].decoders[d].reset() }
+        slots[i].lastDistanceM = nil
+    }
+
+    mutating func admit(_ i: Int, at now: MonotonicInstant) -> Bool {
+        if now.milliseconds(since: slots[i].windowStart) >= 1000 {
+            slots[i].windowStart = now
+            slots[i].framesInWindow = 0
+        }
+        slots[i].framesInWindow += 1
+        return slots[i].framesInWindow <= configuration.framesPerSensorPerSecondMax
+    }
+
+    /// Whether sensor `i` is the preferred live source of `q`.
+    func preferred(_ i: Int, for q: Quantity) -> Bool {
+        let mine = slots[i].paired.priority
+        for j in slots.indices where j != i && slots[j].state == .connected && slots[j].paired.provides.contains(q) {
+            if slots[j].paired.priority < mine || (slots[j].paired.priority == mine && j < i) { return false }
+        }
+        return true
+    }
+
+    /// Whether a sample of `q` from sensor `i` passes enable, provides and priority.
+    mutating func pass(_ q: Quantity, from i: Int) -> Bool {
+        guard slots[i].paired.provides.contains(q) else { return false }
+        guard configuration.enabled.contains(q) else { status.samplesDisabled &+= 1; return false }
+        guard preferred(i, for: q) else { status.samplesSuperseded &+= 1; return false }
+        return true
+    }
+
+    /// Quantities taken from `DerivedValues.value(_:)` (RR and distance are handled apart).
+    static let valueQuantities: [Quantity] = [.heartRate, .power, .cadence, .speed, .energy, .pedalBalanceRight,
+                                              .torqueEffectivenessLeft, .torqueEffectivenessRight,
+                                              .pedalSmoothnessLeft, .pedalSmoothnessRight]
+
+    mutating func emitSamples(_ v: DerivedValues, from i: Int, at now: MonotonicInstant, _ emit: (SensorOutput) -> Void) {
+        func send(_ q: Quantity, _ value: Double, origin: SampleOrigin = .measured) {
+            guard value.isFinite, value >= 0 else { status.bad.count(.absurdValue); return }
+            status.samplesEmitted &+= 1
+            emit(.sample(Sample(q, value, at: now, origin: origin)))
+        }
+        for q in Self.valueQuantities {
+            if let x = v.value(q), pass(q, from: i) { send(q, x) }
+        }
+        if v.rrCount > 0, pass(.rrInterval, from: i) {
+            for k in 0..<v.rrCount { send(.rrInterval, v.rrIntervalS(k)) }
+        }
+        if let dist = v.distanceM {
+            let increment = slots[i].lastDistanceM.map { dist - $0 } ?? 0
+            slots[i].lastDistanceM = dist
+            if increment >= 0, pass(.distance, from: i) {
+                odometerM += increment
+                send(.distance, odometerM, origin: .generated)
+            }
+        }
+    }
+
+    mutating func refreshFunctions(at now: MonotonicInstant, force: Bool, _ emit: (SensorOutput) -> Void) {
+        for f in SensorFunction.allCases {
+            let q = f.quantity
+            var best = SourceState.notConfigured
+            var battery: Int? = nil
+            var bestPriority = Int.max
+            if configuration.enabled.contains(q) {
+                for s in slots where s.paired.provides.contains(q) {
+                    if s.state > best || (s.state == best && s.paired.priority < bestPriority) {
+                        best = s.state
+                        battery = s.batteryPercent
+                        bestPriority = s.paired.priority
+                    }
+                }
+            }
+            let k = Int(f.rawValue)
+            if force || best != functionStates[k] || battery != functionBatteries[k] {
+                functionStates[k] = best
+                functionBatteries[k] = battery
+                emit(.function(f, best, batteryPercent: battery, at: now))
+            }
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// Sensors: bridge protocol, BLE and ANT+ decoders, the data source (issue 3).

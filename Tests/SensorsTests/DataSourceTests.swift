@@ -1,0 +1,182 @@
+import Testing
+import RideModel
+@testable import Sensors
+
+@Suite struct DataSourceTests {
+    static let hrm = SensorIdentity.ant(deviceNumber: 11, deviceType: 120, transmissionType: 1)
+    static let pm = SensorIdentity.ant(deviceNumber: 22, deviceType: 11, transmissionType: 5)
+    static let cad = SensorIdentity.ble(BLEAddress("AA:BB:CC:DD:EE:01")!)
+
+    struct Collected {
+        var samples: [Sample] = []
+        var functions: [(SensorFunction, SourceState, Int?)] = []
+        mutating func take(_ o: SensorOutput) {
+            switch o {
+            case .sample(let s): samples.append(s)
+            case let .function(f, s, b, _): functions.append((f, s, b))
+            }
+        }
+        func values(_ q: Quantity) -> [Double] { samples.filter { $0.quantity == q }.map(\.value) }
+    }
+
+    func data(_ who: SensorIdentity, _ code: UInt16, _ hex: String) -> BridgeFrame {
+        BridgeFrame(bridgeTimeUs: 0, .data(who, profileCode: code, hexPayload(hex)))
+    }
+
+    func source() -> DataSource {
+        DataSource(DataSourceConfiguration(sensors: [
+            PairedSensor(Self.hrm),
+            PairedSensor(Self.pm, priority: 0),
+            PairedSensor(Self.cad, provides: QuantitySet(.cadence, .speed, .distance), priority: 1),
+        ], wheelCircumferenceMm: 2000))
+    }
+
+    @Test func startAnnouncesSearchingAndUnpairedIsCounted() {
+        var ds = source()
+        var c = Collected()
+        ds.start(at: ms(0)) { c.take($0) }
+        #expect(c.functions.count == 4)
+        #expect(c.functions.allSatisfy { $0.1 == .searching })
+        ds.handle(data(.ant(deviceNumber: 99, deviceType: 120, transmissionType: 1), 120, "00 00 00 00 00 00 00 48"), at: ms(10)) { c.take($0) }
+        #expect(ds.status.bad[.unpairedSensor] == 1)
+        #expect(c.samples.isEmpty)
+        ds.handle(data(Self.hrm, 999, "00"), at: ms(10)) { c.take($0) }
+        #expect(ds.status.bad[.unknownProfile] == 1)
+    }
+
+    @Test func heartRateConnectsThenStaleThenLostAndValuesStop() {
+        var ds = source()
+        var c = Collected()
+        ds.start(at: ms(0)) { _ in }
+        ds.handle(data(Self.hrm, 120, "00 00 00 00 00 00 00 48"), at: ms(100)) { c.take($0) }
+        #expect(c.values(.heartRate) == [72])
+        #expect(ds.functionState(.heartRate) == .connected)
+        ds.tick(at: ms(3200)) { c.take($0) }
+        #expect(ds.sensorState(0) == .stale)
+        ds.handle(BridgeFrame(bridgeTimeUs: 1, .heartbeat(sequence: 1)), at: ms(4000)) { _ in }
+        ds.handle(BridgeFrame(bridgeTimeUs: 1, .heartbeat(sequence: 2)), at: ms(8000)) { _ in }
+        ds.tick(at: ms(10_200)) { c.take($0) }
+        #expect(ds.sensorState(0) == .lost)
+        #expect(ds.functionState(.heartRate) == .lost)
+        #expect(c.functions.last! == (.heartRate, .lost, nil))
+    }
+
+    @Test func priorityPowerMeterCadenceWinsWhileConnected() {
+        var ds = source()
+        var c = Collected()
+        ds.start(at: ms(0)) { _ in }
+        // Power meter 0x10 page with 90 rpm, and a BLE CSC crank reading.
+        ds.handle(data(Self.pm, 11, "10 01 ff 5a 00 00 c8 00"), at: ms(0)) { c.take($0) }
+        ds.handle(data(Self.cad, 0x2A5B, "02 0a 00 00 00"), at: ms(10)) { c.take($0) }
+        ds.handle(data(Self.cad, 0x2A5B, "02 0b 00 00 02"), at: ms(510)) { c.take($0) }
+        #expect(c.values(.cadence) == [90])
+        #expect(ds.status.samplesSuperseded >= 1)
+        // The power meter goes quiet (stale): the cadence sensor takes over.
+        ds.tick(at: ms(3100)) { c.take($0) }
+        ds.handle(data(Self.cad, 0x2A5B, "02 0c 00 00 04"), at: ms(3200)) { c.take($0) }
+        #expect(c.values(.cadence) == [90, 120])
+    }
+
+    @Test func disabledQuantityIsNotEmittedAndFunctionNotConfigured() {
+        var ds = source()
+        var c = Collected()
+        ds.start(at: ms(0)) { _ in }
+        ds.setEnabled(.heartRate, false, at: ms(0)) { c.take($0) }
+        #expect(c.functions.last! == (.heartRate, .notConfigured, nil))
+        ds.handle(data(Self.hrm, 120, "00 00 00 00 00 00 00 48"), at: ms(100)) { c.take($0) }
+        #expect(c.values(.heartRate).isEmpty)
+        #expect(ds.status.samplesDisabled == 1)
+    }
+
+    @Test func bridgeDeathLosesAllAndDistanceStaysMonotonic() {
+        var ds = source()
+        var c = Collected()
+        ds.start(at: ms(0)) { _ in }
+        ds.handle(data(Self.cad, 0x2A5B, "01 00 00 00 00 00 00"), at: ms(0)) { c.take($0) }
+        ds.handle(data(Self.cad, 0x2A5B, "01 02 00 00 00 00 04"), at: ms(1000)) { c.take($0) }
+        #expect(c.values(.distance) == [0, 4])
+        ds.bridgeDisconnected(at: ms(1500)) { c.take($0) }
+        #expect(ds.functionState(.speed) == .lost)
+        // Reconnect: the sensor's counter continues; the first reading is a new reference.
+        ds.handle(data(Self.cad, 0x2A5B, "01 10 00 00 00 00 10"), at: ms(20_000)) { c.take($0) }
+        ds.handle(data(Self.cad, 0x2A5B, "01 11 00 00 00 00 14"), at: ms(21_000)) { c.take($0) }
+        #expect(ds.functionState(.speed) == .connected)
+        #expect(c.values(.distance) == [0, 4, 4, 6])
+    }
+
+    @Test func batteryFromCommonPageReachesFunctionStatus() {
+        var ds = source()
+        var c = Collected()
+        ds.start(at: ms(0)) { _ in }
+        ds.handle(data(Self.pm, 11, "52 ff 00 05 00 00 80 a3"), at: ms(0)) { c.take($0) }
+        #expect(c.functions.contains { $0.0 == .power && $0.1 == .connected && $0.2 == 75 })
+        #expect(ds.sensorBattery(1) == 75)
+    }
+
+    @Test func rateLimitDropsFloods() {
+        var ds = source()
+        ds.start(at: ms(0)) { _ in }
+        for k in 0..<100 { ds.handle(data(Self.hrm, 120, "00 00 00 00 00 00 00 48"), at: ms(Int64(k))) { _ in } }
+        #expect(ds.status.bad[.rateLimited] == 60)
+        #expect(ds.status.payloadsDecoded == 40)
+    }
+
+    @Test func truncatedAndReservedAreCounted() {
+        var ds = source()
+        ds.start(at: ms(0)) { _ in }
+        ds.handle(data(Self.hrm, 120, "00 00 00"), at: ms(0)) { _ in }
+        ds.handle(data(Self.cad, 0x2A5B, "03 00"), at: ms(0)) { _ in }
+        ds.handle(data(Self.cad, 0x2A5B, "80"), at: ms(0)) { _ in }
+        #expect(ds.status.bad[.truncated] == 2)
+        #expect(ds.status.bad[.reservedFlags] == 1)
+    }
+
+    @Test func linkFramesDriveStates() {
+        var ds = source()
+        ds.start(at: ms(0)) { _ in }
+        ds.handle(BridgeFrame(bridgeTimeUs: 0, .link(Self.cad, profileCode: 0x2A5B, .connected)), at: ms(0)) { _ in }
+        #expect(ds.sensorState(2) == .connected)
+        ds.handle(BridgeFrame(bridgeTimeUs: 0, .link(Self.cad, profileCode: 0x2A5B, .disconnected)), at: ms(10)) { _ in }
+        #expect(ds.sensorState(2) == .lost)
+    }
+
+    @Test func bridgeSilenceMeansLost() {
+        var ds = source()
+        ds.start(at: ms(0)) { _ in }
+        ds.handle(data(Self.hrm, 120, "00 00 00 00 00 00 00 48"), at: ms(0)) { _ in }
+        ds.tick(at: ms(4_999)) { _ in }
+        #expect(ds.status.bridgeConnected)
+        ds.tick(at: ms(5_000)) { _ in }
+        #expect(!ds.status.bridgeConnected)
+        #expect(ds.sensorState(0) == .lost)
+    }
+
+    @Test func bridgeRestartWithNewIDLosesSensorsUntilHeardAgain() {
+        var ds = source()
+        ds.start(at: ms(0)) { _ in }
+        ds.handle(BridgeFrame(bridgeTimeUs: 0, .hello(protocolVersionMax: 1, radios: 1, bridgeID: 1)), at: ms(0)) { _ in }
+        ds.handle(data(Self.hrm, 120, "00 00 00 00 00 00 00 48"), at: ms(10)) { _ in }
+        #expect(ds.sensorState(0) == .connected)
+        // The same bridge saying hello again (a reconnect) changes nothing.
+        ds.handle(BridgeFrame(bridgeTimeUs: 0, .hello(protocolVersionMax: 1, radios: 1, bridgeID: 1)), at: ms(20)) { _ in }
+        #expect(ds.sensorState(0) == .connected)
+        // A new bridge id: it restarted.
+        ds.handle(BridgeFrame(bridgeTimeUs: 0, .hello(protocolVersionMax: 1, radios: 1, bridgeID: 2)), at: ms(30)) { _ in }
+        #expect(ds.sensorState(0) == .lost)
+        #expect(ds.functionState(.heartRate) == .lost)
+        ds.handle(data(Self.hrm, 120, "00 00 00 00 00 00 00 48"), at: ms(40)) { _ in }
+        #expect(ds.sensorState(0) == .connected)
+        #expect(ds.status.lastBridgeID == 2)
+    }
+
+    @Test func wildcardTransmissionTypeMatchesAndOtherTypesDoNot() {
+        var ds = DataSource(DataSourceConfiguration(sensors: [PairedSensor(.ant(deviceNumber: 5, deviceType: 120, transmissionType: 0))]))
+        var c = Collected()
+        ds.start(at: ms(0)) { _ in }
+        ds.handle(data(.ant(deviceNumber: 5, deviceType: 120, transmissionType: 0x51), 120, "00 00 00 00 00 00 00 48"), at: ms(0)) { c.take($0) }
+        ds.handle(data(.ant(deviceNumber: 5, deviceType: 11, transmissionType: 0x51), 11, "10 01 ff 5a 00 00 c8 00"), at: ms(0)) { c.take($0) }
+        #expect(c.values(.heartRate) == [72])
+        #expect(c.values(.power).isEmpty)
+        #expect(ds.status.bad[.unpairedSensor] == 1)
+    }
+}

@@ -1,0 +1,96 @@
+"""No heap allocation per sensor frame: the Sensors sources (with the two RideModel files they use)
+are compiled -O into a small driver that runs 400 000 frames (good and bad ones) through
+BridgeFrame.parse and DataSource.handle. A malloc counter interposed with LD_PRELOAD must read the
+same before and after the loop."""
+import pathlib
+import re
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+COUNTER_C = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stddef.h>
+unsigned long bench_malloc_count = 0;
+static void *(*real_malloc)(size_t) = 0;
+void *malloc(size_t n) {
+    if (!real_malloc) real_malloc = dlsym(RTLD_NEXT, "malloc");
+    bench_malloc_count++;
+    return real_malloc(n);
+}
+"""
+
+DRIVER = r"""
+import Glibc
+func bench() {
+let hrm = SensorIdentity.ant(deviceNumber: 1, deviceType: 120, transmissionType: 1)
+let pm = SensorIdentity.ble(BLEAddress("C0:FF:EE:00:11:22")!)
+let csc = SensorIdentity.ant(deviceNumber: 2, deviceType: 121, transmissionType: 1)
+var ds = DataSource(DataSourceConfiguration(sensors: [PairedSensor(hrm), PairedSensor(csc, priority: 1),
+                                                      PairedSensor(pm, provides: .all)]))
+var frames: [[UInt8]] = []
+for k in 0..<1000 {
+    let t = UInt16(truncatingIfNeeded: k * 512), w = UInt32(k * 2), c = UInt16(truncatingIfNeeded: k)
+    let hr: [UInt8] = [UInt8(k % 8 < 4 ? 4 : 0x84), 0xff, 0, 0, UInt8(t & 0xff), UInt8(t >> 8), UInt8(k & 0xff), 72]
+    var cps: [UInt8] = [0x31, 0, 200, 0, 100]
+    cps += [UInt8(w & 0xff), UInt8((w >> 8) & 0xff), UInt8((w >> 16) & 0xff), UInt8(w >> 24), UInt8(t & 0xff), UInt8(t >> 8),
+            UInt8(c & 0xff), UInt8(c >> 8), UInt8(t & 0xff), UInt8(t >> 8)]
+    let sc: [UInt8] = [UInt8(t & 0xff), UInt8(t >> 8), UInt8(c & 0xff), UInt8(c >> 8), UInt8(t & 0xff), UInt8(t >> 8), UInt8(w & 0xff), UInt8((w >> 8) & 0xff)]
+    frames.append(BridgeFrame(bridgeTimeUs: UInt64(k), .data(hrm, profileCode: 120, Payload(hr)!)).encoded().bytes)
+    frames.append(BridgeFrame(bridgeTimeUs: UInt64(k), .data(pm, profileCode: 0x2A63, Payload(cps)!)).encoded().bytes)
+    frames.append(BridgeFrame(bridgeTimeUs: UInt64(k), .data(csc, profileCode: 121, Payload(sc)!)).encoded().bytes)
+    frames.append(BridgeFrame(bridgeTimeUs: UInt64(k), .data(pm, profileCode: 0x2A63, Payload([0x30, 0])!)).encoded().bytes)
+    frames.append(Array(frames[frames.count - 1].dropLast()))
+}
+let counter = dlsym(dlopen(nil, RTLD_NOW), "bench_malloc_count")!.assumingMemoryBound(to: UInt.self)
+var samples = 0
+func pass(_ round: Int) {
+    for (i, f) in frames.enumerated() {
+        let at = MonotonicInstant(milliseconds: Int64(round * 1000 + i / 5) * 250)
+        let parsed: Result<BridgeFrame, DecodeError> = f.withUnsafeBytes { b in
+            do throws(DecodeError) { return .success(try BridgeFrame.parse(b)) } catch { return .failure(error) }
+        }
+        switch parsed {
+        case .success(let frame): ds.handle(frame, at: at) { if case .sample = $0 { samples += 1 } }
+        case .failure(let e): ds.count(e.kind)
+        }
+        if i % 100 == 0 { ds.tick(at: at) { _ in } }
+    }
+}
+pass(0)
+let before = counter.pointee
+for r in 1...80 { pass(r) }
+let after = counter.pointee
+print("frames \(80 * frames.count) samples \(samples) bad \(ds.status.bad.total) mallocs_before \(before) mallocs_during \(after - before)")
+}
+bench()
+"""
+
+
+@pytest.mark.skipif(shutil.which("swiftc") is None or shutil.which("cc") is None, reason="needs swiftc and cc")
+def test_no_heap_allocation_per_frame():
+    with tempfile.TemporaryDirectory() as d:
+        d = pathlib.Path(d)
+        sources = [REPO / "Sources/RideModel/Quantity.swift", REPO / "Sources/RideModel/Time.swift"]
+        sources += sorted((REPO / "Sources/Sensors").glob("*.swift"))
+        for s in sources:
+            (d / s.name).write_text(re.sub(r"(?m)^import RideModel\n", "", s.read_text()))
+        (d / "main.swift").write_text(DRIVER)
+        (d / "count.c").write_text(COUNTER_C)
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "count.c", "-o", "libcount.so", "-ldl"], cwd=d, check=True)
+        swift = sorted(p.name for p in d.glob("*.swift"))
+        r = subprocess.run(["swiftc", "-O", "-swift-version", "6", *swift, "-o", "driver"], cwd=d,
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        r = subprocess.run(["./driver"], cwd=d, env={"LD_PRELOAD": str(d / "libcount.so")},
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        fields = dict(zip(r.stdout.split()[0::2], map(int, r.stdout.split()[1::2])))
+        assert fields["mallocs_before"] > 0, "the malloc counter is not interposed"
+        assert fields["samples"] > 100_000 and fields["bad"] > 100_000, r.stdout
+        assert fields["mallocs_during"] == 0, r.stdout
