@@ -66,7 +66,7 @@ let package = Package(
         .testTarget(name: "TrainingTests", dependencies: ["Training", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "SensorsTests", dependencies: ["Sensors", "RideModel", "BoardIO", "AppCore"], swiftSettings: swift6),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Screens", "AppCore", "BoardHardware"], swiftSettings: swift6),
-        .testTarget(name: "JournalTests", dependencies: ["Journal", "RideModel", "AppCore", "BoardIO"], swiftSettings: swift6),
+        .testTarget(name: "JournalTests", dependencies: ["Journal", "RideModel", "AppCore", "BoardIO", "Device"], swiftSettings: swift6),
         .testTarget(name: "RideFilesTests", dependencies: ["RideFiles", "RideModel", "AppCore"], swiftSettings: swift6),
         .testTarget(name: "BoardTests", dependencies: ["BoardIO", "BoardHardware", "Configuration"], swiftSettings: swift6),
         .testTarget(name: "DeviceTests", dependencies: ["Device", "BoardIO"], swiftSettings: swift6),
