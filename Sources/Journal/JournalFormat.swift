@@ -20,12 +20,12 @@ public enum JournalFormat {
     public static let frameTrailerBytes = 4
     public static let frameOverheadBytes = frameHeaderBytes + frameTrailerBytes
     /// Largest payload a record may have (a ride header with zone names is well below).
-    public static let payloadBytesMax = 8_192
+    public static let payloadBytesMax = 4_096
     public static let stringBytesMax = 1_024
     /// Samples and series values packed into one group record at most.
     public static let groupEntriesMax = 96
     public static let defaultSegmentBytes = 1 << 20
-    public static let segmentBytesMin = 16_384
+    public static let segmentBytesMin = 8_192
 }
 
 /// Record types on flash. Values are never reused: a newer format only adds types.

@@ -44,6 +44,8 @@ public enum JournalHealth: UInt8, Sendable, Hashable, CustomStringConvertible {
 /// What the writer did, for the figures in docs/journal.md and the status screen.
 public struct JournalCounters: Sendable, Hashable {
     public var recordsAppended: UInt64 = 0
+    /// Ride records written and synced (the durable prefix of those appended).
+    public var recordsDurable: UInt64 = 0
     public var framesWritten: UInt64 = 0
     public var commits: UInt64 = 0
     public var writes: UInt64 = 0
@@ -274,6 +276,7 @@ public final class JournalWriter {
 
     func finishPartial(_ items: Int, _ frames: Int) {
         nextSequence &+= UInt32(frames)
+        for k in 0..<items { if case .record = pending[k].kind { counters.recordsDurable &+= 1 } }
         pending.removeFirst(items)
         pendingHasSampleRecord = pending.contains { if case .record(.sample) = $0.kind { true } else { false } }
     }

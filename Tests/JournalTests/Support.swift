@@ -57,6 +57,7 @@ enum Script {
                     nextRR += 650 + Int64(rng.next() % 300)
                 }
             }
+            if t % 500 == 0 { out.append(.tick(ms(t))) }
             if t == pauseA || t == resumeA || t == pauseB {
                 out.append(.button(ButtonEvent(.startPause, .down, at: ms(t))))
                 out.append(.button(ButtonEvent(.startPause, .up, at: ms(t + 50))))
@@ -72,7 +73,6 @@ enum Script {
                 out.append(.button(ButtonEvent(.startPause, .down, at: ms(t))))
             }
             if t == endMs + 1_750 { out.append(.button(ButtonEvent(.startPause, .up, at: ms(t)))) }
-            if t % 500 == 0 { out.append(.tick(ms(t))) }
             t += 250
         }
         return out
@@ -90,6 +90,9 @@ final class Rig {
     var appendedAt: [MonotonicInstant] = []
     var now = MonotonicInstant.zero
     var report: RecoveryReport
+    /// The core as it was when everything appended so far was durable, and how many records.
+    var durableCore: AppCore?
+    var durableCount = 0
 
     init(flash: SimulatedFlash, seed: UInt64 = 42, deviceNow: MonotonicInstant = .zero, wallNow: WallClockTime? = nil,
          policy: CommitPolicy = CommitPolicy(checkpointIntervalMs: 30_000)) {
@@ -114,6 +117,10 @@ final class Rig {
         core.handle(input)
         drain()
         journal.tick(at: now)
+        if Int(journal.counters.recordsDurable) == appended.count {
+            durableCore = core
+            durableCount = appended.count
+        }
     }
 }
 
