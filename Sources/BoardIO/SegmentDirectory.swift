@@ -23,8 +23,9 @@ public final class SegmentDirectory {
 
     var open: [(name: String, fd: FileDescriptor)] = []
 
-    /// Opens `path`, which must be a writable directory (created when `createIfMissing`).
-    public init(path: String, segmentBytes: Int, createIfMissing: Bool = false) throws(SystemError) {
+    /// Opens `path`, which must be a directory, writable unless `readOnly` (created when
+    /// `createIfMissing`).
+    public init(path: String, segmentBytes: Int, createIfMissing: Bool = false, readOnly: Bool = false) throws(SystemError) {
         self.path = path
         self.segmentBytes = segmentBytes
         if createIfMissing && access(path, F_OK) != 0 {
@@ -39,7 +40,7 @@ public final class SegmentDirectory {
         guard (st.st_mode & S_IFMT) == S_IFDIR else {
             throw SystemError(errno: ENOTDIR, call: "stat", context: "\(path) is not a directory")
         }
-        guard access(path, W_OK | X_OK) == 0 else {
+        guard readOnly || access(path, W_OK | X_OK) == 0 else {
             throw SystemError.current("access", "\(path) is not writable: remount it read-write or fix its permissions")
         }
     }

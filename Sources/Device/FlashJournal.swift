@@ -132,3 +132,77 @@ public final class FlashJournal: RideJournalPort {
     /// A gap longer than this (a wall clock far off) is taken as unknown.
     public static let gapMsMax: Int64 = 7 * 24 * 3_600_000
 }
+
+/// A read-only look at a journal: what is on the card and what recovery would rebuild
+/// (`bikecomputer journal inspect`). Nothing is repaired or written.
+public struct JournalInspection: Sendable {
+    public struct RideSummary: Sendable {
+        public var rideID: RideID
+        public var records: Int
+        public var samples: Int
+        public var series: Int
+        public var events: [RideEvent]
+        public var started: Bool
+        public var finished: Bool?
+        public var fileDurable: Bool
+        public var checkpoints: Int
+        public var checkpointMismatches: Int
+        public var segments: [UInt32]
+    }
+
+    /// What replaying the interrupted ride gives (before re-attaching it to a clock).
+    public struct Rebuild: Sendable {
+        public var rideID: RideID
+        public var state: SessionState
+        public var lastInstant: MonotonicInstant?
+        public var timerTimeMs: Int64
+        public var elapsedTimeMs: Int64
+        public var distanceM: Double?
+        public var laps: Int
+        public var events: Int
+        public var averagePowerW: Double?
+        public var averageHeartRate: Double?
+        public var gapsMs: Int64
+        public var wallAnchor: WallClockAnchor?
+    }
+
+    public var scan: JournalScan
+    public var rides: [RideSummary] = []
+    public var orphans = 0
+    public var rebuild: Rebuild?
+
+    public init(storage: SegmentStorage, configuration: AppConfiguration = AppConfiguration()) {
+        scan = JournalScan.scan(storage, repair: false)
+        let (list, orphanCount) = scan.rides()
+        orphans = orphanCount
+        for r in list {
+            var samples = 0, series = 0
+            var events: [RideEvent] = []
+            for rec in r.records {
+                switch rec {
+                case .sample: samples += 1
+                case .series: series += 1
+                case .event(let e): events.append(e)
+                default: break
+                }
+            }
+            rides.append(RideSummary(rideID: r.rideID, records: r.records.count, samples: samples, series: series, events: events,
+                                     started: r.started, finished: r.finished, fileDurable: r.fileDurable,
+                                     checkpoints: r.checkpoints.count, checkpointMismatches: r.checkpointMismatches,
+                                     segments: r.segments.sorted()))
+        }
+        if let r = list.last, r.isUnfinished, r.started {
+            var core = AppCore(configuration: configuration, randomSeed: 0)
+            for rec in r.records { core.replay(rec) }
+            let last = core.lastReplayedInstant
+            let b = core.builder
+            rebuild = Rebuild(rideID: r.rideID, state: core.state, lastInstant: last,
+                              timerTimeMs: last.flatMap { b?.timerTimeMs(at: $0) } ?? 0,
+                              elapsedTimeMs: last.flatMap { b?.elapsedTimeMs(at: $0) } ?? 0,
+                              distanceM: (b?.ride[.distance].hasData ?? false) ? b?.ride.distanceM : nil,
+                              laps: b?.laps.count ?? 0, events: b?.events.count ?? 0,
+                              averagePowerW: b?.ride[.power].average, averageHeartRate: b?.ride[.heartRate].average,
+                              gapsMs: core.gapsMs, wallAnchor: core.wallAnchorForRide)
+        }
+    }
+}

@@ -7,7 +7,7 @@ struct BikeComputer: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bikecomputer",
         abstract: "An open-source bike computer for Linux single-board computers.",
-        subcommands: [Run.self],
+        subcommands: [Run.self, JournalCommand.self],
         defaultSubcommand: Run.self)
 }
 
