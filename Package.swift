@@ -60,6 +60,9 @@ let package = Package(
             path: "Simulator/Sources/bikesim",
             swiftSettings: swift6),
 
+        // Measures the flash journal (docs/journal.md): `swift run -c release journal-bench`.
+        .executableTarget(name: "journal-bench", dependencies: ["Device", "Journal", "AppCore", "RideModel", "BoardIO"], swiftSettings: swift6),
+
         // MARK: Tests
         .testTarget(name: "RideModelTests", dependencies: ["RideModel"], swiftSettings: swift6),
         .testTarget(name: "AppCoreTests", dependencies: ["AppCore", "RideModel", "Device"], swiftSettings: swift6),

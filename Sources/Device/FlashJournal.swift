@@ -42,9 +42,9 @@ public final class FlashJournal: RideJournalPort {
     public let storage: SegmentStorage
 
     /// Continues the journal after `scan` (from `FlashJournal.open`).
-    init(storage: SegmentStorage, scan: JournalScan, policy: CommitPolicy) {
+    init(storage: SegmentStorage, scan: JournalScan, rides: [JournaledRide], policy: CommitPolicy) {
         self.storage = storage
-        writer = JournalWriter(storage: storage, after: scan, policy: policy)
+        writer = JournalWriter(storage: storage, after: scan, rides: rides, policy: policy)
     }
 
     public func append(_ record: RideRecord, at now: MonotonicInstant) { writer.append(record, at: now) }
@@ -65,7 +65,8 @@ public final class FlashJournal: RideJournalPort {
     /// The ride's durable records, read back from storage (verified, not repaired).
     public func records(of rideID: RideID) -> [RideRecord] {
         let scan = JournalScan.scan(storage, repair: false)
-        return scan.rides().rides.last(where: { $0.rideID == rideID })?.records ?? []
+        guard let ride = scan.rides(withRecords: false).rides.last(where: { $0.rideID == rideID }) else { return [] }
+        return scan.records(of: ride)
     }
 
     public func rideFileIsDurable(_ rideID: RideID) { writer.markRideFileDurable(rideID, at: lastInstant) }
@@ -96,19 +97,23 @@ public final class FlashJournal: RideJournalPort {
                             randomSeed: UInt64, deviceNow: MonotonicInstant, wallNow: WallClockTime? = nil,
                             policy: CommitPolicy = CommitPolicy()) -> (journal: FlashJournal, core: AppCore, report: RecoveryReport) {
         let scan = JournalScan.scan(storage, repair: true)
-        let journal = FlashJournal(storage: storage, scan: scan, policy: policy)
+        let (rides, orphans) = scan.rides(withRecords: false)
+        let journal = FlashJournal(storage: storage, scan: scan, rides: rides, policy: policy)
         journal.lastInstant = deviceNow
         var report = RecoveryReport()
         report.repairs = scan.repairs
         report.segmentsSetAside = scan.setAside.map(\.name)
-        let (rides, orphans) = scan.rides()
         report.orphanRecords = orphans
         report.checkpointMismatches = rides.reduce(0) { $0 + $1.checkpointMismatches }
         report.finishedRidesAwaitingFile = rides.filter { $0.finished == true && !$0.fileDurable }.map(\.rideID)
         var core = AppCore(configuration: configuration, randomSeed: randomSeed)
         if let ride = rides.last, ride.isUnfinished {
-            for r in ride.records { core.replay(r) }
-            report.recordsReplayed = ride.records.count
+            var replayed = 0
+            scan.forEachRecord(in: ride.frames) { r in
+                core.replay(r)
+                replayed += 1
+            }
+            report.recordsReplayed = replayed
             var gap: Int64 = 0
             if let w = wallNow, w.trusted, let anchor = core.wallAnchorForRide, anchor.wall.trusted,
                let last = core.lastReplayedInstant {
@@ -173,27 +178,22 @@ public struct JournalInspection: Sendable {
 
     public init(storage: SegmentStorage, configuration: AppConfiguration = AppConfiguration()) {
         scan = JournalScan.scan(storage, repair: false)
-        let (list, orphanCount) = scan.rides()
+        let (list, orphanCount) = scan.rides(withRecords: false)
         orphans = orphanCount
         for r in list {
-            var samples = 0, series = 0
             var events: [RideEvent] = []
-            for rec in r.records {
-                switch rec {
-                case .sample: samples += 1
-                case .series: series += 1
-                case .event(let e): events.append(e)
-                default: break
-                }
+            for f in r.frames where scan.records[f].type == .event {
+                if case .records(let l) = scan.entry(scan.records[f]), case .event(let e)? = l.first { events.append(e) }
             }
-            rides.append(RideSummary(rideID: r.rideID, records: r.records.count, samples: samples, series: series, events: events,
+            rides.append(RideSummary(rideID: r.rideID, records: Int(r.counts.recordCount), samples: Int(r.counts.sampleCount),
+                                     series: Int(r.counts.seriesCount), events: events,
                                      started: r.started, finished: r.finished, fileDurable: r.fileDurable,
                                      checkpoints: r.checkpoints.count, checkpointMismatches: r.checkpointMismatches,
                                      segments: r.segments.sorted()))
         }
         if let r = list.last, r.isUnfinished, r.started {
             var core = AppCore(configuration: configuration, randomSeed: 0)
-            for rec in r.records { core.replay(rec) }
+            scan.forEachRecord(in: r.frames) { core.replay($0) }
             let last = core.lastReplayedInstant
             let b = core.builder
             rebuild = Rebuild(rideID: r.rideID, state: core.state, lastInstant: last,

@@ -1,17 +1,26 @@
 import RideModel
 
-/// One verified record found by a scan.
+/// One verified record found by a scan: where it is and its type. Its contents are decoded on
+/// demand (`JournalScan.entry(_:)`, `forEachRecord`), so a scan of a 10-hour ride does not hold
+/// hundreds of thousands of decoded values.
 public struct ScannedRecord: Sendable, Hashable {
     public var sequence: UInt32
     public var segmentID: UInt32
     public var offset: Int
     public var type: RecordType
-    public var entry: JournalEntry
+    var version: UInt16
+    var payloadStart: Int
+    var payloadLength: Int
+    /// For a group record: how many 1 Hz samples and series values it holds.
+    public var samples: UInt16 = 0
+    public var series: UInt16 = 0
 }
 
 /// The result of reading the journal from its first segment to its first bad record.
 public struct JournalScan: Sendable {
     public var records: [ScannedRecord] = []
+    /// The bytes of the segments read (records are decoded from them on demand).
+    var data: [UInt32: [UInt8]] = [:]
     /// Segments in the journal after the scan, ascending.
     public var segments: [UInt32] = []
     /// Where the writer continues: the last segment and the offset after its last good record.
@@ -52,6 +61,7 @@ public struct JournalScan: Sendable {
         do { ids = try storage.list() } catch { s.storageErrors.append(error); return s }
         var expected: UInt32?
         var damaged = false
+        var groupState = GroupDecoderState()
         for (index, id) in ids.enumerated() {
             let isLast = index == ids.count - 1
             if damaged {
@@ -114,8 +124,11 @@ public struct JournalScan: Sendable {
                             break loop
                         }
                         do {
-                            let entry = try RecordDecoder.decode(type: f.type, version: header.version, buf, from: f.payloadStart, length: f.payloadLength)
-                            s.records.append(ScannedRecord(sequence: sequence, segmentID: id, offset: offset, type: type, entry: entry))
+                            let (samples, series) = try RecordDecoder.validate(type: type, version: header.version, buf, from: f.payloadStart,
+                                                                               length: f.payloadLength, state: &groupState)
+                            s.records.append(ScannedRecord(sequence: sequence, segmentID: id, offset: offset, type: type,
+                                                           version: header.version, payloadStart: f.payloadStart, payloadLength: f.payloadLength,
+                                                           samples: samples, series: series))
                         } catch {
                             s.undecodable += 1
                             badReason = "record \(sequence) does not decode: \(error)"
@@ -145,8 +158,51 @@ public struct JournalScan: Sendable {
                 return true
             }
             if !result { damaged = true }
+            if s.segments.last == id { s.data[id] = bytes }
         }
         return s
+    }
+
+    /// The decoded contents of a scanned record.
+    public func entry(_ r: ScannedRecord) -> JournalEntry {
+        guard let bytes = data[r.segmentID] else { return .records([]) }
+        return bytes.withUnsafeBytes { b in
+            (try? RecordDecoder.decode(type: r.type.rawValue, version: r.version, b, from: r.payloadStart, length: r.payloadLength)) ?? .records([])
+        }
+    }
+
+    /// Calls `body` with every ride record of `records[range]` in order, decoding group records
+    /// value by value (no per-record allocation). Checkpoints and durable marks are skipped.
+    public func forEachRecord(in range: Range<Int>, _ body: (RideRecord) -> Void) {
+        var state = GroupDecoderState()
+        var segment: UInt32?
+        var bytes: [UInt8] = []
+        for i in range {
+            let r = records[i]
+            if r.segmentID != segment {
+                segment = r.segmentID
+                bytes = data[r.segmentID] ?? []
+            }
+            guard !bytes.isEmpty else { continue }
+            bytes.withUnsafeBytes { b in
+                var reader = ByteReader(b, from: r.payloadStart, to: r.payloadStart + r.payloadLength)
+                if r.type == .group {
+                    try? RecordDecoder.readGroup(&reader, state: &state, body)
+                } else if r.type != .checkpoint && r.type != .rideFileDurable,
+                          case .records(let list)? = try? RecordDecoder.decode(type: r.type.rawValue, version: r.version, b,
+                                                                             from: r.payloadStart, length: r.payloadLength) {
+                    for x in list { body(x) }
+                }
+            }
+        }
+    }
+
+    /// The ride records of `ride`, in order (allocates them all: for ride files and tools).
+    public func records(of ride: JournaledRide) -> [RideRecord] {
+        var out: [RideRecord] = []
+        out.reserveCapacity(Int(ride.counts.recordCount))
+        forEachRecord(in: ride.frames) { out.append($0) }
+        return out
     }
 
     mutating func aside(_ storage: SegmentStorage, _ id: UInt32, _ reason: String, _ repair: Bool) {
@@ -164,8 +220,12 @@ public struct JournalScan: Sendable {
 public struct JournaledRide: Sendable {
     public var header: RideHeader
     public var rideID: RideID { header.rideID }
-    /// Its ride records in order, header first.
+    /// Its frames in `JournalScan.records` (header first; checkpoints included).
+    public var frames: Range<Int>
+    /// Its ride records in order, header first (only when `rides(withRecords: true)`).
     public var records: [RideRecord] = []
+    /// Running counts over its records (what its next checkpoint would say).
+    public var counts: Checkpoint
     public var started = false
     public var finished: Bool? = nil
     public var fileDurable = false
@@ -179,46 +239,78 @@ public struct JournaledRide: Sendable {
 
 extension JournalScan {
     /// Groups the records by ride (a header starts one). Records before any header (the tail of
-    /// a ride whose start was compacted away) are counted in `orphans` and left out.
-    public func rides() -> (rides: [JournaledRide], orphans: Int) {
+    /// a ride whose start was compacted away) are counted in `orphans` and left out. Only
+    /// headers, events, checkpoints and marks are decoded; samples are counted from their group
+    /// records without decoding values unless `withRecords`.
+    public func rides(withRecords: Bool = true) -> (rides: [JournaledRide], orphans: Int) {
         var rides: [JournaledRide] = []
         var orphans = 0
-        var counts = Checkpoint(rideID: RideID(high: 0, low: 0), instant: .zero)
-        for r in records {
-            switch r.entry {
-            case .records(let list):
-                for rec in list {
-                    if case .header(let h) = rec {
-                        rides.append(JournaledRide(header: h))
-                        counts = Checkpoint(rideID: h.rideID, instant: h.anchor.monotonic)
+        var current: JournaledRide?
+        var state = GroupDecoderState()
+        for (index, r) in records.enumerated() {
+            guard let bytes = data[r.segmentID] else { continue }
+            switch r.type {
+            case .group:
+                guard current != nil else {
+                    orphans += 1
+                    continue
+                }
+                current!.counts.recordCount += UInt64(r.samples) + UInt64(r.series)
+                current!.counts.sampleCount += UInt64(r.samples)
+                current!.counts.seriesCount += UInt64(r.series)
+                if withRecords { bytes.withUnsafeBytes { b in
+                    var reader = ByteReader(b, from: r.payloadStart, to: r.payloadStart + r.payloadLength)
+                    try? RecordDecoder.readGroup(&reader, state: &state) { current!.records.append($0) }
+                } }
+                current!.segments.insert(r.segmentID)
+                current!.frames = current!.frames.lowerBound..<(index + 1)
+            default:
+                switch entry(r) {
+                case .records(let list):
+                    for rec in list {
+                        if case .header(let h) = rec {
+                            if let c = current { rides.append(c) }
+                            current = JournaledRide(header: h, frames: index..<(index + 1),
+                                                    counts: Checkpoint(rideID: h.rideID, instant: h.anchor.monotonic))
+                        }
+                        guard current != nil else { orphans += 1; continue }
+                        current!.counts.recordCount += 1
+                        switch rec {
+                        case .event(let e):
+                            current!.counts.eventCount += 1
+                            current!.counts.instant = e.instant
+                            if e.kind == .start { current!.started = true; current!.counts.lapCount += 1 }
+                            if e.kind == .lap { current!.counts.lapCount += 1 }
+                        case .finished(let saved, let at):
+                            current!.finished = saved
+                            current!.counts.instant = at
+                        default: break
+                        }
+                        if withRecords { current!.records.append(rec) }
                     }
-                    guard !rides.isEmpty else { orphans += 1; continue }
-                    let i = rides.count - 1
-                    rides[i].records.append(rec)
-                    rides[i].segments.insert(r.segmentID)
-                    counts.recordCount += 1
-                    switch rec {
-                    case .event(let e):
-                        counts.eventCount += 1
-                        if e.kind == .start { rides[i].started = true; counts.lapCount += 1 }
-                        if e.kind == .lap { counts.lapCount += 1 }
-                    case .sample: counts.sampleCount += 1
-                    case .series: counts.seriesCount += 1
-                    case .finished(let saved, _): rides[i].finished = saved
-                    default: break
+                    if current != nil {
+                        current!.segments.insert(r.segmentID)
+                        current!.frames = current!.frames.lowerBound..<(index + 1)
+                    }
+                case .checkpoint(let c):
+                    guard current?.rideID == c.rideID else { orphans += 1; continue }
+                    current!.checkpoints.append(c)
+                    let k = current!.counts
+                    if c.recordCount != k.recordCount || c.eventCount != k.eventCount || c.sampleCount != k.sampleCount
+                        || c.seriesCount != k.seriesCount || c.lapCount != k.lapCount {
+                        current!.checkpointMismatches += 1
+                    }
+                    current!.frames = current!.frames.lowerBound..<(index + 1)
+                case .rideFileDurable(let id):
+                    if current?.rideID == id {
+                        current!.fileDurable = true
+                    } else if let i = rides.lastIndex(where: { $0.rideID == id }) {
+                        rides[i].fileDurable = true
                     }
                 }
-            case .checkpoint(let c):
-                guard let i = rides.indices.last, rides[i].rideID == c.rideID else { orphans += 1; continue }
-                rides[i].checkpoints.append(c)
-                if c.recordCount != counts.recordCount || c.eventCount != counts.eventCount
-                    || c.sampleCount != counts.sampleCount || c.seriesCount != counts.seriesCount || c.lapCount != counts.lapCount {
-                    rides[i].checkpointMismatches += 1
-                }
-            case .rideFileDurable(let id):
-                if let i = rides.lastIndex(where: { $0.rideID == id }) { rides[i].fileDurable = true }
             }
         }
+        if let c = current { rides.append(c) }
         return (rides, orphans)
     }
 }

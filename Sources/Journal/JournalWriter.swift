@@ -106,7 +106,7 @@ public final class JournalWriter {
     var frameEnds: [(end: Int, items: Int)] = []
 
     /// Continues the journal after `scan` (run it with `repair: true` first).
-    public init(storage: SegmentStorage, after scan: JournalScan, policy: CommitPolicy = CommitPolicy()) {
+    public init(storage: SegmentStorage, after scan: JournalScan, rides: [JournaledRide]? = nil, policy: CommitPolicy = CommitPolicy()) {
         precondition(storage.segmentBytes >= JournalFormat.segmentBytesMin)
         self.storage = storage
         self.policy = policy
@@ -120,7 +120,7 @@ public final class JournalWriter {
         for id in scan.emptySegmentsRemoved where id >= nextSegmentID { nextSegmentID = id &+ 1 }
         var bySegment: [UInt32: Set<RideID>] = [:]
         for id in scan.segments { bySegment[id] = [] }
-        let (rides, _) = scan.rides()
+        let rides = rides ?? scan.rides(withRecords: false).rides
         for r in rides {
             for s in r.segments { bySegment[s, default: []].insert(r.rideID) }
             if r.fileDurable || !r.started && r.rideID != rides.last?.rideID { durableRides.insert(r.rideID) }
@@ -128,8 +128,7 @@ public final class JournalWriter {
         segmentRides = bySegment.keys.sorted().map { ($0, bySegment[$0]!) }
         if let last = rides.last, last.isUnfinished {
             currentRide = last.rideID
-            counts = Checkpoint(rideID: last.rideID, instant: last.header.anchor.monotonic)
-            for rec in last.records { count(rec) }
+            counts = last.counts
         }
         out.reserveCapacity(16 * 1024)
         pending.reserveCapacity(1024)

@@ -80,6 +80,8 @@ public struct RecordEncoder: Sendable {
     static let scales: [Double] = [1, 10, 100, 1000, 1024]
     static let modeRaw: UInt64 = 5
     static let modeRepeat: UInt64 = 6
+    /// XOR with the stream's previous value; the header says how many high bytes are zero.
+    static let modeXor: UInt64 = 7
 
     /// Whether `record` goes into a group record.
     public static func isGroupable(_ record: RideRecord) -> Bool {
@@ -184,6 +186,15 @@ public struct RecordEncoder: Sendable {
                 lastMode[stream] = m
                 lastK[stream] = k
                 payload.varint(zigzag(delta) << 3 | UInt64(mode))
+                return
+            }
+        }
+        if lastBitsValid[stream] {
+            let x = bits ^ lastBits[stream]
+            let lead = min(7, x.leadingZeroBitCount / 8)
+            if lead >= 1 {
+                payload.varint(UInt64(lead) << 3 | Self.modeXor)
+                for i in 0..<(8 - lead) { payload.u8(UInt8((x >> (8 * UInt64(i))) & 0xFF)) }
                 return
             }
         }
@@ -335,53 +346,92 @@ public enum RecordDecoder {
         return RideHeader(rideID: id, anchor: anchor, settings: s, activity: activity)
     }
 
+    /// Checks that a payload decodes, without keeping what it holds (the scan).
+    /// Returns the numbers of samples and series values (group records).
+    public static func validate(type: RecordType, version: UInt16, _ bytes: UnsafeRawBufferPointer, from: Int, length: Int,
+                                state: inout GroupDecoderState) throws(DecodeError) -> (UInt16, UInt16) {
+        if type == .group {
+            var r = ByteReader(bytes, from: from, to: from + length)
+            var samples: UInt16 = 0, series: UInt16 = 0
+            try readGroup(&r, state: &state) { if case .sample = $0 { samples += 1 } else { series += 1 } }
+            guard r.isAtEnd else { throw .badValue("\(r.remaining) unexpected bytes after a group record") }
+            return (samples, series)
+        }
+        _ = try decode(type: type.rawValue, version: version, bytes, from: from, length: length)
+        return (0, 0)
+    }
+
     static func readGroup(_ r: inout ByteReader) throws(DecodeError) -> [RideRecord] {
+        var out: [RideRecord] = []
+        var state = GroupDecoderState()
+        try readGroup(&r, state: &state) { out.append($0) }
+        return out
+    }
+
+    /// Decodes a group record value by value into `sink`. Throws (after possibly calling `sink`
+    /// for the entries before the bad one) if anything is wrong: callers that keep values call
+    /// this only on records the scan validated.
+    static func readGroup(_ r: inout ByteReader, state: inout GroupDecoderState, _ sink: (RideRecord) -> Void) throws(DecodeError) {
+        state.reset()
         let base = try r.svarint()
         let n = try r.count(max: JournalFormat.groupEntriesMax, "group entries")
         guard n > 0 else { throw .badValue("empty group") }
-        var out: [RideRecord] = []
-        out.reserveCapacity(n)
-        var lastMode = [UInt8](repeating: 0xFF, count: Quantity.countMax * 2)
-        var lastK = [Int64](repeating: 0, count: Quantity.countMax * 2)
-        var lastBits = [UInt64](repeating: 0, count: Quantity.countMax * 2)
-        var lastBitsValid = [Bool](repeating: false, count: Quantity.countMax * 2)
         var previous = base
-        for i in 0..<n {
+        for _ in 0..<n {
             let tag = try r.u8()
             guard let q = Quantity(rawValue: tag & 0x1F) else { throw .badValue("quantity \(tag & 0x1F)") }
             let series = tag & 0x20 != 0
             let origin: SampleOrigin = tag & 0x40 != 0 ? .generated : .measured
-            if tag & 0x80 == 0 {
-                previous = previous &+ (try r.svarint())
-            } else if i == 0 && previous != base {
-                throw .badValue("group start")
-            }
+            if tag & 0x80 == 0 { previous = previous &+ (try r.svarint()) }
             let stream = q.index * 2 + (series ? 1 : 0)
             let h = try r.varint()
             let mode = h & 7
             let bits: UInt64
             switch mode {
             case RecordEncoder.modeRepeat:
-                guard h >> 3 == 0, lastBitsValid[stream] else { throw .badValue("repeat without a previous value") }
-                bits = lastBits[stream]
+                guard h >> 3 == 0, state.lastBitsValid[stream] else { throw .badValue("repeat without a previous value") }
+                bits = state.lastBits[stream]
             case RecordEncoder.modeRaw:
                 guard h >> 3 == 0 else { throw .badValue("raw value header") }
                 bits = try r.u64()
+            case RecordEncoder.modeXor:
+                let lead = Int(h >> 3)
+                guard lead >= 1 && lead <= 7, state.lastBitsValid[stream] else { throw .badValue("xor value header") }
+                var x: UInt64 = 0
+                for i in 0..<(8 - lead) { x |= UInt64(try r.u8()) << (8 * UInt64(i)) }
+                bits = state.lastBits[stream] ^ x
             case 0..<UInt64(RecordEncoder.scales.count):
                 let m = UInt8(mode)
                 let delta = unzigzag(h >> 3)
-                let k = lastMode[stream] == m ? lastK[stream] &+ delta : delta
-                lastMode[stream] = m
-                lastK[stream] = k
+                let k = state.lastMode[stream] == m ? state.lastK[stream] &+ delta : delta
+                state.lastMode[stream] = m
+                state.lastK[stream] = k
                 bits = (Double(k) / RecordEncoder.scales[Int(mode)]).bitPattern
             default:
                 throw .badValue("value mode \(mode)")
             }
-            lastBits[stream] = bits
-            lastBitsValid[stream] = true
+            state.lastBits[stream] = bits
+            state.lastBitsValid[stream] = true
             let s = Sample(q, Double(bitPattern: bits), at: MonotonicInstant(milliseconds: previous), origin: origin)
-            out.append(series ? .series(s) : .sample(s))
+            sink(series ? .series(s) : .sample(s))
         }
-        return out
+    }
+}
+
+/// Per-stream (quantity × sample/series) state of the group value coding, reset at every group
+/// record. Allocated once per scan.
+public struct GroupDecoderState: Sendable {
+    var lastMode = [UInt8](repeating: 0xFF, count: Quantity.countMax * 2)
+    var lastK = [Int64](repeating: 0, count: Quantity.countMax * 2)
+    var lastBits = [UInt64](repeating: 0, count: Quantity.countMax * 2)
+    var lastBitsValid = [Bool](repeating: false, count: Quantity.countMax * 2)
+
+    public init() {}
+
+    mutating func reset() {
+        for i in 0..<lastMode.count {
+            lastMode[i] = 0xFF
+            lastBitsValid[i] = false
+        }
     }
 }

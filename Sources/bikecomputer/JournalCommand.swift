@@ -88,7 +88,7 @@ struct JournalCommand: ParsableCommand {
             out.append("segments: \(i.scan.segments.map(SegmentName.name).joined(separator: " "))")
             for r in i.scan.records {
                 let head = "#\(r.sequence) \(SegmentName.name(r.segmentID))+\(r.offset) \(r.type)"
-                switch r.entry {
+                switch i.scan.entry(r) {
                 case .records(let list) where r.type == .group:
                     let samples = list.filter { if case .sample = $0 { true } else { false } }.count
                     var first: Int64 = 0
@@ -137,7 +137,7 @@ struct JournalCommand: ParsableCommand {
                 w.string("segment", SegmentName.name(r.segmentID))
                 w.int("offset", Int64(r.offset))
                 w.string("type", r.type.description)
-                switch r.entry {
+                switch i.scan.entry(r) {
                 case .records(let list):
                     if r.type == .group {
                         w.int("entries", Int64(list.count))
