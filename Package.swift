@@ -64,13 +64,16 @@ let package = Package(
             path: "Simulator/Sources/bikesim",
             swiftSettings: swift6),
 
+        // Measures the flash journal (docs/journal.md): `swift run -c release journal-bench`.
+        .executableTarget(name: "journal-bench", dependencies: ["Device", "Journal", "AppCore", "RideModel", "BoardIO"], swiftSettings: swift6),
+
         // MARK: Tests
         .testTarget(name: "RideModelTests", dependencies: ["RideModel"], swiftSettings: swift6),
         .testTarget(name: "AppCoreTests", dependencies: ["AppCore", "RideModel", "Device", "Training"], swiftSettings: swift6),
         .testTarget(name: "TrainingTests", dependencies: ["Training", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "SensorsTests", dependencies: ["Sensors", "RideModel", "BoardIO", "AppCore", "Device"], exclude: ["Corpus"], swiftSettings: swift6),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Screens", "AppCore", "BoardHardware"], exclude: ["Goldens"], swiftSettings: swift6),
-        .testTarget(name: "JournalTests", dependencies: ["Journal", "RideModel", "AppCore", "BoardIO"], swiftSettings: swift6),
+        .testTarget(name: "JournalTests", dependencies: ["Journal", "RideModel", "AppCore", "BoardIO", "Device"], swiftSettings: swift6),
         .testTarget(name: "RideFilesTests", dependencies: ["RideFiles", "RideModel", "AppCore", "Device"], swiftSettings: swift6),
         .testTarget(name: "BoardTests", dependencies: ["BoardIO", "BoardHardware", "Configuration", "Device", "AppCore", "RideModel", "board-test-helper"], swiftSettings: swift6),
         // A process the board tests signal and run as another user (Tests/BoardTestHelper).

@@ -1,0 +1,216 @@
+import Glibc
+
+/// A directory of fixed-size, preallocated files written in place: the journal's segments on
+/// the SD card. Thin wrappers over open/pwrite/pread/fdatasync/fsync/posix_fallocate/rename,
+/// each retried on EINTR; operating errors (ENOSPC, EIO, EACCES, EROFS) are thrown as
+/// `SystemError` for the caller to report and retry. Knows nothing about rides: the journal's
+/// storage adapter maps segment numbers to names.
+///
+/// Durability: `create` preallocates the whole file (posix_fallocate) and fsyncs it and the
+/// directory, so later appends change no metadata and `sync` can be fdatasync.
+public final class SegmentDirectory {
+    public let path: String
+    public let segmentBytes: Int
+    /// Open descriptors kept at most (the journal writes one segment at a time).
+    public static let openFilesMax = 4
+
+    public private(set) var writeCount = 0
+    public private(set) var syncCount = 0
+    public private(set) var bytesWritten = 0
+    /// The slowest single write and sync so far, ns (how long the loop could be blocked).
+    public private(set) var slowestWriteNs: Int64 = 0
+    public private(set) var slowestSyncNs: Int64 = 0
+
+    var open: [(name: String, fd: FileDescriptor)] = []
+
+    /// Opens `path`, which must be a directory, writable unless `readOnly` (created when
+    /// `createIfMissing`).
+    public init(path: String, segmentBytes: Int, createIfMissing: Bool = false, readOnly: Bool = false) throws(SystemError) {
+        self.path = path
+        self.segmentBytes = segmentBytes
+        if createIfMissing && access(path, F_OK) != 0 {
+            if mkdir(path, 0o755) != 0 && Glibc.errno != EEXIST {
+                throw SystemError.current("mkdir", "\(path): create the data directory or fix its parent's permissions")
+            }
+        }
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            throw SystemError.current("stat", "\(path): the journal directory does not exist; create it or pass --data-dir")
+        }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw SystemError(errno: ENOTDIR, call: "stat", context: "\(path) is not a directory")
+        }
+        guard readOnly || access(path, W_OK | X_OK) == 0 else {
+            throw SystemError.current("access", "\(path) is not writable: remount it read-write or fix its permissions")
+        }
+    }
+
+    deinit { for f in open { f.fd.close() } }
+
+    func full(_ name: String) -> String { path + "/" + name }
+
+    static func nowNs() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
+    func descriptor(_ name: String) throws(SystemError) -> FileDescriptor {
+        if let i = open.firstIndex(where: { $0.name == name }) { return open[i].fd }
+        let fd = try FileDescriptor.open(full(name), O_RDWR)
+        if open.count >= Self.openFilesMax { open.removeFirst().fd.close() }
+        open.append((name, fd))
+        return fd
+    }
+
+    func forget(_ name: String) {
+        if let i = open.firstIndex(where: { $0.name == name }) { open.remove(at: i).fd.close() }
+    }
+
+    /// The names of the directory's regular entries.
+    public func list() throws(SystemError) -> [String] {
+        guard let dir = opendir(path) else { throw SystemError.current("opendir", path) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    public func exists(_ name: String) -> Bool { access(full(name), F_OK) == 0 }
+
+    /// fsync(2) on the directory, so created, renamed and removed entries are durable.
+    public func syncDirectory() throws(SystemError) {
+        let fd = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY)
+        defer { fd.close() }
+        _ = try retryingOnInterrupt("fsync", path) { fsync(fd.rawValue) }
+    }
+
+    /// Creates `name` (it must not exist), preallocated to `segmentBytes` of zeros, durably.
+    public func create(_ name: String) throws(SystemError) {
+        let fd = try FileDescriptor.open(full(name), O_RDWR | O_CREAT | O_EXCL, mode: 0o644)
+        var r: Int32
+        repeat { r = posix_fallocate(fd.rawValue, 0, off_t(segmentBytes)) } while r == EINTR
+        if r != 0 {
+            fd.close()
+            _ = unlink(full(name))
+            throw SystemError(errno: r, call: "posix_fallocate", context: "\(full(name)) (\(segmentBytes) bytes): free space on the card")
+        }
+        do throws(SystemError) {
+            _ = try retryingOnInterrupt("fsync", full(name)) { fsync(fd.rawValue) }
+        } catch {
+            fd.close()
+            throw error
+        }
+        if open.count >= Self.openFilesMax { open.removeFirst().fd.close() }
+        open.append((name, fd))
+        try syncDirectory()
+    }
+
+    /// pwrite(2) of all of `bytes` at `offset`, looping over partial writes.
+    public func write(_ name: String, at offset: Int, _ bytes: UnsafeRawBufferPointer) throws(SystemError) {
+        precondition(offset >= 0 && offset + bytes.count <= segmentBytes, "write outside the preallocated segment")
+        let fd = try descriptor(name)
+        let start = Self.nowNs()
+        var done = 0
+        while done < bytes.count {
+            let n = try retryingOnInterrupt("pwrite", full(name)) {
+                pwrite(fd.rawValue, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+            }
+            guard n > 0 else { throw SystemError(errno: EIO, call: "pwrite", context: "\(full(name)): wrote nothing") }
+            done += n
+        }
+        writeCount += 1
+        bytesWritten += bytes.count
+        slowestWriteNs = max(slowestWriteNs, Self.nowNs() - start)
+    }
+
+    /// fdatasync(2): the data written to `name` is on the card.
+    public func sync(_ name: String) throws(SystemError) {
+        let fd = try descriptor(name)
+        let start = Self.nowNs()
+        _ = try retryingOnInterrupt("fdatasync", full(name)) { fdatasync(fd.rawValue) }
+        syncCount += 1
+        slowestSyncNs = max(slowestSyncNs, Self.nowNs() - start)
+    }
+
+    /// The whole file (pread(2) until its end).
+    public func read(_ name: String) throws(SystemError) -> [UInt8] {
+        let fd = try FileDescriptor.open(full(name), O_RDONLY)
+        defer { fd.close() }
+        var st = stat()
+        _ = try retryingOnInterrupt("fstat", full(name)) { fstat(fd.rawValue, &st) }
+        var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
+        var done = 0
+        let result: Result<Void, SystemError> = bytes.withUnsafeMutableBytes { b in
+            while done < b.count {
+                let n = pread(fd.rawValue, b.baseAddress! + done, b.count - done, off_t(done))
+                if n < 0 {
+                    if Glibc.errno == EINTR { continue }
+                    return .failure(.current("pread", full(name)))
+                }
+                if n == 0 { break }
+                done += n
+            }
+            return .success(())
+        }
+        try result.get()
+        return done == bytes.count ? bytes : Array(bytes[0..<done])
+    }
+
+    /// Zeros `name` from `offset` to `segmentBytes` (ftruncate then posix_fallocate), durably.
+    public func zero(_ name: String, from offset: Int) throws(SystemError) {
+        let fd = try descriptor(name)
+        _ = try retryingOnInterrupt("ftruncate", full(name)) { ftruncate(fd.rawValue, off_t(offset)) }
+        var r: Int32
+        repeat { r = posix_fallocate(fd.rawValue, off_t(offset), off_t(segmentBytes - offset)) } while r == EINTR
+        if r != 0 { throw SystemError(errno: r, call: "posix_fallocate", context: full(name)) }
+        _ = try retryingOnInterrupt("fsync", full(name)) { fsync(fd.rawValue) }
+    }
+
+    /// unlink(2), durably.
+    public func remove(_ name: String) throws(SystemError) {
+        forget(name)
+        _ = try retryingOnInterrupt("unlink", full(name)) { unlink(full(name)) }
+        try syncDirectory()
+    }
+
+    /// Renames `name` to the first free of `newBase`, `newBase-2`, ... durably; returns the name.
+    public func rename(_ name: String, toFreeNameLike newBase: String) throws(SystemError) -> String {
+        forget(name)
+        let target = freeName(newBase)
+        _ = try retryingOnInterrupt("rename", "\(full(name)) → \(target)") { Glibc.rename(full(name), full(target)) }
+        try syncDirectory()
+        return target
+    }
+
+    /// Copies `name` to the first free of `newBase`, `newBase-2`, ... durably; returns the name.
+    public func copy(_ name: String, toFreeNameLike newBase: String) throws(SystemError) -> String {
+        let bytes = try read(name)
+        let target = freeName(newBase)
+        let fd = try FileDescriptor.open(full(target), O_WRONLY | O_CREAT | O_EXCL, mode: 0o644)
+        defer { fd.close() }
+        try fd.writeAll(bytes)
+        _ = try retryingOnInterrupt("fsync", full(target)) { fsync(fd.rawValue) }
+        try syncDirectory()
+        return target
+    }
+
+    func freeName(_ base: String) -> String {
+        var name = base
+        var k = 1
+        while exists(name) { k += 1; name = base + "-\(k)" }
+        return name
+    }
+
+    /// statvfs(3): bytes available to this user.
+    public func availableBytes() -> Int? {
+        var s = statvfs()
+        guard statvfs(path, &s) == 0 else { return nil }
+        return Int(s.f_bavail) * Int(s.f_frsize)
+    }
+}

@@ -1,1 +1,0 @@
-// Journal: the flash journal format and recovery (issue 5).

@@ -1,0 +1,192 @@
+import AppCore
+import ArgumentParser
+import BoardIO
+import Device
+import Glibc
+import Journal
+import RideModel
+
+extension SegmentDirectory: SegmentFileSystem {
+    public func storageError(_ error: any Error, _ doing: String) -> StorageError {
+        guard let e = error as? SystemError else { return StorageError(.other, "\(doing): \(error)") }
+        if e.isNoSpace { return StorageError(.noSpace, "\(doing): \(e) — the card is full: delete old rides") }
+        if e.isNotFound { return StorageError(.notFound, "\(doing): \(e)") }
+        if e.isPermissionDenied || e.errno == EROFS {
+            return StorageError(.permissionDenied, "\(doing): \(e) — make the data directory writable")
+        }
+        if e.errno == EIO { return StorageError(.io, "\(doing): \(e) — the card may be failing: copy your rides off it") }
+        return StorageError(.other, "\(doing): \(e)")
+    }
+}
+
+/// Where the journal lives under the data directory, and its segment size.
+enum RideJournalLocation {
+    static let subdirectory = "journal"
+    static let segmentBytes = JournalFormat.defaultSegmentBytes
+}
+
+/// Opens (creating if needed) the journal under `dataDirectory`, recovers the interrupted ride,
+/// and returns the journal and an app core ready to continue. Drain the core's effects into the
+/// journal (`FlashJournal.apply`) as for any input: recovery leaves a gap event and
+/// "ride recovered" pending. Log `report.lines`; write the files of
+/// `report.finishedRidesAwaitingFile` (from `journal.records(of:)`).
+func openRideJournal(dataDirectory: String, configuration: AppConfiguration, randomSeed: UInt64,
+                     deviceNow: MonotonicInstant, wallNow: WallClockTime?,
+                     policy: CommitPolicy = CommitPolicy()) throws(SystemError) -> (journal: FlashJournal, core: AppCore, report: RecoveryReport) {
+    _ = try SegmentDirectory(path: dataDirectory, segmentBytes: RideJournalLocation.segmentBytes)
+    let dir = try SegmentDirectory(path: dataDirectory + "/" + RideJournalLocation.subdirectory,
+                                   segmentBytes: RideJournalLocation.segmentBytes, createIfMissing: true)
+    return FlashJournal.open(storage: FileSystemSegmentStorage(dir), configuration: configuration, randomSeed: randomSeed,
+                             deviceNow: deviceNow, wallNow: wallNow, policy: policy)
+}
+
+struct JournalCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "journal",
+        abstract: "Look at the ride journal (the crash-safe log of the ride in progress).",
+        subcommands: [Inspect.self])
+
+    struct Inspect: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the journal's records and what recovery would rebuild. Read-only.")
+
+        @Argument(help: "The journal directory (holding seg-NNNNNNNN.jnl files).")
+        var directory: String
+
+        @Flag(help: "Machine-readable output.")
+        var json = false
+
+        @Flag(help: "Also list every sample and series value inside group records.")
+        var values = false
+
+        func run() throws {
+            let dir: SegmentDirectory
+            do {
+                dir = try SegmentDirectory(path: directory, segmentBytes: RideJournalLocation.segmentBytes, readOnly: true)
+            } catch {
+                throw ValidationError("\(error)")
+            }
+            let inspection = JournalInspection(storage: FileSystemSegmentStorage(dir))
+            let asideFiles = ((try? dir.list()) ?? []).filter { SegmentName.parse($0) == nil }
+            print(json ? Self.json(inspection, asideFiles: asideFiles, values: values) : Self.text(inspection, asideFiles: asideFiles, values: values))
+        }
+
+        static func describe(_ r: RideRecord) -> String {
+            switch r {
+            case .header(let h): "header ride=\(h.rideID) activity=\(h.activity) start=\(h.anchor.monotonic.milliseconds)ms wall=\(h.anchor.wall)"
+            case .event(let e): "event \(e.kind) at=\(e.instant.milliseconds)ms trigger=\(e.trigger)" + (e.kind == .marker || e.kind == .gap ? " value=\(e.value)" : "")
+            case .sample(let s): "sample \(s.quantity)=\(s.value)\(s.quantity.unit) at=\(s.instant.milliseconds)ms"
+            case .series(let s): "series \(s.quantity)=\(s.value)\(s.quantity.unit) at=\(s.instant.milliseconds)ms"
+            case .wallClock(let a): "wall_clock at=\(a.monotonic.milliseconds)ms wall=\(a.wall)"
+            case .finished(let saved, let at): "finished saved=\(saved) at=\(at.milliseconds)ms"
+            case .metadata(let k, let v): "metadata \(k)=\(v)"
+            }
+        }
+
+        static func text(_ i: JournalInspection, asideFiles: [String], values: Bool) -> String {
+            var out: [String] = []
+            out.append("segments: \(i.scan.segments.map(SegmentName.name).joined(separator: " "))")
+            for r in i.scan.records {
+                let head = "#\(r.sequence) \(SegmentName.name(r.segmentID))+\(r.offset) \(r.type)"
+                switch i.scan.entry(r) {
+                case .records(let list) where r.type == .group:
+                    let samples = list.filter { if case .sample = $0 { true } else { false } }.count
+                    var first: Int64 = 0
+                    if case .sample(let s) = list[0] { first = s.instant.milliseconds }
+                    if case .series(let s) = list[0] { first = s.instant.milliseconds }
+                    out.append("\(head) \(samples) samples, \(list.count - samples) series values from \(first)ms")
+                    if values { for x in list { out.append("    " + describe(x)) } }
+                case .records(let list): out.append("\(head) \(describe(list[0]))")
+                case .checkpoint(let c):
+                    out.append("\(head) ride=\(c.rideID) at=\(c.instant.milliseconds)ms records=\(c.recordCount) events=\(c.eventCount) samples=\(c.sampleCount) series=\(c.seriesCount) laps=\(c.lapCount)")
+                case .rideFileDurable(let id): out.append("\(head) ride=\(id)")
+                }
+            }
+            out.append("next record: #\(i.scan.nextSequence)")
+            for r in i.rides {
+                let status = r.finished.map { $0 ? "ended (saved)" : "ended (discarded)" } ?? (r.started ? "in progress" : "not started")
+                out.append("ride \(r.rideID): \(status), \(r.records) records (\(r.samples) samples, \(r.series) series values, \(r.events.count) events), file durable: \(r.fileDurable), checkpoints: \(r.checkpoints) (\(r.checkpointMismatches) disagree)")
+            }
+            if i.orphans > 0 { out.append("\(i.orphans) records without a ride header (ignored)") }
+            if let b = i.rebuild {
+                out.append("recovery would rebuild ride \(b.rideID): \(b.state), timer \(b.timerTimeMs / 1000) s, elapsed \(b.elapsedTimeMs / 1000) s, "
+                    + "distance \(b.distanceM.map { JSONWriter.format($0, decimals: 1) + " m" } ?? "-"), laps \(b.laps), events \(b.events), "
+                    + "avg power \(b.averagePowerW.map { JSONWriter.format($0, decimals: 1) + " W" } ?? "-"), avg HR \(b.averageHeartRate.map { JSONWriter.format($0, decimals: 1) } ?? "-"), "
+                    + "earlier gaps \(b.gapsMs) ms, last durable instant \(b.lastInstant.map { "\($0.milliseconds) ms" } ?? "-")")
+            } else {
+                out.append("recovery would rebuild: nothing (no interrupted ride)")
+            }
+            let repairs = i.scan.repairs
+            out.append(repairs.isEmpty ? "repairs needed: none" : "repairs recovery would make:")
+            for r in repairs { out.append("  " + r) }
+            for f in asideFiles { out.append("kept aside: \(f)") }
+            return out.joined(separator: "\n")
+        }
+
+        static func json(_ i: JournalInspection, asideFiles: [String], values: Bool) -> String {
+            var w = JSONWriter()
+            w.beginObject()
+            w.int("format_version", Int64(JournalFormat.version))
+            w.beginArray("segments")
+            for s in i.scan.segments { w.string(nil, SegmentName.name(s)) }
+            w.endArray()
+            w.beginArray("records")
+            for r in i.scan.records {
+                w.beginObject()
+                w.int("sequence", Int64(r.sequence))
+                w.string("segment", SegmentName.name(r.segmentID))
+                w.int("offset", Int64(r.offset))
+                w.string("type", r.type.description)
+                switch i.scan.entry(r) {
+                case .records(let list):
+                    if r.type == .group {
+                        w.int("entries", Int64(list.count))
+                        if values { w.beginArray("values"); for x in list { w.string(nil, describe(x)) }; w.endArray() }
+                    } else {
+                        w.string("record", describe(list[0]))
+                    }
+                case .checkpoint(let c):
+                    w.string("ride_id", c.rideID.description)
+                    w.int("records", Int64(c.recordCount)); w.int("events", Int64(c.eventCount))
+                    w.int("samples", Int64(c.sampleCount)); w.int("series", Int64(c.seriesCount)); w.int("laps", Int64(c.lapCount))
+                case .rideFileDurable(let id): w.string("ride_id", id.description)
+                }
+                w.endObject()
+            }
+            w.endArray()
+            w.beginArray("rides")
+            for r in i.rides {
+                w.beginObject()
+                w.string("ride_id", r.rideID.description)
+                w.int("records", Int64(r.records)); w.int("samples", Int64(r.samples)); w.int("series", Int64(r.series))
+                w.int("events", Int64(r.events.count))
+                w.bool("started", r.started); w.bool("finished", r.finished != nil); w.bool("saved", r.finished)
+                w.bool("file_durable", r.fileDurable)
+                w.int("checkpoints", Int64(r.checkpoints)); w.int("checkpoint_mismatches", Int64(r.checkpointMismatches))
+                w.endObject()
+            }
+            w.endArray()
+            if let b = i.rebuild {
+                w.beginObject("rebuild")
+                w.string("ride_id", b.rideID.description)
+                w.string("state", b.state.description)
+                w.int("timer_time_ms", b.timerTimeMs); w.int("elapsed_time_ms", b.elapsedTimeMs)
+                w.number("distance_m", b.distanceM); w.int("laps", Int64(b.laps)); w.int("events", Int64(b.events))
+                w.number("average_power_w", b.averagePowerW); w.number("average_heart_rate_bpm", b.averageHeartRate)
+                w.int("gaps_ms", b.gapsMs); w.int("last_instant_ms", b.lastInstant?.milliseconds)
+                w.endObject()
+            } else {
+                w.raw("rebuild", "null")
+            }
+            w.beginArray("repairs")
+            for r in i.scan.repairs { w.string(nil, r) }
+            w.endArray()
+            w.beginArray("kept_aside")
+            for f in asideFiles { w.string(nil, f) }
+            w.endArray()
+            w.int("orphan_records", Int64(i.orphans))
+            w.endObject()
+            return w.text
+        }
+    }
+}

@@ -1,0 +1,184 @@
+import AppCore
+import Device
+import Journal
+import RideModel
+import Testing
+
+/// LittleFS-style linear power-cut sweep: the scripted ride runs through the app core and the
+/// flash journal on simulated flash; power is cut at write 1, 2, 3, ... (dropping, tearing, or
+/// losing everything unsynced); then the device "boots", recovers and finishes the ride.
+struct PowerCutSweepTests {
+    static let segmentBytes = 8 * 1024
+    static let script = Script.inputs()
+    nonisolated(unsafe) static var checkedRebuilds = 0
+
+    struct Outcome {
+        var writes = 0
+        var lossWindowMs: Int64 = 0
+    }
+
+    /// Runs the script until the power goes (or to the end). Returns the rig and the instant of
+    /// the input during which power was lost.
+    static func runUntilCut(_ flash: SimulatedFlash) -> (Rig, MonotonicInstant?) {
+        let rig = Rig(flash: flash)
+        for input in script {
+            rig.feed(input)
+            if flash.powerIsOff { return (rig, input.instant) }
+        }
+        return (rig, nil)
+    }
+
+    static func modes(_ n: Int) -> [SimulatedFlash.CutMode] {
+        [.dropWrite, .tearWrite(keepBytes: 1 + (n * 37) % 60), .loseUnsynced, .loseUnsyncedAndTear(keepBytes: 1 + (n * 13) % 40)]
+    }
+
+    /// Checks one cut; returns the loss window (ms of 1 Hz samples lost) or records an issue.
+    static func check(cutAt n: Int, mode: SimulatedFlash.CutMode) -> Int64 {
+        let id = "cut at write \(n), \(mode)"
+        let flash = SimulatedFlash(segmentBytes: segmentBytes)
+        flash.cutAtWrite = n
+        flash.cutMode = mode
+        let (rig, cutInstant) = runUntilCut(flash)
+        guard let cutAt = cutInstant else { return 0 }
+        let synced = Int(rig.journal.counters.recordsDurable)
+        let appended = rig.appended
+        flash.powerCycle()
+
+        // What a reader finds on the card before recovery touches it.
+        let rides = JournalScan.scan(flash, repair: false).rides().rides
+        let recovered = rides.first?.records ?? []
+        let original = recovered.count
+        let prefix = recovered
+        // Boot: the device clock restarts.
+        let boot = Rig(flash: flash, seed: 43, deviceNow: ms(500))
+        // Everything synced is back, in order, and nothing was invented.
+        #expect(isPrefix(prefix, of: appended), "\(id): recovered records are not a prefix of the appended ones")
+        #expect(prefix.count >= synced, "\(id): \(synced) records were synced, only \(prefix.count) recovered")
+        if !isPrefix(prefix, of: appended) || prefix.count < synced { return .max }
+        // Loss window: the span of 1 Hz samples appended but not recovered. Samples older than
+        // one second before the cut are never lost.
+        var loss: Int64 = 0
+        var lostInstants: [Int64] = []
+        for r in appended[prefix.count...] { if case .sample(let s) = r { lostInstants.append(s.instant.milliseconds) } }
+        if let first = lostInstants.min(), let last = lostInstants.max() {
+            loss = last - first + 1000
+            if first < cutAt.milliseconds - 1000 {
+                Issue.record("\(id): sample at \(first) ms lost though the cut was at \(cutAt.milliseconds) ms")
+            }
+        }
+        // Nothing lost: the rebuilt builder has the live one's events, laps, totals and extremes.
+        if prefix.count == rig.durableCount, let durable = rig.durableCore, let live = durable.builder,
+           let back = boot.core.builder, boot.core.state != .ended {
+            checkedRebuilds += 1
+            let events = back.events.filter { $0.kind != .gap }
+            #expect(events == live.events, "\(id): events differ")
+            #expect(back.laps.count == live.laps.count, "\(id): laps differ")
+            #expect(back.ride.totals == live.ride.totals, "\(id): totals differ")
+            for q in Quantity.allCases {
+                #expect(back.ride[q].count == live.ride[q].count && back.ride[q].max == live.ride[q].max
+                        && back.ride[q].min == live.ride[q].min, "\(id): \(q) statistics differ")
+            }
+            #expect(boot.core.header == durable.header, "\(id): header differs")
+            // Same wall time for every ride instant (the anchor may be stored at another instant).
+            for t: Int64 in [3_000, 90_000] {
+                #expect(boot.core.wallAnchorForRide?.wallTime(at: ms(t)) == durable.wallAnchorForRide?.wallTime(at: ms(t)),
+                        "\(id): wall clock differs")
+            }
+        }
+        // The recovered session.
+        let started = prefix.contains { if case .event(let e) = $0 { e.kind == .start } else { false } }
+        let finished = prefix.contains { if case .finished = $0 { true } else { false } }
+        if started && !finished {
+            #expect(boot.report.recoveredRide != nil, "\(id): ride not recovered")
+            #expect(boot.core.recovered, "\(id)")
+            let lastEvent = prefix.last { if case .event = $0 { true } else { false } }
+            if case .event(let e) = lastEvent {
+                let expected: SessionState = switch e.kind {
+                case .pause: .paused
+                case .stop: .ended // a stopped ride is saved on recovery
+                default: .running
+                }
+                #expect(boot.core.state == expected, "\(id): resumed \(boot.core.state), last durable event \(e.kind)")
+            }
+            // The gap is journaled and durable (syncJournal was applied).
+            #expect(boot.journal.counters.recordsDurable >= 1, "\(id): gap not made durable")
+            // Ride on for 5 s after recovery, then end it: one ride, the old records first.
+            var t: Int64 = 1_000
+            if boot.core.state == .paused { boot.feed(.command(.resume, at: ms(t))) }
+            while t < 6_000 {
+                boot.feed(.sample(Sample(.power, 200, at: ms(t))))
+                boot.feed(.sample(Sample(.heartRate, 120, at: ms(t))))
+                boot.feed(.tick(ms(t)))
+                t += 250
+            }
+            boot.feed(.command(.end, at: ms(t)))
+            let after = JournalScan.scan(flash, repair: false).rides().rides
+            #expect(after.count == 1, "\(id): \(after.count) rides after recovery")
+            if let r = after.first {
+                #expect(isPrefix(Array(r.records.prefix(original)), of: recovered), "\(id)")
+                #expect(r.finished == true, "\(id)")
+                // Instants never go backwards across the gap.
+                var newest = Int64.min
+                var backwards = false
+                for rec in r.records {
+                    if case .event(let e) = rec { if e.instant.milliseconds < newest { backwards = true }; newest = max(newest, e.instant.milliseconds) }
+                }
+                #expect(!backwards, "\(id): event instants go backwards after recovery")
+            }
+        } else if finished {
+            #expect(boot.report.recoveredRide == nil, "\(id)")
+            #expect(boot.report.finishedRidesAwaitingFile == rides.map(\.rideID), "\(id)")
+        } else {
+            #expect(boot.core.state == .idle, "\(id): \(boot.core.state) from a ride that never started")
+        }
+        return loss
+    }
+
+    @Test func linearSweepOverEveryWriteAndCutMode() {
+        let full = SimulatedFlash(segmentBytes: Self.segmentBytes)
+        let (rig, cut) = Self.runUntilCut(full)
+        #expect(cut == nil)
+        #expect(rig.core.state == .ended)
+        let writes = full.writeCount
+        #expect(writes > 100, "the script should make many writes, made \(writes)")
+        #expect(rig.journal.writer.counters.segmentsCreated >= 2, "the script should rotate segments")
+        var worstLoss: Int64 = 0
+        for n in 1...(writes + 1) {
+            for mode in Self.modes(n) {
+                worstLoss = max(worstLoss, Self.check(cutAt: n, mode: mode))
+            }
+        }
+        #expect(worstLoss <= 1000, "worst loss window \(worstLoss) ms")
+        #expect(Self.checkedRebuilds > writes, "rebuilds compared with the live core: \(Self.checkedRebuilds)")
+        print("power-cut sweep: \(writes) writes × 4 modes, worst loss window \(worstLoss) ms of 1 Hz samples, \(Self.checkedRebuilds) rebuilds compared")
+    }
+
+    /// Cuts power twice in one ride: during the ride and again soon after recovery.
+    @Test func cutAgainAfterRecovery() {
+        for n in stride(from: 20, through: 200, by: 45) {
+            let flash = SimulatedFlash(segmentBytes: Self.segmentBytes)
+            flash.cutAtWrite = n
+            flash.cutMode = .loseUnsynced
+            let (first, _) = Self.runUntilCut(flash)
+            let firstSynced = Array(first.appended.prefix(Int(first.journal.counters.recordsDurable)))
+            flash.powerCycle()
+            let second = Rig(flash: flash, seed: 2, deviceNow: ms(100))
+            guard second.report.recoveredRide != nil else { continue }
+            flash.cutAtWrite = flash.writeCount + 7
+            var t: Int64 = 200
+            while !flash.powerIsOff && t < 20_000 {
+                second.feed(.sample(Sample(.power, 210, at: ms(t))))
+                second.feed(.tick(ms(t)))
+                t += 250
+            }
+            flash.powerCycle()
+            let third = Rig(flash: flash, seed: 3, deviceNow: ms(50))
+            let rides = JournalScan.scan(flash, repair: false).rides().rides
+            #expect(rides.count == 1, "cut \(n)")
+            #expect(isPrefix(firstSynced, of: rides.first?.records ?? []), "cut \(n): first life's synced records lost")
+            #expect(third.report.recoveredRide == second.report.recoveredRide, "cut \(n)")
+            let gaps = rides.first?.records.filter { if case .event(let e) = $0 { e.kind == .gap } else { false } }.count ?? 0
+            #expect(gaps == 2, "cut \(n): \(gaps) gap events")
+        }
+    }
+}

@@ -1,0 +1,171 @@
+import AppCore
+import Device
+import Journal
+import RideModel
+import Testing
+
+struct RecoveryTests {
+    /// A journal of the scripted ride stopped half-way (no cut), on 8 KiB segments.
+    static func halfRide() -> (SimulatedFlash, [RideRecord]) {
+        let flash = SimulatedFlash(segmentBytes: 8 * 1024)
+        let rig = Rig(flash: flash)
+        let inputs = Script.inputs(seconds: 300)
+        for input in inputs.prefix(inputs.count * 2 / 3) { rig.feed(input) }
+        return (flash, rig.appended)
+    }
+
+    /// Random bit flips, zeroed ranges, garbage and truncation: recovery never crashes, never
+    /// accepts a damaged record, and keeps every damaged segment aside instead of deleting it.
+    @Test func randomCorruptionNeverYieldsABadRecord() {
+        let (pristine, appended) = Self.halfRide()
+        let segments = try! pristine.list()
+        #expect(segments.count >= 2)
+        var repaired = 0
+        for seed: UInt64 in 1...300 {
+            var rng = SeededRandom(seed: seed)
+            let flash = pristine.snapshot()
+            let victim = segments[Int(rng.next() % UInt64(segments.count))]
+            var bytes = flash.contents(victim)!
+            let used = max(64, bytes.lastIndex(where: { $0 != 0 }) ?? 64)
+            switch rng.next() % 5 {
+            case 0: // flip a few bits
+                for _ in 0..<(1 + rng.next() % 4) { bytes[Int(rng.next() % UInt64(used))] ^= UInt8(1 << (rng.next() % 8)) }
+            case 1: // zero a range (lost sector)
+                let a = Int(rng.next() % UInt64(used)); let n = Int(rng.next() % 600)
+                for i in a..<min(bytes.count, a + n) { bytes[i] = 0 }
+            case 2: // garbage
+                let a = Int(rng.next() % UInt64(used)); let n = 1 + Int(rng.next() % 300)
+                for i in a..<min(bytes.count, a + n) { bytes[i] = UInt8(truncatingIfNeeded: rng.next()) }
+            case 3: // truncated file content (the rest reads as zeros)
+                let a = Int(rng.next() % UInt64(used))
+                for i in a..<bytes.count { bytes[i] = 0 }
+            default: // a record copied over another (stale data)
+                let a = 32 + Int(rng.next() % UInt64(used / 2)); let b = 32 + Int(rng.next() % UInt64(used / 2)); let n = 40
+                if a + n < bytes.count && b + n < bytes.count { for i in 0..<n { bytes[b + i] = bytes[a + i] } }
+            }
+            flash.overwrite(victim, with: bytes)
+            let wipedOut = bytes.allSatisfy { $0 == 0 }
+            let asideBefore = flash.asideFiles.count
+            let rig = Rig(flash: flash, seed: seed, deviceNow: ms(10))
+            let rides = JournalScan.scan(flash, repair: false).rides().rides
+            let records = rides.first?.records ?? []
+            let original = Array(records.prefix { if case .event(let e) = $0 { e.kind != .gap } else { true } })
+            #expect(isPrefix(original, of: appended), "seed \(seed): recovery accepted a record that was never written")
+            #expect(rides.count <= 1, "seed \(seed)")
+            // Whatever could not be used is kept aside, not deleted.
+            let inJournal = (try? flash.list()) ?? []
+            for id in segments where !inJournal.contains(id) && !(id == victim && wipedOut) {
+                #expect(flash.asideFiles.keys.contains { $0.hasPrefix(SegmentName.name(id)) }, "seed \(seed): \(SegmentName.name(id)) vanished")
+            }
+            _ = asideBefore
+            if !rig.report.repairs.isEmpty { repaired += 1 }
+            // The journal is usable afterwards: the recovered core can go on and end the ride.
+            rig.feed(.tick(ms(2_000)))
+            rig.feed(.command(.end, at: ms(3_000)))
+            let after = JournalScan.scan(flash, repair: false)
+            #expect(after.truncation == nil, "seed \(seed): the repaired journal still has a bad record")
+        }
+        #expect(repaired > 200, "only \(repaired) of 300 corruptions were noticed")
+    }
+
+    @Test func aJournalFromANewerAppIsKeptAsideAndReported() throws {
+        let flash = SimulatedFlash(segmentBytes: 8 * 1024)
+        try flash.create(1)
+        var h = SegmentHeader(segmentID: 1, firstSequence: 1, segmentBytes: 8192)
+        h.version = JournalFormat.version + 1
+        try h.encoded().withUnsafeBytes { try flash.write(1, at: 0, $0) }
+        let rig = Rig(flash: flash)
+        #expect(rig.report.segmentsSetAside == ["seg-00000001.jnl.aside"])
+        #expect(rig.report.lines.contains { $0.contains("newer app") })
+        #expect(flash.asideFiles["seg-00000001.jnl.aside"]?.count == 8192)
+        #expect(rig.core.state == .idle)
+        // A new ride still journals.
+        for input in Script.inputs(seconds: 10) { rig.feed(input) }
+        #expect(JournalScan.scan(flash, repair: false).rides().rides.count == 1)
+    }
+
+    @Test func recoveryTakesTheGapFromATrustedWallClock() {
+        let flash = SimulatedFlash(segmentBytes: 8 * 1024)
+        let rig = Rig(flash: flash)
+        let inputs = Script.inputs()
+        // Past the NTP jump (trusted from ~83 s on), still riding.
+        for input in inputs where input.instant.milliseconds < 110_000 { rig.feed(input) }
+        #expect(rig.core.state == .running)
+        let anchor = rig.core.wallAnchorForRide!
+        #expect(anchor.wall.trusted)
+        let lastInstant = rig.core.lastReplayedInstant!
+        // Down for 42 s; the board's clock is set again (NTP) when it boots.
+        let wallNow = WallClockTime(unixMs: anchor.wallTime(at: lastInstant).unixMs + 42_000, trusted: true)
+        let boot = Rig(flash: flash, seed: 9, deviceNow: ms(700), wallNow: wallNow)
+        #expect(boot.report.gapMs == 42_000)
+        #expect(boot.core.gapsMs == 42_000)
+        #expect(boot.core.state == .running)
+        // Ride time continues after the gap: device 700 ms ↔ ride last + 42 s.
+        #expect(boot.core.instantOffsetMs == lastInstant.milliseconds + 42_000 - 700)
+        // Wall times are continuous: the same anchor, not duplicated or reversed.
+        #expect(boot.core.wallAnchorForRide?.wallTime(at: ms(100_000)) == anchor.wallTime(at: ms(100_000)))
+        // Untrusted wall clock at boot: gap unknown, 0.
+        flash.cutAtWrite = flash.writeCount + 1
+        boot.feed(.tick(ms(1_700)))
+        flash.powerCycle()
+        let again = Rig(flash: flash, seed: 10, deviceNow: ms(5), wallNow: WallClockTime(unixMs: 5, trusted: false))
+        #expect(again.report.gapMs == 0)
+        #expect(again.core.state == .running)
+    }
+
+    @Test func finishedRideIsCompactedAwayOnceItsFileIsDurable() {
+        let flash = SimulatedFlash(segmentBytes: 8 * 1024)
+        let rig = Rig(flash: flash)
+        for input in Script.inputs() { rig.feed(input) }
+        #expect(rig.core.state == .ended)
+        let id = rig.core.header!.rideID
+        let records = rig.journal.records(of: id)
+        #expect(records == rig.appended)
+        #expect(try! flash.list().count >= 2)
+        // Crash before the file is written: the next boot asks for it again.
+        let boot = Rig(flash: flash, seed: 5)
+        #expect(boot.report.finishedRidesAwaitingFile == [id])
+        #expect(boot.report.recoveredRide == nil)
+        boot.journal.rideFileIsDurable(id)
+        #expect(try! flash.list().isEmpty, "segments left: \(try! flash.list())")
+        #expect(boot.journal.records(of: id).isEmpty)
+        // The next ride starts a fresh segment; its sequence numbers continue.
+        for input in Script.inputs(seconds: 40, seed: 3) { boot.feed(.init(shifted: input, byMs: 1_000_000)) }
+        let scan = JournalScan.scan(flash, repair: false)
+        #expect(scan.rides().rides.count == 1)
+        #expect(scan.truncation == nil)
+        let reboot = Rig(flash: flash, seed: 6)
+        #expect(reboot.report.finishedRidesAwaitingFile.count == 1)
+    }
+
+    @Test func rideInProgressIsNotCompactedWhenAnOlderOneIsDurable() {
+        let flash = SimulatedFlash(segmentBytes: 8 * 1024)
+        let rig = Rig(flash: flash)
+        for input in Script.inputs(seconds: 30) { rig.feed(input) }
+        let first = rig.core.header!.rideID
+        rig.feed(.command(.dismiss, at: ms(40_000)))
+        for input in Script.inputs(seconds: 60, seed: 4) { rig.feed(.init(shifted: input, byMs: 50_000)); if rig.core.state == .paused { break } }
+        let second = rig.core.header!.rideID
+        #expect(first != second)
+        rig.journal.rideFileIsDurable(first)
+        let rides = JournalScan.scan(flash, repair: false).rides().rides
+        #expect(rides.contains { $0.rideID == second })
+        let boot = Rig(flash: flash, seed: 8)
+        #expect(boot.report.recoveredRide == second)
+    }
+}
+
+extension AppInput {
+    /// The same input `ms` later.
+    init(shifted input: AppInput, byMs ms: Int64) {
+        switch input {
+        case .button(var b): b.instant = b.instant.advanced(byMs: ms); self = .button(b)
+        case .sample(var s): s.instant = s.instant.advanced(byMs: ms); self = .sample(s)
+        case .sensor(let s, let t): self = .sensor(s, at: t.advanced(byMs: ms))
+        case .tick(let t): self = .tick(t.advanced(byMs: ms))
+        case .command(let c, let t): self = .command(c, at: t.advanced(byMs: ms))
+        case .wallClock(let w, let t): self = .wallClock(w, at: t.advanced(byMs: ms))
+        case .storage(let c, let t): self = .storage(c, at: t.advanced(byMs: ms))
+        }
+    }
+}
