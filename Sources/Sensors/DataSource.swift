@@ -166,6 +166,23 @@ public struct DataSource: Sendable {
         functionBatteries = Array(repeating: nil, count: SensorFunction.countMax)
     }
 
+    /// One paired sensor as a status query shows it.
+    public struct SensorReport: Sendable, Hashable {
+        public var sensor: PairedSensor
+        public var state: SourceState
+        public var batteryPercent: Int?
+        /// When the last decodable payload arrived (nil: never).
+        public var lastDataAt: MonotonicInstant?
+    }
+
+    /// Every paired sensor's state, for a status query (allocates; not for the frame path).
+    public var sensorReports: [SensorReport] {
+        slots.map { s in
+            SensorReport(sensor: s.paired, state: s.state, batteryPercent: s.batteryPercent,
+                         lastDataAt: s.state == .searching ? nil : s.lastDataAt)
+        }
+    }
+
     /// The state of paired sensor `index` (in configuration order).
     public func sensorState(_ index: Int) -> SourceState { slots[index].state }
     public func sensorBattery(_ index: Int) -> Int? { slots[index].batteryPercent }

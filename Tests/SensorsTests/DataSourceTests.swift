@@ -111,6 +111,9 @@ import RideModel
         ds.handle(data(Self.pm, 11, "52 ff 00 05 00 00 80 a3"), at: ms(0)) { c.take($0) }
         #expect(c.functions.contains { $0.0 == .power && $0.1 == .connected && $0.2 == 75 })
         #expect(ds.sensorBattery(1) == 75)
+        let reports = ds.sensorReports
+        #expect(reports.map(\.state) == [.searching, .connected, .searching])
+        #expect(reports[1].batteryPercent == 75 && reports[1].lastDataAt == ms(0) && reports[0].lastDataAt == nil)
     }
 
     @Test func rateLimitDropsFloods() {
