@@ -479,7 +479,7 @@ public struct AppCore: Sendable {
         sensorStates[i] = status.state
         screen.sensors[i] = status.state
         let riding = lifecycle.state == .running || lifecycle.state == .paused
-        if riding && old == .connected && status.state == .lost { showOverlay(.sensorLost(status.role), at: now) }
+        if riding && (old == .connected || old == .stale) && status.state == .lost { showOverlay(.sensorLost(status.role), at: now) }
         if riding && old == .lost && status.state == .connected { showOverlay(.sensorBack(status.role), at: now) }
         if status.state == .lost || status.state == .stale {
             // Its values are no longer live: show "--" at once, never the last value.

@@ -84,9 +84,7 @@ public final class HeadlessRun {
             runtime.recover(records, deviceNow: now, gapMs: gap)
             counters.recoveries += 1
         }
-        for role in SensorRole.allCases where sensors.isPresent(role) {
-            runtime.handle(.sensor(SensorStatus(role, .searching), at: now))
-        }
+        sensors.deviceStarted(at: ms) { feed($0) }
     }
 
     static func lastInstant(_ records: [RideRecord]) -> MonotonicInstant? {
@@ -161,6 +159,7 @@ public final class HeadlessRun {
         if let d = runtime.nextDeadline, d.milliseconds <= nowMs { feed(.tick(now)) }
         if nowMs / 1000 != lastTickMs / 1000 || lastTickMs < 0 {
             lastTickMs = nowMs
+            sensors.tick(at: nowMs) { feed($0) }
             feed(.tick(now))
         }
     }
@@ -198,7 +197,7 @@ public final class HeadlessRun {
             let reply = runtime.command(c, at: now)
             log.log(reply?.ok == false ? .warning : .info, "command \(c): \(reply?.message ?? "-")")
         case .dropout(let s, let len):
-            sensors.dropout(s, fromMs: ms, lengthMs: len) { feed($0) }
+            sensors.dropout(s, fromMs: ms, lengthMs: len)
         case .bridgeRestart(let len):
             sensors.bridgeDown(fromMs: ms, lengthMs: len) { feed($0) }
         case .crash:
@@ -225,7 +224,6 @@ public final class HeadlessRun {
         let seed = (scenario.seed ?? options.seed) &+ UInt64(counters.crashes + counters.powerCuts)
         runtime = DeviceRuntime(core: AppCore(configuration: configuration, randomSeed: seed),
                                 journal: journal, archive: archive, screen: screen, log: log)
-        sensors.deviceRestarted()
         deviceDownUntilMs = ms + (powerCut ? options.powerCutRebootMs : options.crashRestartMs)
         log.log(.warning, powerCut ? "power cut at \(ms) ms" : "crash at \(ms) ms")
     }
