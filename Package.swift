@@ -41,7 +41,7 @@ let package = Package(
 
         // Board-side adapters of the Device ports (ride files, journal storage on a directory),
         // shared by both executables.
-        .target(name: "DeviceAdapters", dependencies: ["Device", "BoardIO"], swiftSettings: swift6),
+        .target(name: "DeviceAdapters", dependencies: ["Device", "BoardIO", "Journal", "AppCore", "RideModel"], swiftSettings: swift6),
 
         // The simulator's library: synthetic rides, scenarios, simulated adapters, headless runner.
         .target(name: "Simulation", dependencies: ["Device", "BoardIO", "Sensors", "RideFiles", "Screens", "Display", "AppCore", "RideModel"], path: "Simulator/Sources/Simulation", swiftSettings: swift6),
@@ -58,14 +58,14 @@ let package = Package(
         .executableTarget(
             name: "bikesim",
             dependencies: [
-                "Simulation", "Device", "DeviceAdapters", "BoardIO", "RideFiles",
+                "Simulation", "Device", "DeviceAdapters", "BoardIO", "RideFiles", "Journal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Simulator/Sources/bikesim",
             swiftSettings: swift6),
 
         // Measures the flash journal (docs/journal.md): `swift run -c release journal-bench`.
-        .executableTarget(name: "journal-bench", dependencies: ["Device", "Journal", "AppCore", "RideModel", "BoardIO"], swiftSettings: swift6),
+        .executableTarget(name: "journal-bench", dependencies: ["Device", "DeviceAdapters", "Journal", "AppCore", "RideModel", "BoardIO"], swiftSettings: swift6),
 
         // MARK: Tests
         .testTarget(name: "RideModelTests", dependencies: ["RideModel"], swiftSettings: swift6),
@@ -79,6 +79,6 @@ let package = Package(
         // A process the board tests signal and run as another user (Tests/BoardTestHelper).
         .executableTarget(name: "board-test-helper", dependencies: ["BoardIO"], path: "Tests/BoardTestHelper", swiftSettings: swift6),
         .testTarget(name: "DeviceTests", dependencies: ["Device", "BoardIO"], swiftSettings: swift6),
-        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Device", "AppCore", "RideModel"], swiftSettings: swift6),
+        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Device", "AppCore", "RideModel", "Journal"], swiftSettings: swift6),
     ]
 )

@@ -93,6 +93,30 @@ public final class DeviceRuntime {
         log.log(.warning, "recovered ride \(core.header?.rideID.description ?? "-") in state \(core.state), gap \(gapMs) ms")
     }
 
+    /// Takes over a core that was just built (fresh or recovered by `FlashJournal.open`): carries
+    /// out what it left pending (the gap event, "ride recovered") and shows the first screen.
+    public func start(at now: MonotonicInstant) {
+        drain(at: now)
+        journal.syncNow(at: now)
+        reportStorageIfChanged(at: now)
+        screenPort?.show(core.screen, at: now)
+    }
+
+    /// Writes the file of a ride that ended before a crash but whose file was never confirmed
+    /// durable (recovery reports them); its journal is compacted once the file is written.
+    public func writeRideFile(_ id: RideID, at now: MonotonicInstant) {
+        let records = journal.records(of: id)
+        guard !records.isEmpty else { return }
+        do {
+            let what = try archive.store(rideID: id, records: records)
+            journal.rideFileIsDurable(id)
+            log.log(.info, "ride \(id) saved after recovery: \(what)")
+        } catch {
+            archiveFailures &+= 1
+            log.log(.error, "ride \(id) still not written (\(error)); its journal is kept")
+        }
+    }
+
     /// Makes the journal durable (shutdown on SIGTERM).
     public func shutdown(at now: MonotonicInstant) {
         journal.syncNow(at: now)

@@ -5,6 +5,7 @@
 import AppCore
 import BoardIO
 import Device
+import DeviceAdapters
 import Glibc
 import Journal
 import RideModel
@@ -240,11 +241,3 @@ do {
     rmdir(tmp)
 }
 
-extension SegmentDirectory: SegmentFileSystem {
-    public func storageError(_ error: any Error, _ doing: String) -> StorageError {
-        guard let e = error as? SystemError else { return StorageError(.other, "\(doing): \(error)") }
-        if e.isNoSpace { return StorageError(.noSpace, "\(doing): \(e)") }
-        if e.errno == EIO { return StorageError(.io, "\(doing): \(e)") }
-        return StorageError(.other, "\(doing): \(e)")
-    }
-}

@@ -1,16 +1,17 @@
 import Testing
 import AppCore
 import Device
+import Journal
 import RideModel
 @testable import Simulation
 
 struct HeadlessRunTests {
-    static func run(_ text: String, seed: UInt64 = 1) throws -> (HeadlessRun, MemoryJournal, MemoryArchive) {
-        let journal = MemoryJournal()
+    static func run(_ text: String, seed: UInt64 = 1) throws -> (HeadlessRun, SimulatedFlashStorage, MemoryArchive) {
+        let storage = SimulatedFlashStorage()
         let archive = MemoryArchive()
-        let sim = HeadlessRun(scenario: try Scenario.parse(text), options: .init(seed: seed), journal: journal, archive: archive)
+        let sim = HeadlessRun(scenario: try Scenario.parse(text), options: .init(seed: seed), storage: storage, archive: archive)
         sim.run()
-        return (sim, journal, archive)
+        return (sim, storage, archive)
     }
 
     static func number(_ json: String, _ key: String) -> Double? {
@@ -37,11 +38,13 @@ struct HeadlessRunTests {
     }
 
     @Test func demoRideEndsSavedWithItsLapsAndTimes() throws {
-        let (sim, journal, archive) = try Self.run(BuiltinScenarios.demo)
+        let (sim, storage, archive) = try Self.run(BuiltinScenarios.demo)
         let json = try #require(sim.summaryJSON)
         #expect(sim.runtime.core.state == .ended || sim.runtime.core.state == .idle)
         #expect(archive.rides.count == 1, "the saved ride reaches the archive")
-        #expect(journal.durable.isEmpty, "the journal of a ride whose file is durable is compacted")
+        let inspection = JournalInspection(storage: storage.flash)
+        #expect(inspection.rides.allSatisfy { $0.fileDurable }, "the saved ride's file is marked durable in the journal")
+        #expect(storage.flash.syncCount > 0 && storage.flash.syncCount < 3_500 + 100, "group commit: about one sync per second at most")
         // Started at 5 s + 3 s countdown; paused 46:30–47:30 and from 55:50; ended at 56:01.5.
         let timer = try #require(Self.number(json, "timer_time_s"))
         #expect(abs(timer - (3350 - 8 - 60)) < 1.0, "timer \(timer)")
@@ -83,8 +86,7 @@ struct HeadlessRunTests {
         at 1m dropout hr 30s
         at 2m50s command end
         """
-        let journal = MemoryJournal()
-        let sim = HeadlessRun(scenario: try Scenario.parse(text), options: .init(), journal: journal, archive: MemoryArchive())
+        let sim = HeadlessRun(scenario: try Scenario.parse(text), options: .init(), storage: SimulatedFlashStorage(), archive: MemoryArchive())
         var lostSeen = false, backSeen = false
         sim.run { ms in
             if ms > 66_000 && ms < 90_000 && sim.runtime.core.screen.sensor(.heartRate) == .lost { lostSeen = true }

@@ -142,3 +142,87 @@ def test_simulated_ride_is_listed_exported_and_on_the_usb_image(bikesim, bikecom
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
     listing = subprocess.run(["mdir", "-b", "-/", "-i", str(image), "::"], capture_output=True, text=True, check=True).stdout
     assert any(ride_id in line and line.endswith(".fit") for line in listing.splitlines()), listing
+
+
+CRASH_RIDE = """seed 11
+duration 12m
+at 2s press start
+at 3m press lap
+at 11m press start
+at 11m5s hold start 2s
+"""
+
+AFTER_RESTART = """duration 2m
+at 1m press start
+at 1m5s hold start 2s
+"""
+
+
+def fit_records(data: bytes):
+    import io
+
+    import fitdecode
+    out = {}
+    with fitdecode.FitReader(io.BytesIO(data), check_crc=fitdecode.CrcCheck.RAISE,
+                             error_handling=fitdecode.ErrorHandling.RAISE) as reader:
+        for frame in reader:
+            if isinstance(frame, fitdecode.FitDataMessage) and frame.name == "record":
+                ts = frame.get_value("timestamp")
+                out[ts] = (frame.get_value("heart_rate", fallback=None), frame.get_value("power", fallback=None),
+                           frame.get_value("cadence", fallback=None))
+    return out
+
+
+def test_sigkill_mid_ride_recovers_through_the_real_journal(bikesim, bikecomputer, tmp_path):
+    """Crash drill with real processes: SIGKILL bikesim mid-ride on a data directory, start it
+    again on the same directory, and compare the saved ride with an uninterrupted run of the
+    same scenario: every sample older than one second at the kill is there, unchanged."""
+    import signal
+    import time as _time
+    scenario = tmp_path / "ride.scenario"
+    scenario.write_text(CRASH_RIDE)
+    after = tmp_path / "after.scenario"
+    after.write_text(AFTER_RESTART)
+    data = tmp_path / "data"
+
+    whole = run_headless(bikesim, tmp_path, "whole", "--scenario", str(scenario))
+    whole_id = json.loads((whole / "summary.json").read_text())["ride_id"]
+    reference = fit_records((whole / f"{whole_id}.fit").read_bytes())
+
+    proc = subprocess.Popen([str(bikesim), "--headless", "--scenario", str(scenario), "--out", str(tmp_path / "a"),
+                             "--data-dir", str(data), "--speed", "120", "--progress"], stdout=subprocess.PIPE)
+    last_ms = 0
+    deadline = _time.monotonic() + 60
+    while _time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        assert line, "bikesim ended before the kill"
+        last_ms = int(line.split()[1])
+        if last_ms >= 5 * 60_000:
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert last_ms >= 5 * 60_000
+
+    inspect = subprocess.run([str(bikecomputer), "journal", "inspect", str(data / "journal"), "--json"],
+                             capture_output=True, text=True, check=True)
+    assert whole_id in inspect.stdout, "the interrupted ride is in the journal"
+
+    # The board's clock goes on while it is down: restart ten simulated seconds after the kill.
+    wall_start = 1780729200 + (last_ms + 10_000) // 1000  # 2026-06-06T07:00:00Z + ...
+    b = run_headless(bikesim, tmp_path, "b", "--scenario", str(after), "--data-dir", str(data),
+                     "--wall-start", str(wall_start))
+    summary = json.loads((b / "summary.json").read_text())
+    assert summary["ride_id"] == whole_id, "the same ride continues after the restart"
+    assert summary["recovered"] is True
+    assert len(summary["laps"]) == 2, "the lap before the crash survives"
+
+    recovered = fit_records((b / f"{whole_id}.fit").read_bytes())
+    import datetime
+    sim_start = datetime.datetime(2026, 6, 6, 7, tzinfo=datetime.timezone.utc)  # bikesim's default wall clock
+    cutoff = sim_start + datetime.timedelta(milliseconds=last_ms - 1000)  # older than a second at the kill
+    expected = {ts: v for ts, v in reference.items() if ts <= cutoff}
+    assert len(expected) > 250
+    missing = [ts for ts in expected if ts not in recovered]
+    assert not missing, f"{len(missing)} samples lost before the last second, first {missing[:3]}"
+    changed = [ts for ts, v in expected.items() if recovered[ts] != v]
+    assert not changed, f"samples changed by recovery: {changed[:3]}"

@@ -40,7 +40,7 @@ public final class HeadlessRun {
 
     public let scenario: Scenario
     public let options: Options
-    public let journal: RideJournalPort & CrashableJournal
+    public let storage: RideStorage
     public let archive: RideArchivePort
     public let screen: ScreenPort?
     public let log: MemoryLog
@@ -55,52 +55,41 @@ public final class HeadlessRun {
     /// Device is down (crashed or rebooting) until this instant.
     var deviceDownUntilMs: Int64?
     var lastTickMs: Int64 = -1
+    var diskFullUntilMs: Int64?
 
-    public init(scenario: Scenario, options: Options, journal: RideJournalPort & CrashableJournal,
+    public init(scenario: Scenario, options: Options, storage: RideStorage,
                 archive: RideArchivePort, screen: ScreenPort? = nil, configuration: AppConfiguration = AppConfiguration()) {
         self.scenario = scenario
         self.options = options
-        self.journal = journal
+        self.storage = storage
         self.archive = archive
         self.screen = screen
         self.log = MemoryLog(capacity: 512)
+        self.configuration = configuration
         let seed = scenario.seed ?? options.seed
         sensors = SimulatedSensors(seed: seed, present: scenario.sensors)
-        runtime = DeviceRuntime(core: AppCore(configuration: configuration, randomSeed: seed),
-                                journal: journal, archive: archive, screen: screen, log: log)
-        self.configuration = configuration
-        boot(at: 0)
+        runtime = Self.boot(storage: storage, archive: archive, screen: screen, log: log, configuration: configuration,
+                            seed: seed, options: options, at: 0, counters: &counters)
+        sensors.deviceStarted(at: 0) { feed($0) }
     }
 
     let configuration: AppConfiguration
 
-    /// The device (re)starts: wall clock, and a ride to recover if the journal holds one.
-    func boot(at ms: Int64) {
+    /// The device (re)starts: the journal is opened with the board's code, which rebuilds an
+    /// interrupted ride; rides that ended without a durable file get it now; the wall clock is read.
+    static func boot(storage: RideStorage, archive: RideArchivePort, screen: ScreenPort?, log: MemoryLog,
+                     configuration: AppConfiguration, seed: UInt64, options: Options, at ms: Int64,
+                     counters: inout Counters) -> DeviceRuntime {
         let now = MonotonicInstant(milliseconds: ms)
-        runtime.handle(.wallClock(WallClockTime(unixMs: options.startUnixMs + ms, trusted: true), at: now))
-        if let records = journal.interruptedRide() {
-            let lastDurable = Self.lastInstant(records)
-            let gap = lastDurable.map { max(0, ms - $0.milliseconds) } ?? 0
-            runtime.recover(records, deviceNow: now, gapMs: gap)
-            counters.recoveries += 1
-        }
-        sensors.deviceStarted(at: ms) { feed($0) }
-    }
-
-    static func lastInstant(_ records: [RideRecord]) -> MonotonicInstant? {
-        var t: MonotonicInstant?
-        for r in records {
-            let i: MonotonicInstant?
-            switch r {
-            case .event(let e): i = e.instant
-            case .sample(let s), .series(let s): i = s.instant
-            case .header(let h): i = h.anchor.monotonic
-            case .finished(_, let at): i = at
-            case .wallClock, .metadata: i = nil
-            }
-            if let i, t == nil || i > t! { t = i }
-        }
-        return t
+        let wall = WallClockTime(unixMs: options.startUnixMs + ms, trusted: true)
+        let opened = storage.open(configuration: configuration, seed: seed, deviceNow: now, wallNow: wall)
+        for line in opened.report.lines { log.log(.info, "journal: \(line)") }
+        let runtime = DeviceRuntime(core: opened.core, journal: opened.journal, archive: archive, screen: screen, log: log)
+        runtime.start(at: now)
+        if opened.report.recoveredRide != nil { counters.recoveries += 1 }
+        for id in opened.report.finishedRidesAwaitingFile { runtime.writeRideFile(id, at: now) }
+        runtime.handle(.wallClock(wall, at: now))
+        return runtime
     }
 
     /// Runs to the end of the scenario. `pace` is called with the simulated time before each
@@ -136,7 +125,10 @@ public final class HeadlessRun {
         if let down = deviceDownUntilMs {
             if nowMs >= down {
                 deviceDownUntilMs = nil
-                boot(at: nowMs)
+                let seed = (scenario.seed ?? options.seed) &+ UInt64(counters.crashes + counters.powerCuts)
+                runtime = Self.boot(storage: storage, archive: archive, screen: screen, log: log, configuration: configuration,
+                                    seed: seed, options: options, at: nowMs, counters: &counters)
+                sensors.deviceStarted(at: nowMs) { feed($0) }
             } else {
                 while nextStep < scenario.steps.count, scenario.steps[nextStep].atMs <= nowMs { nextStep += 1 }
                 sensors.skip(to: nowMs)
@@ -147,6 +139,11 @@ public final class HeadlessRun {
             perform(scenario.steps[nextStep].action, at: nowMs)
             nextStep += 1
             if deviceDownUntilMs != nil { return }
+        }
+        if let full = diskFullUntilMs, nowMs >= full {
+            diskFullUntilMs = nil
+            _ = storage.setFull(false)
+            log.log(.info, "disk space is back")
         }
         while let p = pendingInputs.first, p.atMs <= nowMs {
             pendingInputs.removeFirst()
@@ -207,7 +204,11 @@ public final class HeadlessRun {
             counters.powerCuts += 1
             kill(powerCut: true, at: ms)
         case .diskFull(let len):
-            journal.diskFull(until: now.advanced(byMs: len))
+            if storage.setFull(true) {
+                diskFullUntilMs = max(diskFullUntilMs ?? 0, ms + len)
+            } else {
+                log.log(.warning, "disk-full is simulated on the simulated flash only; ignored for a data directory")
+            }
         case .screenshot(let name):
             onScreenshot?(name)
         }
@@ -219,11 +220,8 @@ public final class HeadlessRun {
     /// The process dies (or the power goes): the core and everything unsynced are gone; the
     /// device comes back after a restart or a boot and recovers from the journal.
     func kill(powerCut: Bool, at ms: Int64) {
-        journal.crash(powerCut: powerCut)
+        storage.crash(powerCut: powerCut)
         pendingInputs.removeAll()
-        let seed = (scenario.seed ?? options.seed) &+ UInt64(counters.crashes + counters.powerCuts)
-        runtime = DeviceRuntime(core: AppCore(configuration: configuration, randomSeed: seed),
-                                journal: journal, archive: archive, screen: screen, log: log)
         deviceDownUntilMs = ms + (powerCut ? options.powerCutRebootMs : options.crashRestartMs)
         log.log(.warning, powerCut ? "power cut at \(ms) ms" : "crash at \(ms) ms")
     }
@@ -234,16 +232,3 @@ public final class HeadlessRun {
     }
 }
 
-/// A journal the simulator can crash, cut power to, and fill.
-public protocol CrashableJournal: AnyObject {
-    /// The process died (and, for a power cut, the OS's unsynced writes too).
-    func crash(powerCut: Bool)
-    func diskFull(until: MonotonicInstant)
-    /// The durable records of a ride that was in progress, if any.
-    func interruptedRide() -> [RideRecord]?
-}
-
-extension MemoryJournal: CrashableJournal {
-    public func crash(powerCut: Bool) { crash() }
-    public func diskFull(until: MonotonicInstant) { fullUntil = until }
-}

@@ -48,6 +48,12 @@ struct Ride: ParsableCommand {
     @Option(name: .customLong("data-dir"), help: "Keep the ride library (and the journal) in this directory, as the board does.")
     var dataDirectory: String?
 
+    @Option(help: "The simulated wall clock at the start, Unix seconds (default 2026-06-06T07:00:00Z). A crash drill restarting on a data directory passes a later time, as a real clock would be.")
+    var wallStart: Int64?
+
+    @Flag(help: "Print 'progress MS' (simulated milliseconds) on stdout every simulated second (headless).")
+    var progress = false
+
     @Flag(help: "Write a PNG of the display at every change of screen or overlay to DIR/frames (headless).")
     var frames = false
 
@@ -76,27 +82,54 @@ struct Ride: ParsableCommand {
         }
     }
 
+    var options: HeadlessRun.Options {
+        var o = HeadlessRun.Options(seed: seed)
+        if let wallStart { o.startUnixMs = wallStart * 1000 }
+        return o
+    }
+
+    /// The simulated flash, or the journal in `--data-dir` through the board's own adapter.
+    func makeStorage() throws -> RideStorage {
+        guard let dir = dataDirectory else { return SimulatedFlashStorage() }
+        try Files.makeDirectories(dir)
+        return DirectoryStorage(path: dir) { configuration, seed, now, wall in
+            do {
+                return try openRideJournal(dataDirectory: dir, configuration: configuration, randomSeed: seed,
+                                           deviceNow: now, wallNow: wall)
+            } catch {
+                // The data directory went away under us: say so and stop (nothing to ride on).
+                let message = Array("bikesim: cannot open the journal in \(dir): \(error)\n".utf8)
+                _ = message.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+                Glibc.exit(1)
+            }
+        }
+    }
+
     func runHeadless(_ scenario: Scenario) throws {
         let outDir = out!
         try Files.makeDirectories(outDir)
-        let journal = MemoryJournal()
+        let storage = try makeStorage()
         let memoryArchive = MemoryArchive()
         let library = dataDirectory.map { RideLibrary(dataDirectory: $0, ops: BoardRideFiles()) }
         let archive: RideArchivePort = library ?? memoryArchive
         let textScreen = TextScreenRecorder(print: printScreens)
         let display = EmulatedScreen(captureEveryChange: frames)
-        let sim = HeadlessRun(scenario: scenario, options: .init(seed: seed), journal: journal, archive: archive,
+        let sim = HeadlessRun(scenario: scenario, options: options, storage: storage, archive: archive,
                               screen: ScreenFanOut([display, textScreen]))
         sim.onScreenshot = { name in display.capture(name) }
         let started = Clock.monotonicMs()
-        if let speed {
-            sim.run { simMs in
+        var lastProgressS: Int64 = -1
+        sim.run { simMs in
+            if let speed {
                 let due = started + Int64(Double(simMs) / speed)
                 let wait = due - Clock.monotonicMs()
                 if wait > 0 { Clock.sleepMs(wait) }
             }
-        } else {
-            sim.run()
+            if progress && simMs / 1000 != lastProgressS {
+                lastProgressS = simMs / 1000
+                let line = Array("progress \(simMs)\n".utf8)
+                _ = line.withUnsafeBytes { Glibc.write(1, $0.baseAddress, $0.count) }
+            }
         }
         guard let summary = sim.summaryJSON else {
             throw ValidationError("the scenario never started a ride: nothing to summarise")
@@ -128,13 +161,13 @@ struct Ride: ParsableCommand {
         guard terminal.isInteractive else {
             // Not a terminal (a pipe, CI): ride the scenario and print every screen as text.
             let textScreen = TextScreenRecorder(print: true)
-            let sim = HeadlessRun(scenario: scenario, options: .init(seed: seed), journal: MemoryJournal(),
+            let sim = HeadlessRun(scenario: scenario, options: options, storage: try makeStorage(),
                                   archive: MemoryArchive(), screen: textScreen)
             sim.run()
             return
         }
         let display = EmulatedScreen()
-        let sim = HeadlessRun(scenario: scenario, options: .init(seed: seed), journal: MemoryJournal(), archive: MemoryArchive(),
+        let sim = HeadlessRun(scenario: scenario, options: options, storage: try makeStorage(), archive: MemoryArchive(),
                               screen: display)
         installSignalRestore(terminal) // before raw mode: saves the rider's settings
         var ui = Interactive(sim: sim, terminal: terminal, speed: speed ?? 1) { _ in display.terminalLines }
