@@ -3,9 +3,13 @@ import Glibc
 
 /// The few file operations the simulator's front end needs (outputs, scenario files).
 enum Files {
-    static let textBytesMax = 4 << 20
+    static let textBytesMax = 64 << 20
 
     static func readText(_ path: String) throws -> String {
+        String(decoding: try readBytes(path), as: UTF8.self)
+    }
+
+    static func readBytes(_ path: String) throws -> [UInt8] {
         let fd = try FileDescriptor.open(path, O_RDONLY)
         defer { fd.close() }
         var bytes: [UInt8] = []
@@ -16,7 +20,7 @@ enum Files {
             bytes += chunk[0..<n]
             guard bytes.count <= textBytesMax else { throw SystemError(errno: EFBIG, call: "read", context: "\(path) is larger than \(textBytesMax) bytes") }
         }
-        return String(decoding: bytes, as: UTF8.self)
+        return bytes
     }
 
     /// mkdir -p.

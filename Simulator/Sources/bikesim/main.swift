@@ -33,6 +33,9 @@ struct Ride: ParsableCommand {
     @Option(help: "Scenario file (see docs/simulator.md); default: the built-in demo ride.")
     var scenario: String?
 
+    @Option(help: "Replay a recorded FIT activity through the app instead of the synthetic ride (headless).")
+    var replay: String?
+
     @Option(help: "Directory for summary.json, ride files and frames (headless).")
     var out: String?
 
@@ -60,9 +63,15 @@ struct Ride: ParsableCommand {
     func validate() throws {
         if let speed, !(speed > 0) { throw ValidationError("--speed must be a positive number, e.g. --speed 10") }
         if headless && out == nil { throw ValidationError("--headless needs --out DIR for summary.json and the ride files") }
+        if replay != nil && !headless { throw ValidationError("--replay runs headless: add --headless --out DIR") }
+        if replay != nil && scenario != nil { throw ValidationError("use either --replay or --scenario, not both") }
     }
 
     func run() throws {
+        if let replay {
+            try runReplay(replay)
+            return
+        }
         let text: String
         if let path = scenario {
             do { text = try Files.readText(path) } catch {
@@ -86,6 +95,26 @@ struct Ride: ParsableCommand {
         var o = HeadlessRun.Options(seed: seed)
         if let wallStart { o.startUnixMs = wallStart * 1000 }
         return o
+    }
+
+    func runReplay(_ path: String) throws {
+        let outDir = out!
+        let bytes: [UInt8]
+        do { bytes = try Files.readBytes(path) } catch { throw ValidationError("cannot read \(path): \(error)") }
+        let activity: FITActivity
+        do { activity = FITActivity(try FITFile(bytes: bytes)) } catch {
+            throw ValidationError("\(path) is not a FIT activity this app can read: \(error)")
+        }
+        let started = Clock.monotonicMs()
+        let run = try ReplayRun(activity: activity, storage: try makeStorage(), seed: seed)
+        run.run()
+        guard let summary = run.summaryJSON else { throw ValidationError("the replay did not finish a ride") }
+        try Files.makeDirectories(outDir)
+        try Files.writeAtomically("\(outDir)/summary.json", Array(summary.utf8))
+        for ride in run.archive.rides {
+            try Files.writeAtomically("\(outDir)/\(ride.id).fit", try FITEncoder.encode(records: ride.records))
+        }
+        print("bikesim: replayed \(activity.records.count) records of \(path) in \(Clock.monotonicMs() - started) ms; wrote \(outDir)/summary.json")
     }
 
     /// The simulated flash, or the journal in `--data-dir` through the board's own adapter.
