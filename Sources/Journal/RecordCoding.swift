@@ -160,9 +160,12 @@ public struct RecordEncoder: Sendable {
             if s.origin == .generated { tag |= 0x40 }
             if same { tag |= 0x80 }
             payload.u8(tag)
-            if !same { payload.svarint(s.instant.milliseconds &- previous) }
-            previous = s.instant.milliseconds
-            writeValue(s.value, stream: s.quantity.index * 2 + (series ? 1 : 0))
+            let stream = s.quantity.index * 2 + (series ? 1 : 0)
+            let t = s.instant.milliseconds
+            if !same { payload.svarint(t &- state.predictedInstant(stream, previous: previous)) }
+            state.noteInstant(t, stream: stream)
+            previous = t
+            writeValue(s.value, stream: stream)
         }
         state.lastInstant = previous
         return (.group, payload.bytes)
@@ -383,8 +386,9 @@ public enum RecordDecoder {
             guard let q = Quantity(rawValue: tag & 0x1F) else { throw .badValue("quantity \(tag & 0x1F)") }
             let series = tag & 0x20 != 0
             let origin: SampleOrigin = tag & 0x40 != 0 ? .generated : .measured
-            if tag & 0x80 == 0 { previous = previous &+ (try r.svarint()) }
             let stream = q.index * 2 + (series ? 1 : 0)
+            if tag & 0x80 == 0 { previous = state.predictedInstant(stream, previous: previous) &+ (try r.svarint()) }
+            state.noteInstant(previous, stream: stream)
             let h = try r.varint()
             let mode = h & 7
             let bits: UInt64
@@ -425,6 +429,23 @@ public enum RecordDecoder {
 /// and reset at the start of every segment, so a segment decodes on its own. Allocated once.
 public struct GroupDecoderState: Sendable, Hashable {
     var lastInstant: Int64 = 0
+    // Per stream: its last instant and the step before it, so a steady series (4 Hz power)
+    // costs one byte per instant (the difference from the predicted instant).
+    var streamInstant = [Int64](repeating: 0, count: Quantity.countMax * 2)
+    var streamStepMs = [Int64](repeating: 0, count: Quantity.countMax * 2)
+    var streamSeen = [UInt8](repeating: 0, count: Quantity.countMax * 2)
+
+    /// Where the next value of `stream` is expected: one step after its last one once two have
+    /// been seen, else at the previous entry's instant.
+    @inline(__always) func predictedInstant(_ stream: Int, previous: Int64) -> Int64 {
+        streamSeen[stream] >= 2 ? streamInstant[stream] &+ streamStepMs[stream] : previous
+    }
+
+    @inline(__always) mutating func noteInstant(_ t: Int64, stream: Int) {
+        if streamSeen[stream] >= 1 { streamStepMs[stream] = t &- streamInstant[stream] }
+        if streamSeen[stream] < 2 { streamSeen[stream] += 1 }
+        streamInstant[stream] = t
+    }
     var lastMode = [UInt8](repeating: 0xFF, count: Quantity.countMax * 2)
     var lastK = [Int64](repeating: 0, count: Quantity.countMax * 2)
     var lastBits = [UInt64](repeating: 0, count: Quantity.countMax * 2)
@@ -434,6 +455,7 @@ public struct GroupDecoderState: Sendable, Hashable {
 
     mutating func reset() {
         lastInstant = 0
+        for i in 0..<streamSeen.count { streamSeen[i] = 0 }
         for i in 0..<lastMode.count {
             lastMode[i] = 0xFF
             lastBitsValid[i] = false
