@@ -97,17 +97,17 @@ struct JournalCommand: ParsableCommand {
             out.append("segments: \(i.scan.segments.map(SegmentName.name).joined(separator: " "))")
             let groupValues = values ? Self.groupValues(i.scan) : [:]
             for (index, r) in i.scan.records.enumerated() {
-                let head = "#\(r.sequence) \(SegmentName.name(r.segmentID))+\(r.offset) \(r.type)"
+                let head = "#\(r.sequence) \(SegmentName.name(r.segmentID))+\(r.offset)"
                 if r.type == .group {
-                    out.append("\(head) \(r.samples) samples, \(r.series) series values")
+                    out.append("\(head) group \(r.samples) samples, \(r.series) series values")
                     for x in groupValues[index] ?? [] { out.append("    " + describe(x)) }
                     continue
                 }
                 switch i.scan.entry(r) {
                 case .records(let list): out.append("\(head) \(list.first.map(describe) ?? "-")")
                 case .checkpoint(let c):
-                    out.append("\(head) ride=\(c.rideID) at=\(c.instant.milliseconds)ms records=\(c.recordCount) events=\(c.eventCount) samples=\(c.sampleCount) series=\(c.seriesCount) laps=\(c.lapCount)")
-                case .rideFileDurable(let id): out.append("\(head) ride=\(id)")
+                    out.append("\(head) checkpoint ride=\(c.rideID) at=\(c.instant.milliseconds)ms records=\(c.recordCount) events=\(c.eventCount) samples=\(c.sampleCount) series=\(c.seriesCount) laps=\(c.lapCount)")
+                case .rideFileDurable(let id): out.append("\(head) ride_file_durable ride=\(id)")
                 }
             }
             out.append("next record: #\(i.scan.nextSequence)")
