@@ -62,6 +62,17 @@ public final class FlashJournal: RideJournalPort {
 
     public var counters: JournalCounters { writer.counters }
 
+    var reportedCondition: StorageCondition = .ok
+
+    /// The storage condition if it changed since the last call: feed it to the app core as
+    /// `.storage(condition, at:)` (it shows STORAGE FULL / ERROR / LOW; the ride goes on).
+    public func conditionChange() -> StorageCondition? {
+        let c = condition
+        guard c != reportedCondition else { return nil }
+        reportedCondition = c
+        return c
+    }
+
     /// The ride's durable records, read back from storage (verified, not repaired).
     public func records(of rideID: RideID) -> [RideRecord] {
         let scan = JournalScan.scan(storage, repair: false)
