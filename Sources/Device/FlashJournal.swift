@@ -135,7 +135,8 @@ public final class FlashJournal: RideJournalPort {
             if ride.started {
                 report.recoveredRide = ride.rideID
                 report.resumedState = core.state
-                if core.state == .ended { report.finishedRidesAwaitingFile.append(ride.rideID) }
+                // A ride stopped but not yet saved is saved now: the core emits `.rideFinished`
+                // for it like for any ride, so it is not listed in `finishedRidesAwaitingFile`.
             } else {
                 // Header without a start: nothing to recover; let compaction drop it.
                 journal.writer.markRideFileDurable(ride.rideID, at: deviceNow)
