@@ -62,6 +62,17 @@ public final class FlashJournal: RideJournalPort {
 
     public var counters: JournalCounters { writer.counters }
 
+    var reportedCondition: StorageCondition = .ok
+
+    /// The storage condition if it changed since the last call: feed it to the app core as
+    /// `.storage(condition, at:)` (it shows STORAGE FULL / ERROR / LOW; the ride goes on).
+    public func conditionChange() -> StorageCondition? {
+        let c = condition
+        guard c != reportedCondition else { return nil }
+        reportedCondition = c
+        return c
+    }
+
     /// The ride's durable records, read back from storage (verified, not repaired).
     public func records(of rideID: RideID) -> [RideRecord] {
         let scan = JournalScan.scan(storage, repair: false)
@@ -124,7 +135,8 @@ public final class FlashJournal: RideJournalPort {
             if ride.started {
                 report.recoveredRide = ride.rideID
                 report.resumedState = core.state
-                if core.state == .ended { report.finishedRidesAwaitingFile.append(ride.rideID) }
+                // A ride stopped but not yet saved is saved now: the core emits `.rideFinished`
+                // for it like for any ride, so it is not listed in `finishedRidesAwaitingFile`.
             } else {
                 // Header without a start: nothing to recover; let compaction drop it.
                 journal.writer.markRideFileDurable(ride.rideID, at: deviceNow)

@@ -26,6 +26,9 @@ public struct JournalScan: Sendable {
     /// Where the writer continues: the last segment and the offset after its last good record.
     public var tailSegment: UInt32?
     public var tailOffset = 0
+    /// The group-coding state after the last good record of the tail segment (the writer goes
+    /// on coding against it).
+    public var tailState = GroupDecoderState()
     public var nextSequence: UInt32 = 1
     /// Where the journal was (or, read-only, would be) cut: a torn or corrupt record.
     public var truncation: (segment: UInt32, offset: Int, reason: String)?
@@ -101,6 +104,7 @@ public struct JournalScan: Sendable {
                     return false
                 }
                 s.segments.append(id)
+                groupState.reset()
                 var offset = JournalFormat.segmentHeaderBytes
                 var sequence = header.firstSequence
                 var badReason: String?
@@ -123,6 +127,7 @@ public struct JournalScan: Sendable {
                             badReason = "unknown record type \(f.type) in a version \(header.version) journal"
                             break loop
                         }
+                        let stateBefore = groupState
                         do {
                             let (samples, series) = try RecordDecoder.validate(type: type, version: header.version, buf, from: f.payloadStart,
                                                                                length: f.payloadLength, state: &groupState)
@@ -130,6 +135,7 @@ public struct JournalScan: Sendable {
                                                            version: header.version, payloadStart: f.payloadStart, payloadLength: f.payloadLength,
                                                            samples: samples, series: series))
                         } catch {
+                            groupState = stateBefore
                             s.undecodable += 1
                             badReason = "record \(sequence) does not decode: \(error)"
                             break loop
@@ -140,6 +146,7 @@ public struct JournalScan: Sendable {
                 }
                 s.tailSegment = id
                 s.tailOffset = offset
+                s.tailState = groupState
                 expected = sequence
                 s.nextSequence = sequence
                 if let why = badReason {
@@ -163,8 +170,10 @@ public struct JournalScan: Sendable {
         return s
     }
 
-    /// The decoded contents of a scanned record.
+    /// The decoded contents of a scanned record that is not a group record (group records are
+    /// coded against the ones before them: read them with `forEachRecord`).
     public func entry(_ r: ScannedRecord) -> JournalEntry {
+        precondition(r.type != .group, "group records decode in sequence: use forEachRecord")
         guard let bytes = data[r.segmentID] else { return .records([]) }
         return bytes.withUnsafeBytes { b in
             (try? RecordDecoder.decode(type: r.type.rawValue, version: r.version, b, from: r.payloadStart, length: r.payloadLength)) ?? .records([])
@@ -174,24 +183,42 @@ public struct JournalScan: Sendable {
     /// Calls `body` with every ride record of `records[range]` in order, decoding group records
     /// value by value (no per-record allocation). Checkpoints and durable marks are skipped.
     public func forEachRecord(in range: Range<Int>, _ body: (RideRecord) -> Void) {
+        forEachRecordWithIndex(in: range) { _, r in body(r) }
+    }
+
+    /// `forEachRecord` that also says which of `records` each value came from.
+    public func forEachRecordWithIndex(in range: Range<Int>, _ body: (Int, RideRecord) -> Void) {
+        guard !range.isEmpty else { return }
         var state = GroupDecoderState()
         var segment: UInt32?
         var bytes: [UInt8] = []
-        for i in range {
+        // Group records are coded against the earlier ones of their segment: start there.
+        var first = range.lowerBound
+        while first > 0 && records[first - 1].segmentID == records[range.lowerBound].segmentID { first -= 1 }
+        for i in first..<range.upperBound {
             let r = records[i]
             if r.segmentID != segment {
                 segment = r.segmentID
                 bytes = data[r.segmentID] ?? []
+                state.reset()
             }
             guard !bytes.isEmpty else { continue }
+            if i < range.lowerBound {
+                guard r.type == .group else { continue }
+                bytes.withUnsafeBytes { b in
+                    var reader = ByteReader(b, from: r.payloadStart, to: r.payloadStart + r.payloadLength)
+                    try? RecordDecoder.readGroup(&reader, state: &state) { _ in }
+                }
+                continue
+            }
             bytes.withUnsafeBytes { b in
                 var reader = ByteReader(b, from: r.payloadStart, to: r.payloadStart + r.payloadLength)
                 if r.type == .group {
-                    try? RecordDecoder.readGroup(&reader, state: &state, body)
+                    try? RecordDecoder.readGroup(&reader, state: &state) { body(i, $0) }
                 } else if r.type != .checkpoint && r.type != .rideFileDurable,
                           case .records(let list)? = try? RecordDecoder.decode(type: r.type.rawValue, version: r.version, b,
                                                                              from: r.payloadStart, length: r.payloadLength) {
-                    for x in list { body(x) }
+                    for x in list { body(i, x) }
                 }
             }
         }
@@ -247,12 +274,20 @@ extension JournalScan {
         var orphans = 0
         var current: JournaledRide?
         var state = GroupDecoderState()
+        var segment: UInt32?
         for (index, r) in records.enumerated() {
             guard let bytes = data[r.segmentID] else { continue }
+            if r.segmentID != segment { segment = r.segmentID; state.reset() }
             switch r.type {
             case .group:
                 guard current != nil else {
-                    orphans += 1
+                    orphans += Int(r.samples) + Int(r.series)
+                    if withRecords {
+                        bytes.withUnsafeBytes { b in
+                            var reader = ByteReader(b, from: r.payloadStart, to: r.payloadStart + r.payloadLength)
+                            try? RecordDecoder.readGroup(&reader, state: &state) { _ in }
+                        }
+                    }
                     continue
                 }
                 current!.counts.recordCount += UInt64(r.samples) + UInt64(r.series)

@@ -103,7 +103,7 @@ public final class JournalWriter {
 
     var encoder = RecordEncoder()
     var out: [UInt8] = []
-    var frameEnds: [(end: Int, items: Int)] = []
+    var run: [RideRecord] = []
 
     /// Continues the journal after `scan` (run it with `repair: true` first).
     public init(storage: SegmentStorage, after scan: JournalScan, rides: [JournaledRide]? = nil, policy: CommitPolicy = CommitPolicy()) {
@@ -130,7 +130,9 @@ public final class JournalWriter {
             currentRide = last.rideID
             counts = last.counts
         }
+        encoder.state = scan.tailState
         out.reserveCapacity(16 * 1024)
+        run.reserveCapacity(JournalFormat.groupEntriesMax)
         pending.reserveCapacity(1024)
     }
 
@@ -219,106 +221,116 @@ public final class JournalWriter {
     }
 
     /// Writes and syncs everything pending. Returns whether all of it is durable.
+    ///
+    /// Frames are encoded one by one into a chunk for the current segment; a frame that does not
+    /// fit ends the chunk (written and synced), the next segment starts and the frame is encoded
+    /// again there (group records are coded against the earlier ones of their segment).
     @discardableResult
     public func commit(at now: MonotonicInstant) -> Bool {
         guard !pending.isEmpty else { return true }
         counters.commits &+= 1
-        encodePending()
-        var consumedItems = 0
-        var consumedFrames = 0
-        var chunkStart = 0
-        var f = 0
+        out.removeAll(keepingCapacity: true)
+        var durableState = encoder.state
+        var next = 0          // next pending item to encode
+        var chunkItems = 0
+        var chunkFrames = 0
+        var rotateAfterFlush = false
         do throws(StorageError) {
-            while f < frameEnds.count {
-                if currentSegment == nil { try startSegment(firstSequence: nextSequence &+ UInt32(consumedFrames)) }
+            while next < pending.count || !out.isEmpty {
+                if currentSegment == nil {
+                    precondition(out.isEmpty)
+                    try startSegment(firstSequence: nextSequence)
+                }
                 let seg = currentSegment!
-                if offset == 0 { try writeHeader(seg, firstSequence: nextSequence &+ UInt32(consumedFrames)) }
-                var last = f
-                var items = 0
-                var rides: Set<RideID> = []
-                while last < frameEnds.count && offset + (frameEnds[last].end - chunkStart) <= storage.segmentBytes {
-                    items += frameEnds[last].items
-                    last += 1
+                if offset == 0 {
+                    precondition(out.isEmpty)
+                    try writeHeader(seg, firstSequence: nextSequence)
+                    encoder.resetStreams()
+                    durableState = encoder.state
                 }
-                if last == f {
-                    precondition(offset > JournalFormat.segmentHeaderBytes, "a record larger than an empty segment")
-                    currentSegment = nil // full: the next frame starts a new segment
-                    continue
+                if next < pending.count {
+                    let saved = encoder.state
+                    let start = out.count
+                    let n = encodeFrame(at: next, sequence: nextSequence &+ UInt32(chunkFrames))
+                    if offset + out.count <= storage.segmentBytes {
+                        next += n
+                        chunkItems += n
+                        chunkFrames += 1
+                        continue
+                    }
+                    out.removeSubrange(start...)
+                    encoder.state = saved
+                    if out.isEmpty {
+                        precondition(offset > JournalFormat.segmentHeaderBytes, "a record larger than an empty segment")
+                        currentSegment = nil // full: the next frame starts a new segment
+                        continue
+                    }
+                    rotateAfterFlush = true
                 }
-                let chunkEnd = frameEnds[last - 1].end
-                for k in consumedItems..<(consumedItems + items) { if let r = pending[k].ride { rides.insert(r) } }
-                try Self.write(storage, seg, at: offset, out, chunkStart..<chunkEnd)
+                try Self.write(storage, seg, at: offset, out, 0..<out.count)
                 counters.writes &+= 1
-                counters.bytesWritten &+= UInt64(chunkEnd - chunkStart)
+                counters.bytesWritten &+= UInt64(out.count)
                 try storage.sync(seg)
                 counters.syncs &+= 1
-                offset += chunkEnd - chunkStart
+                offset += out.count
+                var rides: Set<RideID> = []
+                for k in 0..<chunkItems {
+                    if let r = pending[k].ride { rides.insert(r) }
+                    if case .record = pending[k].kind { counters.recordsDurable &+= 1 }
+                }
                 if let i = segmentRides.lastIndex(where: { $0.id == seg }) { segmentRides[i].rides.formUnion(rides) }
-                counters.framesWritten &+= UInt64(last - f)
-                consumedFrames += last - f
-                consumedItems += items
-                chunkStart = chunkEnd
-                f = last
+                counters.framesWritten &+= UInt64(chunkFrames)
+                nextSequence &+= UInt32(chunkFrames)
+                pending.removeFirst(chunkItems)
+                next -= chunkItems
+                chunkItems = 0
+                chunkFrames = 0
+                out.removeAll(keepingCapacity: true)
+                durableState = encoder.state
+                if rotateAfterFlush {
+                    currentSegment = nil
+                    rotateAfterFlush = false
+                }
             }
         } catch {
-            finishPartial(consumedItems, consumedFrames)
+            encoder.state = durableState
+            pendingHasSampleRecord = pending.contains { if case .record(.sample) = $0.kind { true } else { false } }
             lastError = error
             counters.failedCommits &+= 1
             retryAt = now.advanced(byMs: policy.retryIntervalMs)
             return false
         }
-        finishPartial(consumedItems, consumedFrames)
+        pendingHasSampleRecord = false
         lastError = nil
         retryAt = nil
         return true
     }
 
-    func finishPartial(_ items: Int, _ frames: Int) {
-        nextSequence &+= UInt32(frames)
-        for k in 0..<items { if case .record = pending[k].kind { counters.recordsDurable &+= 1 } }
-        pending.removeFirst(items)
-        pendingHasSampleRecord = pending.contains { if case .record(.sample) = $0.kind { true } else { false } }
-    }
-
-    /// Encodes all pending items into `out`, one frame per record or per run of samples.
-    func encodePending() {
-        out.removeAll(keepingCapacity: true)
-        frameEnds.removeAll(keepingCapacity: true)
-        var seq = nextSequence
-        var i = 0
-        var run: [RideRecord] = []
-        run.reserveCapacity(JournalFormat.groupEntriesMax)
-        while i < pending.count {
-            switch pending[i].kind {
-            case .record(let r) where RecordEncoder.isGroupable(r):
-                run.removeAll(keepingCapacity: true)
-                let ride = pending[i].ride
-                var j = i
-                while j < pending.count, run.count < JournalFormat.groupEntriesMax, pending[j].ride == ride,
-                      case .record(let x) = pending[j].kind, RecordEncoder.isGroupable(x) {
-                    run.append(x)
-                    j += 1
-                }
-                let (type, payload) = encoder.encodeGroup(run[...])
-                FrameCodec.append(type: type, sequence: seq, payload: payload, to: &out)
-                frameEnds.append((out.count, j - i))
-                i = j
-            case .record(let r):
-                let (type, payload) = encoder.encode(r)
-                FrameCodec.append(type: type, sequence: seq, payload: payload, to: &out)
-                frameEnds.append((out.count, 1))
-                i += 1
-            case .checkpoint(let c):
-                FrameCodec.append(type: .checkpoint, sequence: seq, payload: encoder.encode(c), to: &out)
-                frameEnds.append((out.count, 1))
-                i += 1
-            case .durable(let id):
-                FrameCodec.append(type: .rideFileDurable, sequence: seq, payload: encoder.encodeRideFileDurable(id), to: &out)
-                frameEnds.append((out.count, 1))
-                i += 1
+    /// Encodes one frame (a record, or a run of samples) from `pending[index...]` onto `out`;
+    /// returns how many items it took.
+    func encodeFrame(at index: Int, sequence: UInt32) -> Int {
+        switch pending[index].kind {
+        case .record(let r) where RecordEncoder.isGroupable(r):
+            run.removeAll(keepingCapacity: true)
+            let ride = pending[index].ride
+            var j = index
+            while j < pending.count, run.count < JournalFormat.groupEntriesMax, pending[j].ride == ride,
+                  case .record(let x) = pending[j].kind, RecordEncoder.isGroupable(x) {
+                run.append(x)
+                j += 1
             }
-            seq &+= 1
+            let (type, payload) = encoder.encodeGroup(run[...])
+            FrameCodec.append(type: type, sequence: sequence, payload: payload, to: &out)
+            return j - index
+        case .record(let r):
+            let (type, payload) = encoder.encode(r)
+            FrameCodec.append(type: type, sequence: sequence, payload: payload, to: &out)
+        case .checkpoint(let c):
+            FrameCodec.append(type: .checkpoint, sequence: sequence, payload: encoder.encode(c), to: &out)
+        case .durable(let id):
+            FrameCodec.append(type: .rideFileDurable, sequence: sequence, payload: encoder.encodeRideFileDurable(id), to: &out)
         }
+        return 1
     }
 
     static func write(_ storage: SegmentStorage, _ id: UInt32, at offset: Int, _ bytes: [UInt8], _ range: Range<Int>) throws(StorageError) {

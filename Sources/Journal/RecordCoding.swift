@@ -69,13 +69,13 @@ public enum FrameCodec {
 /// same stream in the record), as a repeat of the previous value, or as the raw 8 bytes.
 public struct RecordEncoder: Sendable {
     var payload = ByteWriter(capacity: JournalFormat.payloadBytesMax)
-    // Per stream (quantity × sample/series) state within one group record.
-    var lastMode = [UInt8](repeating: 0xFF, count: Quantity.countMax * 2)
-    var lastK = [Int64](repeating: 0, count: Quantity.countMax * 2)
-    var lastBits = [UInt64](repeating: 0, count: Quantity.countMax * 2)
-    var lastBitsValid = [Bool](repeating: false, count: Quantity.countMax * 2)
+    /// Per-stream state carried from group record to group record within a segment.
+    public var state = GroupDecoderState()
 
     public init() {}
+
+    /// A new segment starts: values are no longer coded against the previous segment's.
+    public mutating func resetStreams() { state.reset() }
 
     static let scales: [Double] = [1, 10, 100, 1000, 1024]
     static let modeRaw: UInt64 = 5
@@ -141,11 +141,10 @@ public struct RecordEncoder: Sendable {
     public mutating func encodeGroup(_ records: ArraySlice<RideRecord>) -> (RecordType, [UInt8]) {
         precondition(records.count <= JournalFormat.groupEntriesMax && !records.isEmpty)
         payload.reset()
-        for i in 0..<lastMode.count { lastMode[i] = 0xFF; lastBitsValid[i] = false }
         var base: Int64 = 0
         if case .sample(let s) = records.first! { base = s.instant.milliseconds }
         if case .series(let s) = records.first! { base = s.instant.milliseconds }
-        payload.svarint(base)
+        payload.svarint(base &- state.lastInstant)
         payload.varint(UInt64(records.count))
         var previous = base
         for r in records {
@@ -161,17 +160,21 @@ public struct RecordEncoder: Sendable {
             if s.origin == .generated { tag |= 0x40 }
             if same { tag |= 0x80 }
             payload.u8(tag)
-            if !same { payload.svarint(s.instant.milliseconds &- previous) }
-            previous = s.instant.milliseconds
-            writeValue(s.value, stream: s.quantity.index * 2 + (series ? 1 : 0))
+            let stream = s.quantity.index * 2 + (series ? 1 : 0)
+            let t = s.instant.milliseconds
+            if !same { payload.svarint(t &- state.predictedInstant(stream, previous: previous)) }
+            state.noteInstant(t, stream: stream)
+            previous = t
+            writeValue(s.value, stream: stream)
         }
+        state.lastInstant = previous
         return (.group, payload.bytes)
     }
 
     mutating func writeValue(_ v: Double, stream: Int) {
         let bits = v.bitPattern
-        defer { lastBits[stream] = bits; lastBitsValid[stream] = true }
-        if lastBitsValid[stream] && lastBits[stream] == bits {
+        defer { state.lastBits[stream] = bits; state.lastBitsValid[stream] = true }
+        if state.lastBitsValid[stream] && state.lastBits[stream] == bits {
             payload.varint(Self.modeRepeat)
             return
         }
@@ -182,15 +185,15 @@ public struct RecordEncoder: Sendable {
                 let k = Int64(x)
                 guard (Double(k) / scale).bitPattern == bits else { continue }
                 let m = UInt8(mode)
-                let delta = lastMode[stream] == m ? k &- lastK[stream] : k
-                lastMode[stream] = m
-                lastK[stream] = k
+                let delta = state.lastMode[stream] == m ? k &- state.lastK[stream] : k
+                state.lastMode[stream] = m
+                state.lastK[stream] = k
                 payload.varint(zigzag(delta) << 3 | UInt64(mode))
                 return
             }
         }
-        if lastBitsValid[stream] {
-            let x = bits ^ lastBits[stream]
+        if state.lastBitsValid[stream] {
+            let x = bits ^ state.lastBits[stream]
             let lead = min(7, x.leadingZeroBitCount / 8)
             if lead >= 1 {
                 payload.varint(UInt64(lead) << 3 | Self.modeXor)
@@ -361,6 +364,8 @@ public enum RecordDecoder {
         return (0, 0)
     }
 
+    /// A group record decoded on its own: right only for the first group of a segment (the
+    /// others are coded against the records before them: use `JournalScan.forEachRecord`).
     static func readGroup(_ r: inout ByteReader) throws(DecodeError) -> [RideRecord] {
         var out: [RideRecord] = []
         var state = GroupDecoderState()
@@ -372,8 +377,7 @@ public enum RecordDecoder {
     /// for the entries before the bad one) if anything is wrong: callers that keep values call
     /// this only on records the scan validated.
     static func readGroup(_ r: inout ByteReader, state: inout GroupDecoderState, _ sink: (RideRecord) -> Void) throws(DecodeError) {
-        state.reset()
-        let base = try r.svarint()
+        let base = state.lastInstant &+ (try r.svarint())
         let n = try r.count(max: JournalFormat.groupEntriesMax, "group entries")
         guard n > 0 else { throw .badValue("empty group") }
         var previous = base
@@ -382,8 +386,9 @@ public enum RecordDecoder {
             guard let q = Quantity(rawValue: tag & 0x1F) else { throw .badValue("quantity \(tag & 0x1F)") }
             let series = tag & 0x20 != 0
             let origin: SampleOrigin = tag & 0x40 != 0 ? .generated : .measured
-            if tag & 0x80 == 0 { previous = previous &+ (try r.svarint()) }
             let stream = q.index * 2 + (series ? 1 : 0)
+            if tag & 0x80 == 0 { previous = state.predictedInstant(stream, previous: previous) &+ (try r.svarint()) }
+            state.noteInstant(previous, stream: stream)
             let h = try r.varint()
             let mode = h & 7
             let bits: UInt64
@@ -415,12 +420,32 @@ public enum RecordDecoder {
             let s = Sample(q, Double(bitPattern: bits), at: MonotonicInstant(milliseconds: previous), origin: origin)
             sink(series ? .series(s) : .sample(s))
         }
+        state.lastInstant = previous
     }
 }
 
-/// Per-stream (quantity × sample/series) state of the group value coding, reset at every group
-/// record. Allocated once per scan.
-public struct GroupDecoderState: Sendable {
+/// Per-stream (quantity × sample/series) state of the group value coding: the previous value of
+/// each stream and the previous group's last instant. Carried from group record to group record
+/// and reset at the start of every segment, so a segment decodes on its own. Allocated once.
+public struct GroupDecoderState: Sendable, Hashable {
+    var lastInstant: Int64 = 0
+    // Per stream: its last instant and the step before it, so a steady series (4 Hz power)
+    // costs one byte per instant (the difference from the predicted instant).
+    var streamInstant = [Int64](repeating: 0, count: Quantity.countMax * 2)
+    var streamStepMs = [Int64](repeating: 0, count: Quantity.countMax * 2)
+    var streamSeen = [UInt8](repeating: 0, count: Quantity.countMax * 2)
+
+    /// Where the next value of `stream` is expected: one step after its last one once two have
+    /// been seen, else at the previous entry's instant.
+    @inline(__always) func predictedInstant(_ stream: Int, previous: Int64) -> Int64 {
+        streamSeen[stream] >= 2 ? streamInstant[stream] &+ streamStepMs[stream] : previous
+    }
+
+    @inline(__always) mutating func noteInstant(_ t: Int64, stream: Int) {
+        if streamSeen[stream] >= 1 { streamStepMs[stream] = t &- streamInstant[stream] }
+        if streamSeen[stream] < 2 { streamSeen[stream] += 1 }
+        streamInstant[stream] = t
+    }
     var lastMode = [UInt8](repeating: 0xFF, count: Quantity.countMax * 2)
     var lastK = [Int64](repeating: 0, count: Quantity.countMax * 2)
     var lastBits = [UInt64](repeating: 0, count: Quantity.countMax * 2)
@@ -429,6 +454,8 @@ public struct GroupDecoderState: Sendable {
     public init() {}
 
     mutating func reset() {
+        lastInstant = 0
+        for i in 0..<streamSeen.count { streamSeen[i] = 0 }
         for i in 0..<lastMode.count {
             lastMode[i] = 0xFF
             lastBitsValid[i] = false

@@ -50,23 +50,31 @@ struct JournalCommand: ParsableCommand {
             }
         }
 
+        /// The values of every group record, by record index.
+        static func groupValues(_ scan: JournalScan) -> [Int: [RideRecord]] {
+            var out: [Int: [RideRecord]] = [:]
+            scan.forEachRecordWithIndex(in: 0..<scan.records.count) { index, r in
+                if scan.records[index].type == .group { out[index, default: []].append(r) }
+            }
+            return out
+        }
+
         static func text(_ i: JournalInspection, asideFiles: [String], values: Bool) -> String {
             var out: [String] = []
             out.append("segments: \(i.scan.segments.map(SegmentName.name).joined(separator: " "))")
-            for r in i.scan.records {
-                let head = "#\(r.sequence) \(SegmentName.name(r.segmentID))+\(r.offset) \(r.type)"
+            let groupValues = values ? Self.groupValues(i.scan) : [:]
+            for (index, r) in i.scan.records.enumerated() {
+                let head = "#\(r.sequence) \(SegmentName.name(r.segmentID))+\(r.offset)"
+                if r.type == .group {
+                    out.append("\(head) group \(r.samples) samples, \(r.series) series values")
+                    for x in groupValues[index] ?? [] { out.append("    " + describe(x)) }
+                    continue
+                }
                 switch i.scan.entry(r) {
-                case .records(let list) where r.type == .group:
-                    let samples = list.filter { if case .sample = $0 { true } else { false } }.count
-                    var first: Int64 = 0
-                    if case .sample(let s) = list[0] { first = s.instant.milliseconds }
-                    if case .series(let s) = list[0] { first = s.instant.milliseconds }
-                    out.append("\(head) \(samples) samples, \(list.count - samples) series values from \(first)ms")
-                    if values { for x in list { out.append("    " + describe(x)) } }
-                case .records(let list): out.append("\(head) \(describe(list[0]))")
+                case .records(let list): out.append("\(head) \(list.first.map(describe) ?? "-")")
                 case .checkpoint(let c):
-                    out.append("\(head) ride=\(c.rideID) at=\(c.instant.milliseconds)ms records=\(c.recordCount) events=\(c.eventCount) samples=\(c.sampleCount) series=\(c.seriesCount) laps=\(c.lapCount)")
-                case .rideFileDurable(let id): out.append("\(head) ride=\(id)")
+                    out.append("\(head) checkpoint ride=\(c.rideID) at=\(c.instant.milliseconds)ms records=\(c.recordCount) events=\(c.eventCount) samples=\(c.sampleCount) series=\(c.seriesCount) laps=\(c.lapCount)")
+                case .rideFileDurable(let id): out.append("\(head) ride_file_durable ride=\(id)")
                 }
             }
             out.append("next record: #\(i.scan.nextSequence)")
@@ -97,21 +105,24 @@ struct JournalCommand: ParsableCommand {
             w.beginArray("segments")
             for s in i.scan.segments { w.string(nil, SegmentName.name(s)) }
             w.endArray()
+            let groupValues = values ? Self.groupValues(i.scan) : [:]
             w.beginArray("records")
-            for r in i.scan.records {
+            for (index, r) in i.scan.records.enumerated() {
                 w.beginObject()
                 w.int("sequence", Int64(r.sequence))
                 w.string("segment", SegmentName.name(r.segmentID))
                 w.int("offset", Int64(r.offset))
                 w.string("type", r.type.description)
+                if r.type == .group {
+                    w.int("samples", Int64(r.samples))
+                    w.int("series", Int64(r.series))
+                    if values { w.beginArray("values"); for x in groupValues[index] ?? [] { w.string(nil, describe(x)) }; w.endArray() }
+                    w.endObject()
+                    continue
+                }
                 switch i.scan.entry(r) {
                 case .records(let list):
-                    if r.type == .group {
-                        w.int("entries", Int64(list.count))
-                        if values { w.beginArray("values"); for x in list { w.string(nil, describe(x)) }; w.endArray() }
-                    } else {
-                        w.string("record", describe(list[0]))
-                    }
+                    w.string("record", list.first.map(describe) ?? "-")
                 case .checkpoint(let c):
                     w.string("ride_id", c.rideID.description)
                     w.int("records", Int64(c.recordCount)); w.int("events", Int64(c.eventCount))

@@ -121,6 +121,24 @@ let quick = args.contains("--quick")
 var dirArg: String?
 if let i = args.firstIndex(of: "--dir"), i + 1 < args.count { dirArg = args[i + 1] }
 
+// `--write DIR`: leave a short ride's journal (5 minutes, a lap, not ended) in DIR and stop;
+// the oracle test decodes it independently.
+if let i = args.firstIndex(of: "--write"), i + 1 < args.count {
+    let dir = try! SegmentDirectory(path: args[i + 1], segmentBytes: 8 * 1024, createIfMissing: true)
+    let d = fresh(FileSystemSegmentStorage(dir))
+    var laps = 0
+    _ = d.ride(seconds: 300, profile: .decoded, finish: false, stop: {
+        if laps == 0 && d.now.milliseconds >= 60_000 {
+            laps = 1
+            d.feed(.command(.lap, at: d.now))
+        }
+        return false
+    })
+    d.journal.syncNow(at: d.now)
+    print("wrote \(d.journal.counters.recordsDurable) records to \(args[i + 1])")
+    exit(0)
+}
+
 print("journal-bench (format v\(JournalFormat.version), segments \(JournalFormat.defaultSegmentBytes / 1024) KiB)")
 
 // 1. Bytes, writes and syncs per ride-hour.

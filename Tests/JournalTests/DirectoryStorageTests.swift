@@ -114,3 +114,31 @@ struct DirectoryStorageTests {
         #expect(isPrefix(records, of: appended))
     }
 }
+
+extension DirectoryStorageTests {
+    /// ENOSPC from the card is a typed `.noSpace` error, and the journal reports `.full` and
+    /// keeps the records: a segment file that is a link to /dev/full fails every write that way.
+    @Test func diskFullFromTheKernelIsReportedAsFull() throws {
+        guard access("/dev/full", W_OK) == 0 else { return }
+        let dir = Self.tempDir()
+        defer { Self.removeTree(dir) }
+        let fs = try SegmentDirectory(path: dir, segmentBytes: 8192)
+        let storage = FileSystemSegmentStorage(fs)
+        #expect(symlink("/dev/full", dir + "/seg-00000001.jnl") == 0)
+        var caught: StorageError?
+        [UInt8](repeating: 1, count: 64).withUnsafeBytes { b in
+            do throws(StorageError) { try storage.write(1, at: 0, b) } catch { caught = error }
+        }
+        #expect(caught?.kind == .noSpace, "\(String(describing: caught))")
+        #expect(caught?.message.contains("delete old rides") == true)
+        // A writer whose next segment cannot be created keeps its records, reports the
+        // condition and will retry.
+        unlink(dir + "/seg-00000001.jnl")
+        let writer = JournalWriter(storage: storage, after: JournalScan.scan(storage, repair: true))
+        #expect(symlink("/dev/full", dir + "/seg-00000001.jnl") == 0)
+        writer.append(.metadata(key: "k", value: "v"), at: ms(0))
+        #expect(!writer.commit(at: ms(0)))
+        #expect(writer.pendingCount == 1)
+        #expect(writer.health != .ok)
+    }
+}

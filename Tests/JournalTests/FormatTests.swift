@@ -70,7 +70,7 @@ struct FormatTests {
             #expect(writer.commit(at: ms(t)))
             let scan = JournalScan.scan(flash, repair: false)
             var decoded: [RideRecord] = []
-            for s in scan.records { if case .records(let list) = scan.entry(s) { decoded += list } }
+            scan.forEachRecord(in: 0..<scan.records.count) { decoded.append($0) }
             #expect(decoded.count == records.count, "seed \(seed)")
             for (a, b) in zip(decoded, records) where !Self.sameBits(a, b) {
                 Issue.record("seed \(seed): \(describe(a)) != \(describe(b))")

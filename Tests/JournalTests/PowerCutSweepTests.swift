@@ -9,8 +9,10 @@ import Testing
 /// losing everything unsynced); then the device "boots", recovers and finishes the ride.
 struct PowerCutSweepTests {
     static let segmentBytes = 8 * 1024
-    static let script = Script.inputs()
+    static let script = Script.inputs(seconds: 200)
     nonisolated(unsafe) static var checkedRebuilds = 0
+    nonisolated(unsafe) static var cutsRepaired = 0
+    nonisolated(unsafe) static var segmentsSetAside = 0
 
     struct Outcome {
         var writes = 0
@@ -51,6 +53,8 @@ struct PowerCutSweepTests {
         let prefix = recovered
         // Boot: the device clock restarts.
         let boot = Rig(flash: flash, seed: 43, deviceNow: ms(500))
+        if boot.report.repairs.contains(where: { $0.contains("cut at byte") }) { cutsRepaired += 1 }
+        segmentsSetAside += boot.report.segmentsSetAside.count
         // Everything synced is back, in order, and nothing was invented.
         #expect(isPrefix(prefix, of: appended), "\(id): recovered records are not a prefix of the appended ones")
         #expect(prefix.count >= synced, "\(id): \(synced) records were synced, only \(prefix.count) recovered")
@@ -150,7 +154,10 @@ struct PowerCutSweepTests {
         }
         #expect(worstLoss <= 1000, "worst loss window \(worstLoss) ms")
         #expect(Self.checkedRebuilds > writes, "rebuilds compared with the live core: \(Self.checkedRebuilds)")
-        print("power-cut sweep: \(writes) writes × 4 modes, worst loss window \(worstLoss) ms of 1 Hz samples, \(Self.checkedRebuilds) rebuilds compared")
+        // Torn writes were cut off, and torn segment headers set aside (the paths were exercised).
+        #expect(Self.cutsRepaired > writes / 2, "\(Self.cutsRepaired) torn tails cut")
+        #expect(Self.segmentsSetAside > 0)
+        print("power-cut sweep: \(writes) writes × 4 modes, worst loss window \(worstLoss) ms of 1 Hz samples, \(Self.checkedRebuilds) rebuilds compared, \(Self.cutsRepaired) torn tails cut, \(Self.segmentsSetAside) torn segment headers set aside")
     }
 
     /// Cuts power twice in one ride: during the ride and again soon after recovery.

@@ -48,18 +48,24 @@ struct WriterPolicyTests {
         flash.freeBytes = 8 * 1024 // room for one segment only
         let rig = Rig(flash: flash)
         var sawFull = false
+        var changes: [StorageCondition] = []
         var inputs = Script.inputs(seconds: 200)[...]
         while let input = inputs.popFirst() {
             rig.feed(input)
-            if rig.journal.condition == .full {
+            if let change = rig.journal.conditionChange() {
+                #expect(rig.journal.conditionChange() == nil, "a change is reported once")
+                changes.append(change)
+                rig.core.handle(.storage(change, at: input.instant))
+            }
+            if changes.last == .full {
                 sawFull = true
-                rig.core.handle(.storage(rig.journal.condition, at: input.instant))
                 #expect(rig.core.screen.overlay == .storageFull)
                 #expect(rig.core.state == .running || rig.core.state == .paused, "the ride goes on")
                 break
             }
         }
         #expect(sawFull)
+        #expect(changes == [.low, .full], "\(changes)")
         // Keep riding for a while with the card full: nothing is dropped, it waits.
         for _ in 0..<200 { if let input = inputs.popFirst() { rig.feed(input) } }
         #expect(rig.journal.counters.recordsDropped == 0)
@@ -70,6 +76,7 @@ struct WriterPolicyTests {
         while let input = inputs.popFirst() { rig.feed(input) }
         rig.journal.syncNow(at: ms(1_000_000))
         #expect(rig.journal.condition == .ok)
+        #expect(rig.journal.conditionChange() == .ok)
         let rides = JournalScan.scan(flash, repair: false).rides().rides
         #expect(rides.first?.records == rig.appended)
     }
