@@ -73,7 +73,7 @@ let package = Package(
         .testTarget(name: "TrainingTests", dependencies: ["Training", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "SensorsTests", dependencies: ["Sensors", "RideModel", "BoardIO", "AppCore", "Device"], exclude: ["Corpus"], swiftSettings: swift6),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Screens", "AppCore", "BoardHardware"], exclude: ["Goldens"], swiftSettings: swift6),
-        .testTarget(name: "JournalTests", dependencies: ["Journal", "RideModel", "AppCore", "BoardIO", "Device"], swiftSettings: swift6),
+        .testTarget(name: "JournalTests", dependencies: ["Journal", "RideModel", "AppCore", "BoardIO", "Device", "DeviceAdapters"], swiftSettings: swift6),
         .testTarget(name: "RideFilesTests", dependencies: ["RideFiles", "RideModel", "AppCore", "Device"], swiftSettings: swift6),
         .testTarget(name: "BoardTests", dependencies: ["BoardIO", "BoardHardware", "Configuration", "Device", "AppCore", "RideModel", "board-test-helper"], swiftSettings: swift6),
         // A process the board tests signal and run as another user (Tests/BoardTestHelper).

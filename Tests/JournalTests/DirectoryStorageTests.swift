@@ -1,5 +1,6 @@
 import AppCore
 import BoardIO
+import DeviceAdapters
 import Device
 import Glibc
 import Journal
