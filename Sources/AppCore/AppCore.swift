@@ -539,7 +539,8 @@ public struct AppCore: Sendable {
         guard builder != nil else { return }
         for i in 0..<recordValues.count { recordValues[i] = nil }
         for q in Quantity.allCases where q != .rrInterval {
-            guard let v = freshLiveValue(q, at: instant) else { continue }
+            guard let live = freshLiveValue(q, at: instant) else { continue }
+            let v = q.recordedValue(live)
             let s = Sample(q, v, at: instant, origin: q == .distance || q == .energy ? .generated : .measured)
             do {
                 try builder!.add(s)

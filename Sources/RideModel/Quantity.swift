@@ -76,6 +76,30 @@ public enum Quantity: UInt8, CaseIterable, Sendable, Hashable, CustomStringConve
     }
 
     public var description: String { name }
+
+    /// The resolution a recorded (1 Hz) value keeps: what the ride file stores anyway (FIT keeps
+    /// speed in mm/s, distance in cm, ...). Computed rates carry meaningless low bits; dropping
+    /// them keeps the journal small without changing any figure the rider sees or downloads.
+    public var recordedResolution: Double {
+        switch self {
+        case .heartRate, .power, .battery: 1
+        case .cadence, .temperature: 0.1
+        case .speed: 0.001
+        case .distance: 0.01
+        case .rrInterval: 0.001
+        case .pedalBalanceRight, .torqueEffectivenessLeft, .torqueEffectivenessRight,
+             .pedalSmoothnessLeft, .pedalSmoothnessRight: 0.5
+        case .energy: 0.001
+        case .altitude: 0.2
+        case .latitude, .longitude: 0.000_000_1
+        }
+    }
+
+    /// `value` rounded to `recordedResolution`.
+    @inlinable public func recordedValue(_ value: Double) -> Double {
+        let r = recordedResolution
+        return (value / r).rounded() * r
+    }
 }
 
 /// Where a value came from: a sensor measured it, or the device computed it (distance from wheel

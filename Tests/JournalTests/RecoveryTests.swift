@@ -116,7 +116,8 @@ struct RecoveryTests {
     @Test func finishedRideIsCompactedAwayOnceItsFileIsDurable() {
         let flash = SimulatedFlash(segmentBytes: 8 * 1024)
         let rig = Rig(flash: flash)
-        for input in Script.inputs() { rig.feed(input) }
+        // Long enough to span several 8 KiB segments.
+        for input in Script.inputs(seconds: 400) { rig.feed(input) }
         #expect(rig.core.state == .ended)
         let id = rig.core.header!.rideID
         let records = rig.journal.records(of: id)
