@@ -127,3 +127,13 @@ func fopenText(_ path: String) -> String? {
     }
     return String(decoding: bytes, as: UTF8.self)
 }
+
+struct ShippedScenarioTests {
+    /// The ten-hour scenario file is the one `BuiltinScenarios.long(hours: 10)` describes.
+    @Test func tenHourScenarioFileMatchesTheGenerator() throws {
+        let url = #filePath.split(separator: "/").dropLast(3).joined(separator: "/")
+        let file = fopenText("/" + url + "/Simulator/scenarios/ten-hours.scenario") ?? ""
+        let a = try Scenario.parse(file), b = try Scenario.parse(BuiltinScenarios.long(hours: 10))
+        #expect(a.steps == b.steps && a.durationMs == b.durationMs && a.seed == b.seed)
+    }
+}
