@@ -21,8 +21,8 @@ public enum FITEncoder {
     static let eventBytes = 12, lapBytesMax = 400, deviceInfoBytes = 48
 
     // Profile values.
-    enum Event: UInt8 { case timer = 0, session = 8, lap = 9, activity = 26 }
-    enum EventType: UInt8 { case start = 0, stop = 1, stopAll = 4 }
+    enum Event: UInt8 { case timer = 0, session = 8, lap = 9, activity = 26, userMarker = 32 }
+    enum EventType: UInt8 { case start = 0, stop = 1, marker = 3, stopAll = 4 }
     static let manufacturerDevelopment: UInt16 = 255
 
     /// The record fields written, in order, for the quantities a ride has.
@@ -155,9 +155,9 @@ public enum FITEncoder {
         if let z = powerZones { lapFields.append(FITFieldDefinition(60, .uint32, count: z.zoneCount)) }
         w.define(local: lLap, global: 19, fields: lapFields)
 
-        func event(_ instant: MonotonicInstant, _ e: Event, _ t: EventType, data: UInt32) {
+        func event(_ instant: MonotonicInstant, _ e: Event, _ t: EventType, data: UInt32, group: UInt8 = 0) {
             w.begin(local: lEvent)
-            w.u32(ride.fitTime(instant)); w.u8(e.rawValue); w.u8(t.rawValue); w.u32(data); w.u8(0)
+            w.u32(ride.fitTime(instant)); w.u8(e.rawValue); w.u8(t.rawValue); w.u32(data); w.u8(group)
             w.end()
         }
         func timeInZone(_ instant: MonotonicInstant, mesg: UInt16, index: Int, hr: ZoneTimes, power: ZoneTimes) {
@@ -242,7 +242,9 @@ public enum FITEncoder {
                     if timerRunning { event(e.instant, .timer, .stopAll, data: 0) }
                     timerRunning = false
                 case .marker:
-                    break
+                    // A rider's marker (water, food, note, segment) as a user_marker event: data is
+                    // its value (ml, kcal), event_group its kind (docs/rides.md).
+                    event(e.instant, .userMarker, .marker, data: UInt32(clamping: max(0, e.value)), group: e.markerKind.rawValue)
                 }
             }
         }

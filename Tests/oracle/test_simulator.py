@@ -272,3 +272,17 @@ def test_replayed_fixture_ride_matches_the_recording_device(bikesim, shared, tmp
     messages, errors = Decoder(Stream.from_byte_array(bytearray(app_fit))).read()
     assert errors == []
     assert len(messages["record_mesgs"]) > 0
+
+
+def test_markers_reach_the_fit_file(bikesim, tmp_path):
+    """A water marker logged during the ride is a user_marker event in the FIT file, with its
+    value and kind (docs/rides.md), as Garmin's decoder reads it."""
+    from garmin_fit_sdk import Decoder, Stream
+    out = run_headless(bikesim, tmp_path, "m", "--scenario", str(REPO / "Simulator" / "scenarios" / "faults.scenario"))
+    ride_id = json.loads((out / "summary.json").read_text())["ride_id"]
+    messages, errors = Decoder(Stream.from_byte_array(bytearray((out / f"{ride_id}.fit").read_bytes()))).read()
+    assert errors == []
+    markers = [e for e in messages["event_mesgs"] if e.get("event") == "user_marker"]
+    assert len(markers) == 1
+    assert markers[0]["event_type"] == "marker"
+    assert markers[0]["data"] == 500 and markers[0]["event_group"] == 1  # water, 500 ml
