@@ -298,7 +298,7 @@ public struct AppCore: Sendable {
         case .nextPage:
             runningPage = (runningPage + 1) % max(1, configuration.runningPageCount)
             reply(true, "page \(runningPage + 1)")
-        case .setRideZones, .clearRideZones, .setTargetZone, .clearTargetZone, .setAutoPause, .setAutoLap:
+        case .setRideZones, .clearRideZones, .setTargetZone, .setTargetZoneNumber, .clearTargetZone, .setAutoPause, .setAutoLap:
             handleTrainingCommand(c, at: now)
         }
     }

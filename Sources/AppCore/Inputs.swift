@@ -54,6 +54,9 @@ public enum ControlCommand: Sendable, Hashable {
     case clearRideZones(Quantity)
     /// A target zone (alerts when out of it) for the ride in progress, or the next ride if none.
     case setTargetZone(TargetZone)
+    /// A target zone by the number the rider sees on the screen ("Z3"), with the default grace
+    /// period and hysteresis (the control socket's `target hr 3`).
+    case setTargetZoneNumber(Quantity, Int)
     case clearTargetZone(Quantity)
     /// Auto-pause on (with these settings) or off (nil), for the ride in progress or the next.
     case setAutoPause(AutoPauseSettings?)

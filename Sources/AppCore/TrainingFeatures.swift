@@ -68,7 +68,16 @@ extension AppCore {
             var s = training
             s.setTarget(t.quantity, t)
             changeTraining(key: t.quantity == .power ? TrainingSettings.powerTargetKey : TrainingSettings.heartRateTargetKey, in: s, at: now)
-            reply(true, "\(t.quantity) target zone Z\(t.zone + 1)\(rideCollecting ? "" : " for the next ride")")
+            let shown = zonesForTarget(t.quantity)?.number(ofZone: t.zone) ?? t.zone + 1
+            reply(true, "\(t.quantity) target zone Z\(shown)\(rideCollecting ? "" : " for the next ride")")
+        case .setTargetZoneNumber(let q, let number):
+            guard Self.zoneSlot(q) != nil else { reply(false, "target zones are for heart rate or power, not \(q)"); return }
+            guard let zones = zonesForTarget(q), zones.zoneCount > 0 else { reply(false, "there are no \(q) zones: set an FTP or zones first"); return }
+            guard let index = (0..<zones.zoneCount).first(where: { zones.number(ofZone: $0) == number }) else {
+                reply(false, "there is no \(q) zone Z\(number): the zones are Z\(zones.number(ofZone: 0))–Z\(zones.number(ofZone: zones.zoneCount - 1))")
+                return
+            }
+            handleTrainingCommand(.setTargetZone(TargetZone(quantity: q, zone: index)), at: now)
         case .clearTargetZone(let q):
             guard Self.zoneSlot(q) != nil else { reply(false, "target zones are for heart rate or power, not \(q)"); return }
             var s = training

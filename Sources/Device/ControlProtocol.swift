@@ -7,6 +7,8 @@ import Training
 ///
 ///     start | pause | resume | lap | end | discard | dismiss | page
 ///     marker [generic|water|food|note|segment] [VALUE]   (water: ml, food: kcal)
+///     target hr|power ZONE|off      (ZONE as shown on the screen: 2 or z2)
+///     autopause on|off              autolap off|5km|10min
 ///     status            → ok {JSON StatusReport}
 ///     help              → ok the command list
 ///
@@ -30,6 +32,7 @@ public enum ControlProtocol {
         case unexpectedArgument(command: String, argument: String)
         case unknownMarkerKind(String)
         case badMarkerValue(String)
+        case badArguments(command: String, usage: String)
 
         public var description: String {
             switch self {
@@ -39,12 +42,13 @@ public enum ControlProtocol {
             case .unexpectedArgument(let c, let a): "'\(c)' takes no argument (got '\(ControlProtocol.clip(a))')"
             case .unknownMarkerKind(let k): "unknown marker kind '\(ControlProtocol.clip(k))'; use generic, water, food, note or segment"
             case .badMarkerValue(let v): "marker value '\(ControlProtocol.clip(v))' is not a whole number in 0...\(ControlProtocol.markerValueMax)"
+            case .badArguments(let c, let usage): "bad arguments for '\(c)'; use: \(usage)"
             }
         }
     }
 
     public static let markerValueMax: Int64 = 1_000_000
-    public static let commandWords = "start, pause, resume, lap, end, discard, dismiss, page, marker, status, help"
+    public static let commandWords = "start, pause, resume, lap, end, discard, dismiss, page, marker, target, autopause, autolap, status, help"
 
     static func clip(_ s: String) -> String { s.count > 32 ? String(s.prefix(32)) + "…" : s }
 
@@ -71,10 +75,53 @@ public enum ControlProtocol {
             if let extra = args.first { return .failure(.unexpectedArgument(command: word, argument: extra)) }
             return .success(word == "status" ? .status : .help)
         case "marker": return parseMarker(Array(args))
+        case "target": return parseTarget(Array(args))
+        case "autopause", "auto-pause": return parseAutoPause(Array(args))
+        case "autolap", "auto-lap": return parseAutoLap(Array(args))
         default: return .failure(.unknownCommand(word))
         }
         if let extra = args.first { return .failure(.unexpectedArgument(command: word, argument: extra)) }
         return .success(.command(simple!))
+    }
+
+    static func quantity(_ word: String) -> Quantity? {
+        switch word {
+        case "hr", "heart_rate", "heartrate": .heartRate
+        case "power", "pwr": .power
+        default: nil
+        }
+    }
+
+    /// `target hr|power N` (the zone number shown, Z1…) or `target hr|power off`.
+    static func parseTarget(_ args: [String]) -> Result<Request, ParseError> {
+        guard args.count == 2, let q = quantity(args[0]) else { return .failure(.badArguments(command: "target", usage: "target hr|power ZONE|off")) }
+        if args[1] == "off" { return .success(.command(.clearTargetZone(q))) }
+        let digits = args[1].hasPrefix("z") ? String(args[1].dropFirst()) : args[1]
+        guard let n = Int(digits), (0...20).contains(n) else { return .failure(.badArguments(command: "target", usage: "target hr|power ZONE|off, e.g. target hr 2")) }
+        return .success(.command(.setTargetZoneNumber(q, n)))
+    }
+
+    /// `autopause on|off` (on: the default 3 km/h for 5 s).
+    static func parseAutoPause(_ args: [String]) -> Result<Request, ParseError> {
+        switch args.first {
+        case "on" where args.count == 1: return .success(.command(.setAutoPause(AutoPauseSettings())))
+        case "off" where args.count == 1: return .success(.command(.setAutoPause(nil)))
+        default: return .failure(.badArguments(command: "autopause", usage: "autopause on|off"))
+        }
+    }
+
+    /// `autolap off`, `autolap 5km`, `autolap 10min`.
+    static func parseAutoLap(_ args: [String]) -> Result<Request, ParseError> {
+        guard args.count == 1 else { return .failure(.badArguments(command: "autolap", usage: "autolap off|5km|10min")) }
+        let a = args[0]
+        if a == "off" { return .success(.command(.setAutoLap(nil))) }
+        if a.hasSuffix("km"), let km = Double(a.dropLast(2)), km > 0, km <= 1_000 {
+            return .success(.command(.setAutoLap(AutoLapSettings(everyDistanceM: km * 1000))))
+        }
+        if a.hasSuffix("min"), let min = Int(a.dropLast(3)), min > 0, min <= 24 * 60 {
+            return .success(.command(.setAutoLap(AutoLapSettings(everyTimerMs: Int64(min) * 60_000))))
+        }
+        return .failure(.badArguments(command: "autolap", usage: "autolap off|5km|10min"))
     }
 
     static func parseMarker(_ args: [String]) -> Result<Request, ParseError> {
@@ -117,6 +164,7 @@ public enum ControlProtocol {
         case .setRideZones(let z): "zones \(z.quantity.name)"
         case .clearRideZones(let q): "zones \(q.name) preferred"
         case .setTargetZone(let t): "target \(t.quantity.name) \(t.zone)"
+        case .setTargetZoneNumber(let q, let n): "target \(q.name) \(n)"
         case .clearTargetZone(let q): "target \(q.name) off"
         case .setAutoPause(let a): a == nil ? "autopause off" : "autopause on"
         case .setAutoLap(let a): a == nil ? "autolap off" : "autolap on"

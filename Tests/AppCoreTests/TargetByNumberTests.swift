@@ -1,0 +1,58 @@
+import Testing
+import AppCore
+import Device
+import RideModel
+import Training
+
+/// `target hr 3` on the control socket: the zone number the rider sees, the protocol words for
+/// auto-pause and auto-lap, and their refusals.
+struct TargetByNumberTests {
+    static func reply(_ core: inout AppCore, _ line: String, at ms: Int64 = 0) -> CommandReply? {
+        guard case .success(.command(let c)) = ControlProtocol.parse(line) else { return nil }
+        core.handle(.command(c, at: MonotonicInstant(milliseconds: ms)))
+        var last: CommandReply?
+        while let e = core.drainEffect() { if case .reply(let r) = e { last = r } }
+        return last
+    }
+
+    @Test func zoneNumberFollowsTheModelsNumbering() throws {
+        // Percent-of-max zones name a band below zone 1 "Z0": the rider's Z3 is index 3.
+        let zones = try ZonesInForce.preferred(from: RiderProfile(age: 30, heartRateModel: .percentOfMax)).heartRate.zones
+        var core = AppCore(configuration: AppConfiguration(ride: RideSettings(heartRateZones: zones)), randomSeed: 1)
+        let ok = try #require(Self.reply(&core, "target hr 3"))
+        #expect(ok.ok, "\(ok.message)")
+        #expect(ok.message.contains("Z3"))
+        #expect(core.screen.heartRateTargetZone == nil || core.screen.heartRateTargetZone == 3)
+        let index = (0..<zones.zoneCount).first { zones.number(ofZone: $0) == 3 }
+        #expect(index == 3)
+        // Default zones (91/114/136/158): Z1…Z5, the rider's Z2 is index 1.
+        var plain = AppCore(configuration: AppConfiguration(ride: RideSettings(heartRateZones: .defaultHeartRate)), randomSeed: 1)
+        let two = try #require(Self.reply(&plain, "target hr z2"))
+        #expect(two.ok && two.message.contains("Z2"), "\(two.message)")
+        let none = try #require(Self.reply(&plain, "target hr 9"))
+        #expect(!none.ok && none.message.contains("Z1–Z5"), "\(none.message)")
+        let off = try #require(Self.reply(&plain, "target hr off"))
+        #expect(off.ok && off.message.contains("off"))
+    }
+
+    @Test func powerTargetNeedsPowerZones() throws {
+        var core = AppCore(randomSeed: 1)
+        let r = try #require(Self.reply(&core, "target power 3"))
+        #expect(!r.ok && r.message.contains("no power zones"), "\(r.message)")
+    }
+
+    @Test func protocolWordsForAutoPauseAndAutoLap() {
+        #expect(ControlProtocol.parse("autopause on") == .success(.command(.setAutoPause(AutoPauseSettings()))))
+        #expect(ControlProtocol.parse("autopause off") == .success(.command(.setAutoPause(nil))))
+        #expect(ControlProtocol.parse("autolap 5km") == .success(.command(.setAutoLap(AutoLapSettings(everyDistanceM: 5_000)))))
+        #expect(ControlProtocol.parse("autolap 10min") == .success(.command(.setAutoLap(AutoLapSettings(everyTimerMs: 600_000)))))
+        #expect(ControlProtocol.parse("autolap off") == .success(.command(.setAutoLap(nil))))
+        for bad in ["autolap", "autolap 0km", "autolap fast", "autopause maybe", "target", "target hr", "target legs 2", "target hr -1"] {
+            guard case .failure(let e) = ControlProtocol.parse(bad) else {
+                Issue.record("'\(bad)' was accepted")
+                continue
+            }
+            #expect("\(e)".contains("use:"), "'\(bad)': \(e)")
+        }
+    }
+}
