@@ -68,14 +68,16 @@ let package = Package(
         .executableTarget(name: "journal-bench", dependencies: ["Device", "DeviceAdapters", "Journal", "AppCore", "RideModel", "BoardIO"], swiftSettings: swift6),
 
         // MARK: Tests
-        .testTarget(name: "RideModelTests", dependencies: ["RideModel"], swiftSettings: swift6),
-        .testTarget(name: "AppCoreTests", dependencies: ["AppCore", "RideModel", "Device", "Training"], swiftSettings: swift6),
-        .testTarget(name: "TrainingTests", dependencies: ["Training", "RideModel"], swiftSettings: swift6),
-        .testTarget(name: "SensorsTests", dependencies: ["Sensors", "RideModel", "BoardIO", "AppCore", "Device"], exclude: ["Corpus"], swiftSettings: swift6),
+        // What every test target shares (the seeded generator of the randomized tests).
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swift6),
+        .testTarget(name: "RideModelTests", dependencies: ["TestSupport", "RideModel"], swiftSettings: swift6),
+        .testTarget(name: "AppCoreTests", dependencies: ["TestSupport", "AppCore", "RideModel", "Device", "Training"], swiftSettings: swift6),
+        .testTarget(name: "TrainingTests", dependencies: ["TestSupport", "Training", "RideModel"], swiftSettings: swift6),
+        .testTarget(name: "SensorsTests", dependencies: ["TestSupport", "Sensors", "RideModel", "BoardIO", "AppCore", "Device"], exclude: ["Corpus"], swiftSettings: swift6),
         .testTarget(name: "DisplayTests", dependencies: ["Display", "Screens", "AppCore", "BoardHardware"], exclude: ["Goldens"], swiftSettings: swift6),
-        .testTarget(name: "JournalTests", dependencies: ["Journal", "RideModel", "AppCore", "BoardIO", "Device", "DeviceAdapters"], swiftSettings: swift6),
-        .testTarget(name: "RideFilesTests", dependencies: ["RideFiles", "RideModel", "AppCore", "Device"], swiftSettings: swift6),
-        .testTarget(name: "BoardTests", dependencies: ["BoardIO", "BoardHardware", "Configuration", "Device", "AppCore", "RideModel", "board-test-helper"], swiftSettings: swift6),
+        .testTarget(name: "JournalTests", dependencies: ["TestSupport", "Journal", "RideModel", "AppCore", "BoardIO", "Device", "DeviceAdapters"], swiftSettings: swift6),
+        .testTarget(name: "RideFilesTests", dependencies: ["TestSupport", "RideFiles", "RideModel", "AppCore", "Device"], swiftSettings: swift6),
+        .testTarget(name: "BoardTests", dependencies: ["TestSupport", "BoardIO", "BoardHardware", "Configuration", "Device", "AppCore", "RideModel", "board-test-helper"], swiftSettings: swift6),
         // A process the board tests signal and run as another user (Tests/BoardTestHelper).
         .executableTarget(name: "board-test-helper", dependencies: ["BoardIO"], path: "Tests/BoardTestHelper", swiftSettings: swift6),
         .testTarget(name: "DeviceTests", dependencies: ["Device", "BoardIO"], swiftSettings: swift6),

@@ -1,3 +1,4 @@
+import TestSupport
 import Configuration
 import Foundation
 import Testing

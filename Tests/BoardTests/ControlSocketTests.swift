@@ -1,3 +1,4 @@
+import TestSupport
 import AppCore
 import BoardIO
 import Device

@@ -1,3 +1,4 @@
+import TestSupport
 import BoardIO
 import Foundation
 import Testing

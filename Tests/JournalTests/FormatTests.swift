@@ -1,3 +1,4 @@
+import TestSupport
 import Journal
 import RideModel
 import Testing

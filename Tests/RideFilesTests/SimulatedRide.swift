@@ -1,21 +1,7 @@
+import TestSupport
 import RideModel
 import RideFiles
 
-/// SplitMix64: seeded, reproducible.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }
-    mutating func int(_ r: ClosedRange<Int>) -> Int { Int.random(in: r, using: &self) }
-    mutating func double(_ r: ClosedRange<Double>) -> Double { Double.random(in: r, using: &self) }
-}
 
 /// A ride's records generated from a seed, with what the generator knows independently of the
 /// encoder: how many 1 Hz rows it produced while running, its pauses, gaps and RR intervals.
