@@ -102,18 +102,23 @@ public final class DeviceRuntime {
         screenPort?.show(core.screen, at: now)
     }
 
-    /// Writes the file of a ride that ended before a crash but whose file was never confirmed
-    /// durable (recovery reports them); its journal is compacted once the file is written.
+    /// Writes a saved ride's file from its durable journal records, then lets the journal compact
+    /// it. Also for a ride that ended before a crash but whose file was never confirmed durable
+    /// (recovery reports them). On failure the journal keeps the ride: nothing is lost, and the
+    /// next start tries again.
     public func writeRideFile(_ id: RideID, at now: MonotonicInstant) {
         let records = journal.records(of: id)
-        guard !records.isEmpty else { return }
+        guard !records.isEmpty else {
+            log.log(.error, "ride \(id): no durable records to write a file from")
+            return
+        }
         do {
             let what = try archive.store(rideID: id, records: records)
             journal.rideFileIsDurable(id)
-            log.log(.info, "ride \(id) saved after recovery: \(what)")
+            log.log(.info, "ride \(id) saved: \(what)")
         } catch {
             archiveFailures &+= 1
-            log.log(.error, "ride \(id) still not written (\(error)); its journal is kept")
+            log.log(.error, "ride \(id) not written (\(error)); its journal is kept")
         }
     }
 
@@ -164,16 +169,7 @@ public final class DeviceRuntime {
             log.log(.info, "ride \(id) discarded")
             return
         }
-        let records = journal.records(of: id)
-        do {
-            let what = try archive.store(rideID: id, records: records)
-            journal.rideFileIsDurable(id)
-            log.log(.info, "ride \(id) saved: \(what)")
-        } catch {
-            // The journal keeps the ride; the next start writes the file again.
-            archiveFailures &+= 1
-            log.log(.error, "ride \(id) not written (\(error)); its journal is kept")
-        }
+        writeRideFile(id, at: now)
     }
 
     func reportStorageIfChanged(at now: MonotonicInstant) {
