@@ -81,6 +81,6 @@ let package = Package(
         // A process the board tests signal and run as another user (Tests/BoardTestHelper).
         .executableTarget(name: "board-test-helper", dependencies: ["BoardIO"], path: "Tests/BoardTestHelper", swiftSettings: swift6),
         .testTarget(name: "DeviceTests", dependencies: ["Device", "BoardIO"], swiftSettings: swift6),
-        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Device", "AppCore", "RideModel", "Journal"], swiftSettings: swift6),
+        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Device", "AppCore", "RideModel", "Journal", "Training"], swiftSettings: swift6),
     ]
 )

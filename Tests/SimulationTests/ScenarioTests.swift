@@ -1,5 +1,6 @@
 import Testing
 import AppCore
+import Training
 @testable import Simulation
 
 struct ScenarioTests {
@@ -78,3 +79,36 @@ func listScenarios(_ dir: String) throws -> [String] {
     try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".scenario") }.sorted().map { dir + "/" + $0 }
 }
 func readFile(_ path: String) throws -> String { try String(contentsOfFile: path, encoding: .utf8) }
+
+struct ScenarioControlCommandTests {
+    /// A scenario's `command` takes any control-socket request that acts on the ride.
+    @Test func commandsAreControlRequests() throws {
+        let s = try Scenario.parse("""
+        duration 10m
+        at 1s command start
+        at 2m command target hr 3
+        at 3m command autolap 5km
+        at 4m command marker food 200
+        """)
+        #expect(s.steps.map(\.action) == [
+            .command(.start), .command(.setTargetZoneNumber(.heartRate, 3)),
+            .command(.setAutoLap(AutoLapSettings(everyDistanceM: 5_000))), .command(.marker(.food, value: 200)),
+        ])
+        #expect(throws: Scenario.ParseError.self) { try Scenario.parse("at 1s command status") }
+    }
+
+    /// A heart-rate target set from a scenario alerts when the rider drifts out of it.
+    @Test func targetZoneFromAScenarioAlerts() throws {
+        let text = """
+        seed 4
+        duration 20m
+        at 1s command target hr 1
+        at 2s command start
+        at 19m command end
+        """
+        let sim = HeadlessRun(scenario: try Scenario.parse(text), options: .init(), storage: SimulatedFlashStorage(), archive: MemoryArchive())
+        var drift = false
+        sim.run { _ in if case .zoneDrift(.heartRate, _)? = sim.runtime.core.screen.overlay { drift = true } }
+        #expect(drift, "the synthetic ride's heart rate leaves Z1 within minutes")
+    }
+}

@@ -1,4 +1,5 @@
 import AppCore
+import Device
 import RideModel
 
 /// A headless simulation script. Text, one instruction per line (see docs/simulator.md):
@@ -10,6 +11,7 @@ import RideModel
 ///     at 0s press start
 ///     at 20m hold start 2s
 ///     at 10m command lap
+///     at 11m command target hr 3
 ///     at 12m marker water 250
 ///     at 5m dropout hr 30s
 ///     at 30m bridge-restart 5s
@@ -147,16 +149,14 @@ public struct Scenario: Sendable, Hashable {
                     guard words.count == 5, let b = button(words[3]) else { throw fail("hold takes a button and a duration, e.g. hold start 2s") }
                     action = .hold(b, ms: try duration(4, "hold time"))
                 case "command":
-                    guard words.count == 4 else { throw fail("command takes one of start, pause, resume, lap, end, discard, dismiss") }
-                    switch words[3] {
-                    case "start": action = .command(.start)
-                    case "pause": action = .command(.pause)
-                    case "resume": action = .command(.resume)
-                    case "lap": action = .command(.lap)
-                    case "end": action = .command(.end)
-                    case "discard": action = .command(.discard)
-                    case "dismiss": action = .command(.dismiss)
-                    default: throw fail("unknown command '\(words[3])'; use start, pause, resume, lap, end, discard, dismiss")
+                    // Any control-socket request that acts on the ride (docs/board.md): start,
+                    // pause, lap, end, marker water 250, target hr 3, autolap 5km, ...
+                    guard words.count >= 4 else { throw fail("command takes a control request, e.g. command lap, command target hr 3") }
+                    let line = words[3...].joined(separator: " ")
+                    switch ControlProtocol.parse(line) {
+                    case .success(.command(let c)): action = .command(c)
+                    case .success: throw fail("'\(line)' does not act on the ride; status and help are for the control socket")
+                    case .failure(let e): throw fail("\(e)")
                     }
                 case "marker":
                     guard words.count >= 4 else { throw fail("marker takes a kind (water, food, note, segment) and an optional value") }
