@@ -8,6 +8,7 @@ import Training
 ///     start | pause | resume | lap | end | discard | dismiss | page
 ///     marker [generic|water|food|note|segment] [VALUE]   (water: ml, food: kcal)
 ///     target hr|power ZONE|off      (ZONE as shown on the screen: 2 or z2)
+///     zones hr|power B1,B2,...|preferred   (custom zones for the next ride only)
 ///     autopause on|off              autolap off|5km|10min
 ///     status            → ok {JSON StatusReport}
 ///     help              → ok the command list
@@ -48,7 +49,7 @@ public enum ControlProtocol {
     }
 
     public static let markerValueMax: Int64 = 1_000_000
-    public static let commandWords = "start, pause, resume, lap, end, discard, dismiss, page, marker, target, autopause, autolap, status, help"
+    public static let commandWords = "start, pause, resume, lap, end, discard, dismiss, page, marker, target, zones, autopause, autolap, status, help"
 
     static func clip(_ s: String) -> String { s.count > 32 ? String(s.prefix(32)) + "…" : s }
 
@@ -76,6 +77,7 @@ public enum ControlProtocol {
             return .success(word == "status" ? .status : .help)
         case "marker": return parseMarker(Array(args))
         case "target": return parseTarget(Array(args))
+        case "zones": return parseZones(Array(args))
         case "autopause", "auto-pause": return parseAutoPause(Array(args))
         case "autolap", "auto-lap": return parseAutoLap(Array(args))
         default: return .failure(.unknownCommand(word))
@@ -99,6 +101,26 @@ public enum ControlProtocol {
         let digits = args[1].hasPrefix("z") ? String(args[1].dropFirst()) : args[1]
         guard let n = Int(digits), (0...20).contains(n) else { return .failure(.badArguments(command: "target", usage: "target hr|power ZONE|off, e.g. target hr 2")) }
         return .success(.command(.setTargetZoneNumber(q, n)))
+    }
+
+    /// `zones hr|power B1,B2,...` (custom zones for the next ride, boundaries in bpm or W) or
+    /// `zones hr|power preferred`.
+    static func parseZones(_ args: [String]) -> Result<Request, ParseError> {
+        let usage = "zones hr|power B1,B2,...|preferred, e.g. zones hr 120,140,155,170"
+        guard args.count == 2, let q = quantity(args[0]) else { return .failure(.badArguments(command: "zones", usage: usage)) }
+        if args[1] == "preferred" { return .success(.command(.clearRideZones(q))) }
+        let parts = args[1].split(separator: ",", omittingEmptySubsequences: false)
+        guard parts.count <= ZoneConfiguration.boundariesMax else { return .failure(.badArguments(command: "zones", usage: usage)) }
+        var boundaries: [Double] = []
+        for p in parts {
+            guard let v = Double(p), v.isFinite else { return .failure(.badArguments(command: "zones", usage: usage)) }
+            boundaries.append(v)
+        }
+        do {
+            return .success(.command(.setRideZones(try ZoneConfiguration(quantity: q, boundaries: boundaries))))
+        } catch {
+            return .failure(.badArguments(command: "zones", usage: "\(error); \(usage)"))
+        }
     }
 
     /// `autopause on|off` (on: the default 3 km/h for 5 s).

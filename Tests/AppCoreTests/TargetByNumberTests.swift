@@ -56,3 +56,24 @@ struct TargetByNumberTests {
         }
     }
 }
+
+struct CustomZonesProtocolTests {
+    @Test func customZonesForTheNextRideOnly() throws {
+        var core = AppCore(randomSeed: 1)
+        let set = try #require(TargetByNumberTests.reply(&core, "zones hr 120,140,155,170"))
+        #expect(set.ok, "\(set.message)")
+        #expect(set.message.contains("next ride") && set.message.contains("not saved"))
+        // The ride that starts next uses them (journaled in its header).
+        core.handle(.command(.start, at: MonotonicInstant(milliseconds: 0)))
+        core.handle(.tick(MonotonicInstant(milliseconds: 3_000)))
+        #expect(core.header?.settings.heartRateZones?.boundaries == [120, 140, 155, 170])
+        let refused = try #require(TargetByNumberTests.reply(&core, "zones hr 100,110", at: 4_000))
+        #expect(!refused.ok, "zones cannot change once the ride runs")
+        while core.drainEffect() != nil {}
+        for bad in ["zones hr", "zones hr 150,140", "zones hr -5,10", "zones legs 1,2", "zones hr 1,2,x", "zones power 1,2,3,4,5,6,7,8,9,10"] {
+            guard case .failure(let e) = ControlProtocol.parse(bad) else { Issue.record("'\(bad)' was accepted"); continue }
+            #expect("\(e)".contains("use:"), "'\(bad)': \(e)")
+        }
+        #expect(ControlProtocol.parse("zones power preferred") == .success(.command(.clearRideZones(.power))))
+    }
+}
