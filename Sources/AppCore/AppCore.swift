@@ -295,6 +295,10 @@ public struct AppCore: Sendable {
             }
         case .dismiss: dismiss(at: now, fromCommand: true)
         case .marker(let kind, let value): marker(kind, value: value, at: now)
+        case .showPairingCode(let code):
+            guard code.map({ $0 <= 999_999 }) ?? true else { reply(false, "a pairing code has at most six digits"); break }
+            screen.pairingCode = code
+            reply(true, code == nil ? "pairing code cleared" : "pairing code shown")
         case .nextPage:
             runningPage = (runningPage + 1) % max(1, configuration.runningPageCount)
             reply(true, "page \(runningPage + 1)")

@@ -46,6 +46,8 @@ public enum ControlCommand: Sendable, Hashable {
     case marker(RideEvent.MarkerKind, value: Int64)
     /// Switch the running data page.
     case nextPage
+    /// Show a companion's pairing code on the display (nil clears it). Six digits at most.
+    case showPairingCode(UInt32?)
     /// Custom zones (heart rate or power, by the configuration's quantity) for the next ride
     /// only: accepted before the ride starts (idle, countdown, summary), refused once it runs;
     /// journaled in the ride's header, never saved as preferred.

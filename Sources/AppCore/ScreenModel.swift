@@ -106,6 +106,8 @@ public struct ScreenModel: Sendable, Hashable {
     /// The ride on screen was recovered after a crash.
     public var recovered = false
     public var summary: RideSummary?
+    /// A companion's pairing code to show until it is cleared (six digits), over everything.
+    public var pairingCode: UInt32?
     /// Number of running data pages (for "1/3" indicators).
     public var runningPageCount = 3
     /// Zone bars: how many zones the ride has per quantity (0: no zones), and the target zone

@@ -136,6 +136,10 @@ public enum ScreenCatalogue {
         paused.mode = .paused
         add("paused", "Paused: frozen timer, elapsed time still counting", paused)
 
+        var pairing = idle
+        pairing.pairingCode = 482_913
+        add("pairing-code", "A companion's pairing code (docs/companion.md), shown until the phone has paired", pairing)
+
         var done = ScreenModel()
         done.summary = summary()
         for page in 0..<3 {

@@ -35,6 +35,7 @@ public struct ScreenRenderer: Sendable {
         case .confirmDiscard: drawConfirmDiscard()
         }
         if let alert = model.overlay { drawOverlay(alert) }
+        if let code = model.pairingCode { drawPairingCode(code) }
         framebuffer.update(from: canvas)
     }
 
@@ -275,6 +276,29 @@ public struct ScreenRenderer: Sendable {
         let font: Font = Font.medium.widthPx(count: text.count) <= box.width - 8 ? .medium : .small
         let y = box.y + (box.height - font.height) / 2
         canvas.drawText(text, font: font, in: Rect(x: box.x, y: y, width: box.width, height: font.height), alignment: .center, on: false)
+    }
+
+    /// A companion's pairing code: "PAIR" and six large digits, over everything else.
+    private mutating func drawPairingCode(_ code: UInt32) {
+        let box = tall ? Rect(x: 2, y: 8, width: width - 4, height: 48) : Rect(x: 2, y: 2, width: width - 4, height: 28)
+        canvas.fill(Rect(x: box.x - 1, y: box.y - 1, width: box.width + 2, height: box.height + 2), on: false)
+        canvas.strokeRect(box)
+        text.clear()
+        text.append("PAIR")
+        if tall {
+            canvas.drawText(text, font: .small, in: Rect(x: box.x, y: box.y + 3, width: box.width, height: Font.small.height), alignment: .center)
+        } else {
+            canvas.drawText(text, font: .small, x: box.x + 4, y: box.y + (box.height - Font.small.height) / 2)
+        }
+        text.clear()
+        text.append(integer: Int64(code), minimumDigits: 6)
+        if tall {
+            let y = box.y + box.height - Font.digitsHuge.height - 4
+            canvas.drawText(text, font: .digitsHuge, in: Rect(x: box.x, y: y, width: box.width, height: Font.digitsHuge.height), alignment: .center)
+        } else {
+            let y = box.y + (box.height - Font.digitsLarge.height) / 2
+            canvas.drawText(text, font: .digitsLarge, in: Rect(x: box.x, y: y, width: box.width - 4, height: Font.digitsLarge.height), alignment: .right)
+        }
     }
 
     /// The alert's words, written without building a String.

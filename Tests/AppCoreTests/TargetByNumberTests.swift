@@ -77,3 +77,19 @@ struct CustomZonesProtocolTests {
         #expect(ControlProtocol.parse("zones power preferred") == .success(.command(.clearRideZones(.power))))
     }
 }
+
+struct PairingCodeTests {
+    @Test func pairingCodeIsShownUntilCleared() throws {
+        var core = AppCore(randomSeed: 1)
+        let shown = try #require(TargetByNumberTests.reply(&core, "pairing-code 048213"))
+        #expect(shown.ok)
+        #expect(core.screen.pairingCode == 48_213)
+        core.handle(.tick(MonotonicInstant(milliseconds: 60_000)))
+        #expect(core.screen.pairingCode == 48_213, "stays until the companion clears it")
+        _ = TargetByNumberTests.reply(&core, "pairing-code clear", at: 61_000)
+        #expect(core.screen.pairingCode == nil)
+        for bad in ["pairing-code", "pairing-code 12345", "pairing-code 1234567", "pairing-code abcdef"] {
+            guard case .failure = ControlProtocol.parse(bad) else { Issue.record("'\(bad)' was accepted"); continue }
+        }
+    }
+}

@@ -16,7 +16,7 @@ struct ScreensCommand: ParsableCommand {
     var out: String = "docs/screens"
 
     @Option(help: "Each panel pixel becomes a square of this many image pixels (1-16).")
-    var scale: Int = 3
+    var scale: Int = 2
 
     @Flag(help: "Also write plain PBM files next to the PNGs.")
     var pbm = false
@@ -95,7 +95,7 @@ struct ScreensCommand: ParsableCommand {
 
         """
         let sections = [("Idle", "idle"), ("Countdown", "countdown"), ("Running", "running"), ("Paused", "paused"),
-                        ("Summary", "summary"), ("Discard confirmation", "confirm"), ("Alert overlays", "alert"),
+                        ("Summary", "summary"), ("Discard confirmation", "confirm"), ("Alert overlays", "alert"), ("Companion pairing", "pairing"),
                         ("128x32 panel", "small")]
         let entries = ScreenCatalogue.entries()
         for (title, prefix) in sections {
