@@ -21,6 +21,7 @@ enum CompanionPage {
   .cell small { color: #aaa; }
   button { font-size: 1.1rem; padding: .8rem 1rem; border-radius: .5rem; border: 0; background: #345; color: #fff; flex: 1; }
   button.warn { background: #733; }
+  button:disabled { opacity: .35; }
   input, select { font-size: 1.1rem; padding: .6rem; border-radius: .4rem; border: 1px solid #555; background: #222; color: #eee; }
   #msg { min-height: 1.4rem; color: #fc6; margin: .5rem 0; }
   #link { font-size: .8rem; color: #888; }
@@ -100,7 +101,7 @@ function render(v) {
   }
   const z = v.zones;
   if (z) {
-    const f = (q, n) => q && q.zone ? n + " Z" + q.zone + (q.name ? " " + q.name : "") : "";
+    const f = (q, n) => q && q.zone ? n + " Z" + q.zone + (q.name && q.name !== "Z" + q.zone ? " " + q.name : "") : "";
     $("zones").textContent = [f(z.heart_rate, "HR"), f(z.power, "P")].filter(Boolean).join(" ") || "--";
   }
   if (v.sensors) $("sensors").textContent = Object.entries(v.sensors).filter(([k, s]) => s !== "not_configured").map(([k, s]) => k + ": " + s).join(" · ");
