@@ -16,6 +16,7 @@ final class StreamServerHarness {
     let h = StreamHarness()
     var server: ControlSocketServer!
     var drops: [ControlSocketServer.DropReason] = []
+    var onPairingCode: ((String?) -> Void)?
 
     init(_ tag: String) throws {
         dir = "/tmp/companion-\(tag)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -41,6 +42,7 @@ final class StreamServerHarness {
                 return .subscribing(s.reply, then: s.lines)
             case .success(.pairingCode(let code)):
                 h.stream.setPairingCode(code)
+                onPairingCode?(code)
                 return .init(code == nil ? "ok pairing code cleared" : "ok pairing code shown")
             }
         }
