@@ -247,6 +247,8 @@ final class Hub: @unchecked Sendable {
         for c in all where !valid(c.tokenID) { close(c, reason: "token revoked; pair again") }
     }
 
+    func closeReasonOf(_ c: Client) -> String? { lock.withLock { c.closeReason } }
+
     func close(_ c: Client, reason: String) {
         lock.withLock {
             if c.closeReason == nil { c.closeReason = reason }

@@ -103,7 +103,16 @@ struct CompanionServer: Sendable {
         }
 
         router.post("/api/pair/request") { _, _ in
-            let code = server.pairing.newCode()
+            let code: String
+            switch server.pairing.newCode() {
+            case .issued(let c):
+                code = c
+            case .tooSoon(let wait):
+                var headers: HTTPFields = [:]
+                headers[.retryAfter] = String(wait)
+                return Self.json(["error": "a code was requested less than \(Int(Pairing.Limits.codeIntervalS)) s ago; enter the code the unit shows, or ask again in \(wait) s",
+                                  "retry_after_s": wait], status: .tooManyRequests, headers: headers)
+            }
             server.log("pairing code \(code) (shown on the unit for \(Int(Pairing.Limits.codeLifetimeS)) s)")
             let reply = DeviceReply(await server.link.request("pairing-code \(code)"))
             if !reply.ok { server.log("the unit could not show the pairing code: \(reply.message); read it from this log") }
@@ -196,9 +205,6 @@ extension TokenStore {
     func validate(tokenID: String) -> Bool { all().contains { $0.id == tokenID } }
 }
 
-extension Hub {
-    func closeReasonOf(_ c: Client) -> String? { c.closeReason }
-}
 
 extension Data {
     init(buffer: ByteBuffer) {

@@ -171,6 +171,14 @@ final class Pairing: @unchecked Sendable {
         static let codeDigits = 6
         static let codeLifetimeS: Double = 120
         static let attemptsPerCodeMax = 5
+        /// At most one new code per this interval (unless the last one paired): with 5
+        /// attempts per code, guessing a 6-digit code takes weeks, and the unit shows every code.
+        static let codeIntervalS: Double = 10
+    }
+
+    enum Request: Equatable {
+        case issued(String)
+        case tooSoon(retryAfterS: Int)
     }
 
     enum Attempt: Equatable {
@@ -183,16 +191,24 @@ final class Pairing: @unchecked Sendable {
     private var code: String?
     private var expires = Date.distantPast
     private var attemptsLeft = 0
+    private var lastIssued = Date.distantPast
+    private var lastPaired = false
 
-    /// A new code (replacing any earlier one).
-    func newCode(now: Date = Date()) -> String {
+    /// A new code (replacing any earlier one), or how long to wait for one.
+    func newCode(now: Date = Date()) -> Request {
         var rng = SystemRandomNumberGenerator()
         let c = (0..<Limits.codeDigits).map { _ in String(Int.random(in: 0...9, using: &rng)) }.joined()
         lock.lock(); defer { lock.unlock() }
+        let since = now.timeIntervalSince(lastIssued)
+        if !lastPaired && since < Limits.codeIntervalS {
+            return .tooSoon(retryAfterS: Int((Limits.codeIntervalS - since).rounded(.up)))
+        }
         code = c
         expires = now.addingTimeInterval(Limits.codeLifetimeS)
         attemptsLeft = Limits.attemptsPerCodeMax
-        return c
+        lastIssued = now
+        lastPaired = false
+        return .issued(c)
     }
 
     /// Checks an entered code; a match or the last wrong attempt ends the code.
@@ -202,6 +218,7 @@ final class Pairing: @unchecked Sendable {
         let digits = entered.filter { !$0.isWhitespace }
         if TokenStore.constantTimeEqual(c, digits) {
             code = nil
+            lastPaired = true
             return .paired
         }
         attemptsLeft -= 1

@@ -175,6 +175,10 @@ def test_pairing_code_rules(companion):
     code = companion.device.received[-1].split()[1]
     assert len(code) == 6 and code.isdigit()
     assert f"pairing code {code}" in companion.logtext()
+    # One code per 10 s: asking again at once is refused (and shows nothing new on the unit).
+    status, body, headers = companion.http("POST", "/api/pair/request")
+    assert status == 429 and json.loads(body)["retry_after_s"] >= 1
+    assert [l for l in companion.device.received if l.startswith("pairing-code ") and l != "pairing-code clear"] == [f"pairing-code {code}"]
     wrong = "000000" if code != "000000" else "111111"
     for left in (4, 3, 2, 1):
         status, body, _ = companion.http("POST", "/api/pair", {"code": wrong})
@@ -184,6 +188,8 @@ def test_pairing_code_rules(companion):
     # The code is cancelled (and cleared from the unit): even the right one no longer works.
     assert "pairing-code clear" in companion.device.received
     assert companion.http("POST", "/api/pair", {"code": code})[0] == 409
+    # ... and a new code cannot be had at once after a cancelled one either.
+    assert companion.http("POST", "/api/pair/request")[0] == 429
 
 
 def test_pair_stream_and_commands(companion):
@@ -282,3 +288,11 @@ def test_revoked_token_refused(companion):
     assert companion.http("GET", "/api/state", token=token2)[0] == 401
     r = subprocess.run([str(companion.binary), "revoke", "abcdef12", "--config", str(companion.cfg)], capture_output=True, text=True, timeout=30)
     assert r.returncode == 1 and "tokens" in r.stderr
+
+
+def test_bikecomputer_companion_runs_bikecompanion(bikecomputer, tmp_path):
+    r = subprocess.run([str(bikecomputer), "companion", "tokens", "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "no paired companions" in r.stdout and str(tmp_path) in r.stdout
+    r = subprocess.run([str(bikecomputer), "companion", "revoke"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 64 and "--all" in r.stderr
