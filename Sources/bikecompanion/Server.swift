@@ -20,8 +20,14 @@ struct CompanionServer: Sendable {
 
     // MARK: Access
 
-    /// The token ID of a valid bearer token or cookie, else nil.
+    /// The token ID of a valid bearer token or cookie, else nil. A browser request from a page
+    /// of another origin (its Origin header names another host) is never authorized, so
+    /// another site open on the phone cannot use the cookie (with SameSite=Strict besides).
     func authorize(_ request: Request) -> String? {
+        if let origin = request.headers[.origin] {
+            let host = request.head.authority ?? ""
+            guard origin == "http://" + host || origin == "https://" + host else { return nil }
+        }
         if let auth = request.headers[.authorization], auth.lowercased().hasPrefix("bearer ") {
             return tokens.validate(String(auth.dropFirst(7)).trimmingCharacters(in: .whitespaces))
         }

@@ -204,6 +204,19 @@ def test_pair_stream_and_commands(companion):
 
     status, body, _ = companion.http("GET", "/api/session", cookie="bkc_token=" + token)
     assert status == 200 and json.loads(body)["token_id"] == token_id
+    # Another site's page cannot use the cookie (nor the token).
+    req = urllib.request.Request(f"http://127.0.0.1:{companion.port}/api/session",
+                                 headers={"cookie": "bkc_token=" + token, "origin": "http://evil.example"})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=10)
+    assert e.value.code == 401
+    with pytest.raises(InvalidStatus):
+        websockets_sync.connect(f"ws://127.0.0.1:{companion.port}/ws", origin="http://evil.example",
+                                additional_headers={"Cookie": "bkc_token=" + token}, open_timeout=10)
+    same = websockets_sync.connect(f"ws://127.0.0.1:{companion.port}/ws", origin=f"http://127.0.0.1:{companion.port}",
+                                   additional_headers={"Cookie": "bkc_token=" + token}, open_timeout=10)
+    assert recv_json(same)["type"] == "snapshot"
+    same.close()
 
     with companion.ws(token=token) as ws:
         snap = recv_json(ws)
