@@ -108,7 +108,7 @@ public final class ControlSocketServer {
 
     public var clientCount: Int { clients.count }
     public var subscriberCount: Int { clients.values.reduce(0) { $0 + ($1.subscribed ? 1 : 0) } }
-    /// Lines queued by `broadcast` (per subscriber) and subscribers dropped for falling behind.
+    /// Lines given to `broadcast` (drops for falling behind are in `counters.dropped`).
     public private(set) var linesBroadcast: UInt64 = 0
 
     /// Creates the socket at `path` (replacing a stale socket file), mode 0600, and serves it on
