@@ -309,3 +309,46 @@ def test_bikecomputer_companion_runs_bikecompanion(bikecomputer, tmp_path):
     assert "no paired companions" in r.stdout and str(tmp_path) in r.stdout
     r = subprocess.run([str(bikecomputer), "companion", "revoke"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 64 and "--all" in r.stderr
+
+
+def test_stuck_websocket_client_is_closed_and_others_keep_up(bikecompanion, tmp_path):
+    """A phone that stops reading is closed with the reason once its queue (256 messages) is
+    full; another phone keeps receiving the stream."""
+    c = Companion(bikecompanion, tmp_path)
+    try:
+        token, _, _ = c.pair()
+        # A stuck client: a tiny receive buffer, and it never reads.
+        raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+        raw.connect(("127.0.0.1", c.port))
+        stuck = websockets_sync.connect(f"ws://127.0.0.1:{c.port}/ws", sock=raw,
+                                        additional_headers={"Authorization": "Bearer " + token}, open_timeout=10)
+        live = c.ws(token=token)
+        recv_json(live)
+        # Flood: the device streams much faster than 1 Hz for a while.
+        c.device.tick_s = 0.0005
+        deadline = time.time() + 40
+        first_seq = None
+        last_seq = None
+        while time.time() < deadline and "fell behind" not in c.logtext() + str(getattr(stuck, "close_reason", "")):
+            m = recv_json(live, timeout=5)
+            if m.get("type") == "metrics":
+                first_seq = first_seq or m["seq"]
+                last_seq = m["seq"]
+            if last_seq and first_seq and last_seq - first_seq > 20000:
+                break
+        c.device.tick_s = 0.25
+        assert last_seq and last_seq - first_seq > 300, "the live client fell behind too"
+        # The stuck client, once it reads, finds its connection closed with the reason.
+        reason = None
+        try:
+            for _ in range(100000):
+                stuck.recv(timeout=10)
+        except ConnectionClosed as e:
+            reason = e.rcvd.reason if e.rcvd else None
+        assert reason and "fell behind" in reason, reason
+        # The live one is still live.
+        m, _ = recv_until(live, lambda m: m["type"] == "metrics", timeout=5)
+        live.close()
+    finally:
+        c.close()
