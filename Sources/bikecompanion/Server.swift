@@ -183,8 +183,11 @@ struct CompanionServer: Sendable {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     for await m in messages { try await outbound.write(.text(m)) }
-                    let reason = server.link.hub.closeReasonOf(client) ?? "companion closing"
-                    try await outbound.close(.policyViolation, reason: String(reason.prefix(120)))
+                    // Closed by the hub (fell behind, token revoked): say why. Otherwise the
+                    // client left and the connection just ends.
+                    if let reason = server.link.hub.closeReasonOf(client) {
+                        try await outbound.close(.policyViolation, reason: String(reason.prefix(120)))
+                    }
                 }
                 group.addTask {
                     for try await message in inbound.messages(maxSize: Self.webSocketMessageBytesMax) {
