@@ -14,9 +14,17 @@ let package = Package(
     products: [
         .executable(name: "bikecomputer", targets: ["bikecomputer"]),
         .executable(name: "bikesim", targets: ["bikesim"]),
+        .executable(name: "bikecompanion", targets: ["bikecompanion"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // Only the companion process (bikecompanion) links the web stack. Hummingbird without its
+        // ConfigurationSupport trait: swift-configuration has a target named Configuration too.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0", traits: ["FullFoundation"]),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
+        // Only so its module can be aliased (see CompanionTests): hummingbird's graph has it.
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.0.0", traits: []),
     ],
     targets: [
         // MARK: Pure logic
@@ -64,6 +72,19 @@ let package = Package(
             path: "Simulator/Sources/bikesim",
             swiftSettings: swift6),
 
+        // The companion web server (docs/companion.md): a separate process that follows the
+        // control socket's stream and serves a paired phone over HTTP + WebSocket.
+        .executableTarget(
+            name: "bikecompanion",
+            dependencies: [
+                "Device", "Configuration", "BoardIO",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swift6),
+
         // Measures the flash journal (docs/journal.md): `swift run -c release journal-bench`.
         .executableTarget(name: "journal-bench", dependencies: ["Device", "DeviceAdapters", "Journal", "AppCore", "RideModel", "BoardIO"], swiftSettings: swift6),
 
@@ -81,6 +102,16 @@ let package = Package(
         // A process the board tests signal and run as another user (Tests/BoardTestHelper).
         .executableTarget(name: "board-test-helper", dependencies: ["BoardIO"], path: "Tests/BoardTestHelper", swiftSettings: swift6),
         .testTarget(name: "DeviceTests", dependencies: ["Device", "BoardIO"], swiftSettings: swift6),
+        // The control stream (pure) and its socket side. swift-configuration (in hummingbird's
+        // package graph) also names a module Configuration: aliased here so it does not clash
+        // with ours (SwiftPM needs one product dependency that names the alias).
+        .testTarget(
+            name: "CompanionTests",
+            dependencies: [
+                "Device", "BoardIO", "CBoardShims", "AppCore", "RideModel",
+                .product(name: "Configuration", package: "swift-configuration", moduleAliases: ["Configuration": "SwiftConfiguration"]),
+            ],
+            swiftSettings: swift6),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Device", "AppCore", "RideModel", "Journal", "Training"], swiftSettings: swift6),
     ]
 )

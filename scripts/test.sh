@@ -25,6 +25,14 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 
+# The companion's browser test drives headless Chromium; without it that test is skipped (with
+# the reason), so a failed install is not fatal.
+if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "test.sh: installing chromium for the companion's browser test"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 \
+        || echo "test.sh: could not install chromium; the companion browser test will be skipped" >&2
+fi
+
 command -v swift >/dev/null || { echo "test.sh: no swift on PATH: install the Swift 6 toolchain (swift.org) first" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "test.sh: no python3: sudo apt-get install python3 python3-venv" >&2; exit 1; }
 

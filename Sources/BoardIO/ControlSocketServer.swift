@@ -19,6 +19,9 @@ public final class ControlSocketServer {
         public static let consecutiveErrorsMax = 8
         public static let idleTimeoutMs: Int64 = 60_000
         public static let listenBacklog: Int32 = 8
+        /// Queued stream bytes per subscriber (`broadcast`); a subscriber that lets more pile
+        /// up has fallen behind and is dropped, so the loop never waits for it.
+        public static let streamBufferBytesMax = 64 * 1024
     }
 
     /// Why a client was disconnected by the server.
@@ -30,6 +33,7 @@ public final class ControlSocketServer {
         case notReading = "not_reading"
         case idle = "idle"
         case ioError = "io_error"
+        case fellBehind = "fell_behind"
 
         public var explanation: String {
             switch self {
@@ -40,6 +44,7 @@ public final class ControlSocketServer {
             case .notReading: "more than \(Limits.replyBufferBytesMax) reply bytes unread; read the replies"
             case .idle: "no request for \(Limits.idleTimeoutMs / 1000) s"
             case .ioError: "a read or write on the socket failed"
+            case .fellBehind: "more than \(Limits.streamBufferBytesMax) stream bytes unread; read faster, then `subscribe LAST_SEQ` to catch up"
             }
         }
     }
@@ -49,9 +54,18 @@ public final class ControlSocketServer {
     public struct Reply: Sendable {
         public var line: String
         public var isError: Bool
+        /// Set: the client becomes a subscriber after this reply; these lines (a snapshot, a
+        /// replay) go to it first, then everything `broadcast` sends.
+        public var streamLines: [String]?
         public init(_ line: String, isError: Bool = false) {
             self.line = line
             self.isError = isError
+        }
+        /// A reply that turns the connection into a stream (`subscribe`).
+        public static func subscribing(_ line: String, then lines: [String]) -> Reply {
+            var r = Reply(line)
+            r.streamLines = lines
+            return r
         }
     }
 
@@ -71,6 +85,7 @@ public final class ControlSocketServer {
         var consecutiveErrors = 0
         var lastActivityMs: Int64
         var closeWhenFlushed = false
+        var subscribed = false
         init(fd: FileDescriptor, nowMs: Int64) {
             self.fd = fd
             lastActivityMs = nowMs
@@ -92,6 +107,9 @@ public final class ControlSocketServer {
     public var onDrop: ((DropReason) -> Void)?
 
     public var clientCount: Int { clients.count }
+    public var subscriberCount: Int { clients.values.reduce(0) { $0 + ($1.subscribed ? 1 : 0) } }
+    /// Lines given to `broadcast` (drops for falling behind are in `counters.dropped`).
+    public private(set) var linesBroadcast: UInt64 = 0
 
     /// Creates the socket at `path` (replacing a stale socket file), mode 0600, and serves it on
     /// `loop`. Throws when the directory is missing or not writable.
@@ -229,12 +247,17 @@ public final class ControlSocketServer {
         let reply = lineHandler(line)
         counters.linesHandled += 1
         client.consecutiveErrors = reply.isError ? client.consecutiveErrors + 1 : 0
-        if client.output.count + reply.line.utf8.count + 1 > Limits.replyBufferBytesMax {
-            drop(client, .notReading)
+        let bufferMax = client.subscribed || reply.streamLines != nil ? Limits.streamBufferBytesMax : Limits.replyBufferBytesMax
+        if client.output.count + reply.line.utf8.count + 1 > bufferMax {
+            drop(client, client.subscribed ? .fellBehind : .notReading)
             return false
         }
         client.output.append(contentsOf: reply.line.utf8)
         client.output.append(UInt8(ascii: "\n"))
+        if let lines = reply.streamLines {
+            client.subscribed = true
+            for line in lines where !queueStreamLine(line, to: client) { return false }
+        }
         if client.consecutiveErrors >= Limits.consecutiveErrorsMax {
             drop(client, .tooManyInvalidLines)
             return false
@@ -269,15 +292,45 @@ public final class ControlSocketServer {
         do { try loop.setInterest(r, interest) } catch { drop(client, .ioError) }
     }
 
+    // MARK: Streaming
+
+    /// Queues `line` (without newline) to every subscriber and writes what each socket takes
+    /// now, never waiting. A subscriber whose queue would pass `Limits.streamBufferBytesMax`
+    /// is dropped (`fell_behind`).
+    public func broadcast(_ line: String) {
+        for client in Array(clients.values) where client.subscribed {
+            if queueStreamLine(line, to: client) { _ = flush(client) }
+        }
+        linesBroadcast &+= 1
+    }
+
+    /// False when the client was dropped for falling behind.
+    private func queueStreamLine(_ line: String, to client: Client) -> Bool {
+        if client.output.count + line.utf8.count + 1 > Limits.streamBufferBytesMax {
+            drop(client, .fellBehind)
+            return false
+        }
+        client.output.append(contentsOf: line.utf8)
+        client.output.append(UInt8(ascii: "\n"))
+        return true
+    }
+
     private func dropIdleClients() {
         let now = loop.nowMs
-        for client in Array(clients.values) where now - client.lastActivityMs >= Limits.idleTimeoutMs {
+        // Subscribers only read: the stream keeps them busy, a dead one is dropped as fell_behind.
+        for client in Array(clients.values) where !client.subscribed && now - client.lastActivityMs >= Limits.idleTimeoutMs {
             drop(client, .idle)
         }
     }
 
     private func drop(_ client: Client, _ reason: DropReason) {
-        if reason != .notReading && reason != .ioError {
+        if reason == .fellBehind {
+            // The backlog is useless to a client that cannot keep up: send only the reason,
+            // after a newline in case a line was cut (best effort, never blocking).
+            client.output.removeAll()
+            client.output += Array("\nerror dropped \(reason.rawValue): \(reason.explanation)\n".utf8)
+            _ = client.output.withUnsafeBytes { cbs_send(client.fd.rawValue, $0.baseAddress, $0.count) }
+        } else if reason != .notReading && reason != .ioError {
             // Best effort, never blocking: the replies already queued, then the reason.
             client.output += Array("error dropped \(reason.rawValue): \(reason.explanation)\n".utf8)
             _ = client.output.withUnsafeBytes { cbs_send(client.fd.rawValue, $0.baseAddress, $0.count) }
@@ -340,5 +393,92 @@ public enum ControlSocketClient {
         var owner: uid_t = 0
         _ = try retryingOnInterrupt("lstat", path) { cbs_path_mode(path, &mode, &owner) }
         return (UInt32(mode), UInt32(owner))
+    }
+}
+
+extension ControlSocketClient {
+    /// A kept-open connection (a stream subscriber such as the companion): blocking calls,
+    /// each bounded by a timeout. Not for the run loop.
+    public final class Connection: @unchecked Sendable {
+        /// A line longer than this from the server is an error (the stream's lines are ≈1 KB).
+        public static let lineBytesMax = 64 * 1024
+        private let fd: FileDescriptor
+        private var pending: [UInt8] = []
+        private var closed = false
+        public let path: String
+
+        public init(path: String) throws(SystemError) {
+            self.path = path
+            fd = FileDescriptor(rawValue: try retryingOnInterrupt("connect", path) { cbs_unix_connect(path) })
+        }
+
+        deinit { close() }
+
+        /// Sends one line (a newline is added).
+        public func send(_ line: String) throws(SystemError) {
+            let bytes = Array((line + "\n").utf8)
+            var sent = 0
+            while sent < bytes.count {
+                let n = bytes[sent...].withUnsafeBytes { cbs_send(fd.rawValue, $0.baseAddress, $0.count) }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw SystemError.current("send", path)
+                }
+                sent += n
+            }
+        }
+
+        /// The next line (without newline); nil when the server closed the connection. Throws
+        /// ETIMEDOUT when no complete line arrives within `timeoutMs`.
+        public func readLine(timeoutMs: Int32) throws(SystemError) -> String? {
+            let deadline = MonotonicClock.nowMs + Int64(timeoutMs)
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                if let nl = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: pending[..<nl], as: UTF8.self)
+                    pending.removeFirst(nl + 1)
+                    return line
+                }
+                if pending.count > Self.lineBytesMax { throw SystemError(errno: EMSGSIZE, call: "read", context: path) }
+                let left = deadline - MonotonicClock.nowMs
+                if left <= 0 { throw SystemError(errno: ETIMEDOUT, call: "read", context: path) }
+                var p = pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)
+                let r = Glibc.poll(&p, 1, Int32(clamping: left))
+                if r < 0 {
+                    if errno == EINTR { continue }
+                    throw SystemError.current("poll", path)
+                }
+                if r == 0 { continue }
+                let result: Result<Int, SystemError> = buffer.withUnsafeMutableBytes { b in
+                    do throws(SystemError) { return .success(try fd.read(into: b)) } catch { return .failure(error) }
+                }
+                let n = try result.get()
+                if n == 0 { return pending.isEmpty ? nil : String(decoding: pending.splice(), as: UTF8.self) }
+                pending.append(contentsOf: buffer[0..<n])
+            }
+        }
+
+        /// Sends one request and returns its reply line, skipping stream lines (`{...}`).
+        public func request(_ line: String, timeoutMs: Int32) throws(SystemError) -> String {
+            try send(line)
+            while true {
+                guard let reply = try readLine(timeoutMs: timeoutMs) else { return "" }
+                if !reply.hasPrefix("{") && !reply.isEmpty { return reply }
+            }
+        }
+
+        public func close() {
+            guard !closed else { return }
+            closed = true
+            fd.close()
+        }
+    }
+}
+
+private extension Array where Element == UInt8 {
+    mutating func splice() -> [UInt8] {
+        let all = self
+        removeAll()
+        return all
     }
 }

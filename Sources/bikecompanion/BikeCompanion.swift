@@ -1,0 +1,160 @@
+import ArgumentParser
+import Configuration
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+
+/// `bikecompanion` (also run as `bikecomputer companion`): follows the running bike computer
+/// over its control socket and serves paired phones over HTTP + WebSocket (docs/companion.md).
+@main
+struct BikeCompanion: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bikecompanion",
+        abstract: "Mirror a live ride to a paired phone or laptop (off unless [companion] enabled = true).",
+        subcommands: [Serve.self, Revoke.self, Tokens.self],
+        defaultSubcommand: Serve.self)
+}
+
+struct CommonOptions: ParsableArguments {
+    @Option(help: "The config file (default: /etc/bikecomputer/config.toml if it exists).")
+    var config: String?
+
+    @Option(help: "The data directory holding companion-tokens (default: [storage] data_dir).")
+    var dataDir: String?
+
+    /// The configuration and where it came from; exits 2 with the problems when it is invalid.
+    func load() throws -> DeviceConfig {
+        let file = config ?? DeviceConfig.defaultPath
+        if config == nil, !FileManager.default.fileExists(atPath: file) { return DeviceConfig.defaults }
+        guard let data = FileManager.default.contents(atPath: file) else {
+            printError("bikecompanion: cannot read \(file); check the path and its permissions")
+            throw ExitCode(2)
+        }
+        switch ConfigLoader.load(text: String(decoding: data, as: UTF8.self)) {
+        case .success(let c): return c
+        case .failure(let errors):
+            printError(errors.report(path: file) + "\nfix \(file) (docs/config.md lists every key)")
+            throw ExitCode(2)
+        }
+    }
+
+    func tokenStore(_ c: DeviceConfig) -> TokenStore { TokenStore(dataDir: dataDir ?? c.storage.dataDir) }
+}
+
+func printError(_ s: String) {
+    FileHandle.standardError.write(Data((s + "\n").utf8))
+}
+
+/// `host:port` → parts (config validation already checked the port).
+func splitListen(_ s: String) -> (String, Int)? {
+    guard let colon = s.lastIndex(of: ":"), let port = Int(s[s.index(after: colon)...]), (1...65535).contains(port) else { return nil }
+    var host = String(s[..<colon])
+    if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+    return (host, port)
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Serve companions (the default).")
+
+    @OptionGroup var common: CommonOptions
+
+    @Option(help: "The control socket (default: [control] socket).")
+    var socket: String?
+
+    @Option(help: "host:port to listen on (default: [companion] listen).")
+    var listen: String?
+
+    func run() async throws {
+        let config = try common.load()
+        guard config.companion.enabled else {
+            printError("bikecompanion: the companion is off; set `enabled = true` under [companion] in \(common.config ?? DeviceConfig.defaultPath) to turn it on")
+            throw ExitCode(3)
+        }
+        let address = listen ?? config.companion.listen
+        guard let (host, port) = splitListen(address) else {
+            printError("bikecompanion: listen address '\(address)' is not host:port (port 1...65535)")
+            throw ExitCode(2)
+        }
+        let log: @Sendable (String) -> Void = { line in
+            FileHandle.standardOutput.write(Data("bikecompanion: \(line)\n".utf8))
+        }
+        let hub = Hub()
+        let link = DeviceLink(socketPath: socket ?? config.control.socket, hub: hub)
+        link.log = log
+        let tokens = common.tokenStore(config)
+        let pairing = Pairing()
+        let server = CompanionServer(link: link, tokens: tokens, pairing: pairing, log: log)
+        link.start()
+
+        // Once a second: end an expired pairing code, close connections of revoked tokens.
+        Task.detached {
+            while true {
+                try? await Task.sleep(for: .seconds(1))
+                if pairing.expireIfDue() {
+                    log("pairing code expired")
+                    _ = await link.request("pairing-code clear")
+                }
+                hub.closeRevoked { tokens.validate(tokenID: $0) }
+            }
+        }
+
+        let router = server.router()
+        var logger = Logger(label: "bikecompanion")
+        logger.logLevel = .warning
+        let app = Application(
+            router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: router),
+            configuration: .init(address: .hostname(host, port: port), serverName: "bikecompanion"),
+            onServerRunning: { _ in log("listening on http://\(address) (tokens in \(tokens.path))") },
+            logger: logger)
+        try await app.runService()
+    }
+}
+
+struct Revoke: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Revoke a companion's token (or all of them): it is refused at once, also by a running companion.")
+
+    @OptionGroup var common: CommonOptions
+
+    @Argument(help: "The token ID (8 hex digits, see `tokens`).")
+    var tokenID: String?
+
+    @Flag(help: "Revoke every token.")
+    var all = false
+
+    func run() throws {
+        guard (tokenID == nil) != !all else {
+            printError("bikecompanion revoke: give a TOKEN_ID or --all (see `bikecomputer companion tokens`)")
+            throw ExitCode(64)
+        }
+        let store = common.tokenStore(try common.load())
+        let removed: Int
+        do { removed = try store.revoke(id: all ? nil : tokenID) } catch {
+            printError("bikecompanion revoke: \(error)")
+            throw ExitCode(2)
+        }
+        if removed == 0 && !all {
+            printError("bikecompanion revoke: no token \(tokenID ?? ""); `bikecomputer companion tokens` lists them")
+            throw ExitCode(1)
+        }
+        print("revoked \(removed) token\(removed == 1 ? "" : "s")")
+    }
+}
+
+struct Tokens: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List paired companions (token IDs, never the tokens).")
+
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        let store = common.tokenStore(try common.load())
+        let all = store.all()
+        if all.isEmpty { print("no paired companions (\(store.path))") }
+        for e in all {
+            let date = Date(timeIntervalSince1970: TimeInterval(e.createdUnixS))
+            print("\(e.id)  \(ISO8601DateFormatter().string(from: date))  \(e.name)")
+        }
+    }
+}

@@ -1,0 +1,259 @@
+import BoardIO
+import Device
+import Foundation
+
+/// The companion's link to the device: one kept-open `subscribe` connection (reconnecting
+/// with the last sequence number, so the device says what was missed), and a short connection
+/// per command. The device is the single source of truth: the view here is only ever what
+/// the stream said, and every command's answer is the device's reply line.
+final class DeviceLink: @unchecked Sendable {
+    enum Limits {
+        /// No line for this long (the device sends metrics every second): reconnect.
+        static let streamSilenceMs: Int32 = 5_000
+        static let commandTimeoutMs: Int32 = 3_000
+        static let reconnectDelayS: Double = 1
+    }
+
+    let socketPath: String
+    let hub: Hub
+    private let lock = NSLock()
+    private var view: [String: Any] = [:]
+    private var lastSeq: UInt64?
+    private var streamID: String?
+    private var connectedFlag = false
+    private var stopped = false
+    private let commandQueue = DispatchQueue(label: "bikecompanion.commands", attributes: .concurrent)
+    var log: @Sendable (String) -> Void = { print($0) }
+
+    init(socketPath: String, hub: Hub) {
+        self.socketPath = socketPath
+        self.hub = hub
+    }
+
+    var isConnected: Bool { lock.withLock { connectedFlag } }
+
+    /// The current view as a `snapshot` message (what a new WebSocket client gets first).
+    func snapshotMessage() -> String {
+        lock.withLock {
+            var v = view
+            v["type"] = "snapshot"
+            v["device_connected"] = connectedFlag
+            if v["seq"] == nil { v["seq"] = NSNull() }
+            return Self.encode(v)
+        }
+    }
+
+    func start() {
+        let t = Thread { [self] in self.run() }
+        t.name = "bikecompanion.stream"
+        t.start()
+    }
+
+    func stop() { lock.withLock { stopped = true } }
+
+    private func run() {
+        var lastReason = ""
+        while !lock.withLock({ stopped }) {
+            let reason = followOnce()
+            setConnected(false)
+            if reason != lastReason { log("device link: \(reason); retrying every \(Int(Limits.reconnectDelayS)) s") }
+            lastReason = reason
+            hub.publish(Self.encode(["type": "device", "connected": false, "reason": reason]))
+            Thread.sleep(forTimeInterval: Limits.reconnectDelayS)
+        }
+    }
+
+    /// Follows the stream until it ends; returns why.
+    private func followOnce() -> String {
+        let conn: ControlSocketClient.Connection
+        do { conn = try ControlSocketClient.Connection(path: socketPath) } catch {
+            return "cannot reach \(socketPath): \(error.message) (is bikecomputer running?)"
+        }
+        defer { conn.close() }
+        let (from, stream) = lock.withLock { (lastSeq, streamID) }
+        var request = "subscribe"
+        if let from, let stream { request += " \(from) \(stream)" }
+        do {
+            try conn.send(request)
+            guard let ack = try conn.readLine(timeoutMs: Limits.commandTimeoutMs) else { return "the device closed the connection" }
+            guard ack.hasPrefix("ok subscribed") else { return "the device refused `subscribe`: \(ack)" }
+            log("device link: \(ack)")
+            while true {
+                guard let line = try conn.readLine(timeoutMs: Limits.streamSilenceMs) else { return "the device closed the stream" }
+                if line.hasPrefix("error ") { return "the device dropped the stream: \(line.dropFirst(6))" }
+                guard line.hasPrefix("{") else { continue }
+                handle(line)
+            }
+        } catch {
+            if error.errno == ETIMEDOUT { return "no stream line for \(Limits.streamSilenceMs / 1000) s" }
+            return "stream read failed: \(error.message)"
+        }
+    }
+
+    private func setConnected(_ c: Bool) {
+        lock.withLock { connectedFlag = c }
+    }
+
+    /// One stream line: update the view (unless it is replayed history), then forward it.
+    private func handle(_ line: String) {
+        guard let obj = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
+              let type = obj["type"] as? String else { return }
+        let seq = (obj["seq"] as? NSNumber)?.uint64Value
+        var forward = line
+        lock.lock()
+        switch type {
+        case "snapshot":
+            view = obj
+            view.removeValue(forKey: "missed"); view.removeValue(forKey: "replayed"); view.removeValue(forKey: "complete")
+            streamID = obj["stream"] as? String
+            lastSeq = seq
+            connectedFlag = true
+            var v = obj
+            v["device_connected"] = true
+            forward = Self.encode(v)
+        case "metrics":
+            for (k, v) in obj where k != "type" { view[k] = v }
+            lastSeq = seq
+        case "state":
+            if obj["replay"] as? Bool != true {
+                for k in ["state", "mode", "countdown", "timer_ms", "lap", "seq", "t_ms"] { if let v = obj[k] { view[k] = v } }
+            }
+            if let seq, seq > (lastSeq ?? 0) { lastSeq = seq }
+        default:
+            if let seq, seq > (lastSeq ?? 0) { lastSeq = seq }
+        }
+        if obj["replay"] as? Bool != true, let seq { view["seq"] = seq }
+        lock.unlock()
+        hub.publish(forward)
+    }
+
+    // MARK: Commands
+
+    /// Sends one request line on its own connection; returns the device's reply line.
+    func request(_ line: String) async -> String {
+        await withCheckedContinuation { (cont: CheckedContinuation<String, Never>) in
+            commandQueue.async { [socketPath] in cont.resume(returning: Self.blockingRequest(line, socketPath)) }
+        }
+    }
+
+    private static func blockingRequest(_ line: String, _ socketPath: String) -> String {
+        do throws(SystemError) {
+            let conn = try ControlSocketClient.Connection(path: socketPath)
+            defer { conn.close() }
+            let reply = try conn.request(line, timeoutMs: Limits.commandTimeoutMs)
+            return reply.isEmpty ? "error the device closed the connection without a reply" : reply
+        } catch {
+            return error.errno == ETIMEDOUT
+                ? "error the device did not answer within \(Limits.commandTimeoutMs / 1000) s"
+                : "error cannot reach the device at \(socketPath): \(error.message) (is bikecomputer running?)"
+        }
+    }
+
+    static func encode(_ obj: [String: Any]) -> String {
+        guard let d = try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys]) else { return "{}" }
+        return String(decoding: d, as: UTF8.self)
+    }
+}
+
+/// The device's reply line split into its parts: `ok STATE: message`, `error STATE: message`
+/// or `error message` (a request the device could not parse).
+struct DeviceReply: Sendable {
+    var ok: Bool
+    var state: String?
+    var message: String
+    var line: String
+
+    init(_ line: String) {
+        self.line = line
+        let (ok, body) = ControlProtocol.parseReply(line)
+        self.ok = ok
+        let states = ["idle", "prepared", "running", "paused", "stopped", "ended"]
+        if let colon = body.firstIndex(of: ":"), states.contains(String(body[..<colon])) {
+            state = String(body[..<colon])
+            message = String(body[body.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+        } else {
+            state = nil
+            message = body
+        }
+    }
+
+    var json: [String: Any] {
+        ["ok": ok, "state": state ?? NSNull(), "message": message, "reply": line]
+    }
+}
+
+/// The WebSocket clients: each has a bounded queue; one that falls behind is closed with the
+/// reason, so a stuck phone never holds up the stream or the other clients.
+final class Hub: @unchecked Sendable {
+    enum Limits {
+        static let queuedMessagesMax = 256
+        static let clientsMax = 16
+    }
+
+    final class Client: @unchecked Sendable {
+        let id: Int
+        let tokenID: String
+        let continuation: AsyncStream<String>.Continuation
+        var closeReason: String?
+        init(id: Int, tokenID: String, continuation: AsyncStream<String>.Continuation) {
+            self.id = id
+            self.tokenID = tokenID
+            self.continuation = continuation
+        }
+    }
+
+    private let lock = NSLock()
+    private var clients: [Int: Client] = [:]
+    private var nextID = 0
+
+    var count: Int { lock.withLock { clients.count } }
+
+    /// A new client's message stream, or nil when there are too many.
+    func add(tokenID: String) -> (Client, AsyncStream<String>)? {
+        let (stream, cont) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(Limits.queuedMessagesMax))
+        return lock.withLock {
+            guard clients.count < Limits.clientsMax else { return nil }
+            nextID += 1
+            let c = Client(id: nextID, tokenID: tokenID, continuation: cont)
+            clients[c.id] = c
+            return (c, stream)
+        }
+    }
+
+    func remove(_ c: Client) {
+        _ = lock.withLock { clients.removeValue(forKey: c.id) }
+        c.continuation.finish()
+    }
+
+    func publish(_ message: String) {
+        let all = lock.withLock { Array(clients.values) }
+        for c in all {
+            if case .dropped = c.continuation.yield(message) {
+                close(c, reason: "fell behind: more than \(Limits.queuedMessagesMax) messages unread; reconnect")
+            }
+        }
+    }
+
+    /// Sends one client a message (a command's result).
+    func send(_ message: String, to c: Client) {
+        if case .dropped = c.continuation.yield(message) {
+            close(c, reason: "fell behind: more than \(Limits.queuedMessagesMax) messages unread; reconnect")
+        }
+    }
+
+    /// Closes the clients whose token is no longer valid.
+    func closeRevoked(valid: (String) -> Bool) {
+        let all = lock.withLock { Array(clients.values) }
+        for c in all where !valid(c.tokenID) { close(c, reason: "token revoked; pair again") }
+    }
+
+    func closeReasonOf(_ c: Client) -> String? { lock.withLock { c.closeReason } }
+
+    func close(_ c: Client, reason: String) {
+        lock.withLock {
+            if c.closeReason == nil { c.closeReason = reason }
+            clients.removeValue(forKey: c.id)
+        }
+        c.continuation.finish()
+    }
+}

@@ -1,0 +1,227 @@
+import Configuration
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+
+/// The companion's HTTP + WebSocket server (docs/companion.md lists every route and message).
+struct CompanionServer: Sendable {
+    static let cookieName = "bkc_token"
+    static let requestBodyBytesMax = 4 * 1024
+    static let webSocketMessageBytesMax = 4 * 1024
+    static let markerKinds = ["generic", "water", "food", "note", "segment"]
+    static let commandWords = ["start", "pause", "resume", "lap", "end", "dismiss"]
+
+    let link: DeviceLink
+    let tokens: TokenStore
+    let pairing: Pairing
+    let log: @Sendable (String) -> Void
+
+    // MARK: Access
+
+    /// The token ID of a valid bearer token or cookie, else nil. A browser request from a page
+    /// of another origin (its Origin header names another host) is never authorized, so
+    /// another site open on the phone cannot use the cookie (with SameSite=Strict besides).
+    func authorize(_ request: Request) -> String? {
+        if let origin = request.headers[.origin] {
+            let host = request.head.authority ?? ""
+            guard origin == "http://" + host || origin == "https://" + host else { return nil }
+        }
+        if let auth = request.headers[.authorization], auth.lowercased().hasPrefix("bearer ") {
+            return tokens.validate(String(auth.dropFirst(7)).trimmingCharacters(in: .whitespaces))
+        }
+        if let cookie = request.cookies[Self.cookieName] { return tokens.validate(cookie.value) }
+        return nil
+    }
+
+    static func json(_ obj: [String: Any], status: HTTPResponse.Status = .ok, headers extra: HTTPFields = [:]) -> Response {
+        var headers = extra
+        headers[.contentType] = "application/json"
+        headers[.cacheControl] = "no-store"
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: DeviceLink.encode(obj))))
+    }
+
+    static var pairingRequired: [String: Any] { [
+        "error": "pairing required",
+        "hint": "POST /api/pair/request to show a code on the unit, then POST /api/pair {\"code\": \"...\"}; send the token as a bearer token or the bkc_token cookie",
+    ] }
+
+    // MARK: Commands
+
+    /// Turns a client's command message into a control line, or says what is wrong with it.
+    static func controlLine(_ msg: [String: Any]) -> Result<String, CommandError> {
+        switch msg["type"] as? String {
+        case "command":
+            guard let word = (msg["command"] as? String)?.lowercased(), commandWords.contains(word) else {
+                return .failure(CommandError("unknown command; use one of \(commandWords.joined(separator: ", ")) or a marker message"))
+            }
+            return .success(word)
+        case "marker":
+            let kind = ((msg["kind"] as? String) ?? "generic").lowercased()
+            guard markerKinds.contains(kind) else { return .failure(CommandError("unknown marker kind '\(kind)'; use \(markerKinds.joined(separator: ", "))")) }
+            var value: Int64 = 0
+            if let v = msg["value"] {
+                guard let n = v as? NSNumber, n.doubleValue == n.doubleValue.rounded(), n.int64Value >= 0, n.int64Value <= 1_000_000 else {
+                    return .failure(CommandError("marker value must be a whole number in 0...1000000"))
+                }
+                value = n.int64Value
+            }
+            return .success("marker \(kind) \(value)")
+        default:
+            return .failure(CommandError("unknown message type; send {\"type\":\"command\",\"command\":\"pause\"} or {\"type\":\"marker\",\"kind\":\"water\",\"value\":250}"))
+        }
+    }
+
+    /// Sends a command to the device; the result carries the device's own reply.
+    func run(_ msg: [String: Any]) async -> [String: Any] {
+        var result: [String: Any] = ["type": "command_result"]
+        if let id = msg["id"] { result["id"] = id }
+        switch Self.controlLine(msg) {
+        case .failure(let why):
+            result["ok"] = false
+            result["message"] = why.message
+            result["state"] = NSNull()
+        case .success(let line):
+            let reply = DeviceReply(await link.request(line))
+            for (k, v) in reply.json { result[k] = v }
+            result["request"] = line
+        }
+        return result
+    }
+
+    // MARK: Routes
+
+    func router() -> Router<BasicWebSocketRequestContext> {
+        let router = Router(context: BasicWebSocketRequestContext.self)
+        let server = self
+
+        router.get("/") { _, _ in
+            var headers: HTTPFields = [:]
+            headers[.contentType] = "text/html; charset=utf-8"
+            headers[.cacheControl] = "no-store"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: CompanionPage.html)))
+        }
+
+        router.get("/api/session") { request, _ in
+            guard let id = server.authorize(request) else { return Self.json(Self.pairingRequired, status: .unauthorized) }
+            return Self.json(["paired": true, "token_id": id, "device_connected": server.link.isConnected])
+        }
+
+        router.post("/api/pair/request") { _, _ in
+            let code: String
+            switch server.pairing.newCode() {
+            case .issued(let c):
+                code = c
+            case .tooSoon(let wait):
+                var headers: HTTPFields = [:]
+                headers[.retryAfter] = String(wait)
+                return Self.json(["error": "a code was requested less than \(Int(Pairing.Limits.codeIntervalS)) s ago; enter the code the unit shows, or ask again in \(wait) s",
+                                  "retry_after_s": wait], status: .tooManyRequests, headers: headers)
+            }
+            server.log("pairing code \(code) (shown on the unit for \(Int(Pairing.Limits.codeLifetimeS)) s)")
+            let reply = DeviceReply(await server.link.request("pairing-code \(code)"))
+            if !reply.ok { server.log("the unit could not show the pairing code: \(reply.message); read it from this log") }
+            return Self.json(["ok": true, "expires_in_s": Int(Pairing.Limits.codeLifetimeS), "shown_on_device": reply.ok,
+                              "hint": "enter the code the unit shows: POST /api/pair {\"code\": \"...\"}"])
+        }
+
+        router.post("/api/pair") { request, context in
+            let body = try await request.body.collect(upTo: Self.requestBodyBytesMax)
+            let obj = (try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any] ?? [:]
+            guard let code = obj["code"] as? String else {
+                return Self.json(["error": "send {\"code\": \"123456\"} with the code the unit shows"], status: .badRequest)
+            }
+            switch server.pairing.attempt(code) {
+            case .noCode:
+                return Self.json(["error": "no pairing code is active (or it expired); POST /api/pair/request first"], status: .conflict)
+            case .wrong(let left):
+                if left == 0 { _ = await server.link.request("pairing-code clear") }
+                return Self.json(["error": left > 0 ? "wrong code" : "wrong code; the code is cancelled, request a new one",
+                                  "attempts_left": left], status: .forbidden)
+            case .paired:
+                _ = await server.link.request("pairing-code clear")
+                do {
+                    let issued = try server.tokens.issue(name: obj["name"] as? String ?? "companion")
+                    server.log("paired companion token \(issued.id)")
+                    var headers: HTTPFields = [:]
+                    headers[.setCookie] = "\(Self.cookieName)=\(issued.token); Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000"
+                    return Self.json(["token": issued.token, "token_id": issued.id], headers: headers)
+                } catch {
+                    return Self.json(["error": "\(error)"], status: .init(code: 507, reasonPhrase: "Insufficient Storage"))
+                }
+            }
+        }
+
+        router.get("/api/state") { request, _ in
+            guard server.authorize(request) != nil else { return Self.json(Self.pairingRequired, status: .unauthorized) }
+            var headers: HTTPFields = [:]
+            headers[.contentType] = "application/json"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: server.link.snapshotMessage())))
+        }
+
+        router.post("/api/command") { request, _ in
+            guard server.authorize(request) != nil else { return Self.json(Self.pairingRequired, status: .unauthorized) }
+            let body = try await request.body.collect(upTo: Self.requestBodyBytesMax)
+            let obj = (try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any] ?? [:]
+            let result = await server.run(obj)
+            return Self.json(result, status: result["reply"] == nil ? .badRequest : .ok)
+        }
+
+        router.ws("/ws") { request, _ in
+            guard server.authorize(request) != nil else { throw HTTPError(.unauthorized, message: "pairing required") }
+            return .upgrade([:])
+        } onUpgrade: { inbound, outbound, context in
+            guard let tokenID = server.authorize(context.request) else { return }
+            guard let (client, messages) = server.link.hub.add(tokenID: tokenID) else {
+                try await outbound.close(.policyViolation, reason: "too many companions connected")
+                return
+            }
+            defer { server.link.hub.remove(client) }
+            // The view at once, then the stream.
+            try await outbound.write(.text(server.link.snapshotMessage()))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await m in messages { try await outbound.write(.text(m)) }
+                    // Closed by the hub (fell behind, token revoked): say why. Otherwise the
+                    // client left and the connection just ends.
+                    if let reason = server.link.hub.closeReasonOf(client) {
+                        try await outbound.close(.policyViolation, reason: String(reason.prefix(120)))
+                    }
+                }
+                group.addTask {
+                    for try await message in inbound.messages(maxSize: Self.webSocketMessageBytesMax) {
+                        guard case .text(let text) = message else { continue }
+                        guard let obj = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
+                            server.link.hub.send(DeviceLink.encode(["type": "error", "message": "send one JSON object per message"]), to: client)
+                            continue
+                        }
+                        guard server.tokens.validate(tokenID: tokenID) else { break }
+                        let result = await server.run(obj)
+                        server.link.hub.send(DeviceLink.encode(result), to: client)
+                    }
+                    server.link.hub.remove(client)
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        }
+        return router
+    }
+}
+
+extension TokenStore {
+    func validate(tokenID: String) -> Bool { all().contains { $0.id == tokenID } }
+}
+
+
+extension Data {
+    init(buffer: ByteBuffer) {
+        self = Data(buffer.readableBytesView)
+    }
+}
+
+struct CommandError: Error {
+    let message: String
+    init(_ m: String) { message = m }
+}

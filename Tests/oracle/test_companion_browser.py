@@ -1,0 +1,157 @@
+"""A real browser against the companion: headless Chromium (Debian package `chromium`,
+driven over the DevTools protocol) opens the page, pairs with the code the (fake) unit was
+asked to show, sees the device's timer advance, presses Pause and sees the device's state
+change. The screenshot is a test artefact in .build/test-artifacts/companion.png; it replaces
+docs/companion.png when that is missing or UPDATE_DOCS_SCREENSHOT=1 (so a test run does not
+dirty the work tree)."""
+import os
+import base64
+import json
+import pathlib
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from test_companion import Companion, free_port  # noqa: E402
+from test_companion import bikecompanion  # noqa: E402,F401  (fixture)
+
+websockets_sync = pytest.importorskip("websockets.sync.client")
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def chromium_binary():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        p = shutil.which(name)
+        if p:
+            return p
+    return None
+
+
+class DevTools:
+    def __init__(self, url):
+        self.ws = websockets_sync.connect(url, max_size=64 * 1024 * 1024, open_timeout=15)
+        self.next = 0
+
+    def call(self, method, **params):
+        self.next += 1
+        mid = self.next
+        self.ws.send(json.dumps({"id": mid, "method": method, "params": params}))
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            m = json.loads(self.ws.recv(timeout=20))
+            if m.get("id") == mid:
+                if "error" in m:
+                    raise AssertionError(f"{method}: {m['error']}")
+                return m.get("result", {})
+        raise AssertionError(f"{method}: no answer")
+
+    def eval(self, expr):
+        r = self.call("Runtime.evaluate", expression=expr, returnByValue=True, awaitPromise=True)
+        return r.get("result", {}).get("value")
+
+    def wait(self, expr, timeout=10.0, what=""):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            v = self.eval(expr)
+            if v:
+                return v
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what or expr}")
+
+
+@pytest.fixture()
+def browser():
+    binary = chromium_binary()
+    if not binary:
+        pytest.skip("headless browser test: no chromium on PATH (Debian: apt-get install chromium; scripts/test.sh installs it as root)")
+    port = free_port()
+    profile = tempfile.mkdtemp(prefix="companion-chromium-")
+    proc = subprocess.Popen([binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                             "--disable-dev-shm-usage", f"--remote-debugging-port={port}", f"--user-data-dir={profile}",
+                             "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        target = None
+        deadline = time.time() + 30
+        while time.time() < deadline and target is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=2) as r:
+                    pages = [t for t in json.load(r) if t.get("type") == "page"]
+                    target = pages[0]["webSocketDebuggerUrl"] if pages else None
+            except OSError:
+                time.sleep(0.2)
+        if target is None:
+            pytest.skip("chromium started but offered no DevTools page within 30 s")
+        yield DevTools(target)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_page_follows_and_pauses_the_ride(bikecompanion, browser, tmp_path):  # noqa: F811
+    c = Companion(bikecompanion, tmp_path)
+    try:
+        # The ride is running on the device before the phone arrives.
+        assert c.device.answer("start", None).startswith("ok running")
+        b = browser
+        b.call("Emulation.setDeviceMetricsOverride", width=390, height=780, deviceScaleFactor=1, mobile=True)
+        b.call("Page.enable")
+        b.call("Page.navigate", url=f"http://127.0.0.1:{c.port}/")
+        # Not paired: the pairing form. Ask for a code, read it off the (fake) unit, enter it.
+        b.wait("!document.getElementById('pair').classList.contains('hidden')", what="the pairing form")
+        b.eval("document.getElementById('showcode').click()")
+        deadline = time.time() + 10
+        codes = []
+        while time.time() < deadline and not codes:
+            codes = [l.split()[1] for l in c.device.received if l.startswith("pairing-code ") and l != "pairing-code clear"]
+            time.sleep(0.1)
+        assert codes, "the companion never asked the unit to show a code"
+        b.eval(f"document.getElementById('code').value = '{codes[-1]}'; document.getElementById('sendcode').click()")
+        b.wait("!document.getElementById('ride').classList.contains('hidden')", what="the ride view after pairing")
+
+        # The timer shown is the device's, and it advances.
+        b.wait("document.getElementById('state').textContent.startsWith('running')", what="state running")
+        first = b.wait("(() => { const t = document.getElementById('timer').textContent; return t !== '0:00:00' && t; })()", what="a timer")
+        b.wait(f"document.getElementById('timer').textContent !== '{first}'", what="the timer to advance")
+
+        # Pause from the page: the device's state changes, and the page shows the device's.
+        b.eval("document.getElementById('b-pause').click()")
+        deadline = time.time() + 10
+        while time.time() < deadline and c.device.state != "paused":
+            time.sleep(0.1)
+        assert c.device.state == "paused" and "pause" in c.device.received
+        b.wait("document.getElementById('state').textContent.startsWith('paused')", what="the page to show paused")
+        b.wait("document.getElementById('msg').textContent.includes('ride paused')", what="the device's reply")
+        frozen = b.eval("document.getElementById('timer').textContent")
+        time.sleep(0.8)
+        assert b.eval("document.getElementById('timer').textContent") == frozen, "the timer must stop while paused"
+
+        # Log water from the page: the device records the marker.
+        b.eval("document.getElementById('water').click()")
+        deadline = time.time() + 10
+        while time.time() < deadline and "marker water 250" not in c.device.received:
+            time.sleep(0.1)
+        assert "marker water 250" in c.device.received
+        b.wait("document.getElementById('log').textContent.includes('water 250 ml')", what="the marker in the page's log")
+
+        png = base64.b64decode(b.call("Page.captureScreenshot", format="png")["data"])
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        artifacts = REPO / ".build" / "test-artifacts"
+        artifacts.mkdir(parents=True, exist_ok=True)
+        (artifacts / "companion.png").write_bytes(png)
+        docs_png = REPO / "docs" / "companion.png"
+        if not docs_png.exists() or os.environ.get("UPDATE_DOCS_SCREENSHOT") == "1":
+            docs_png.write_bytes(png)
+    finally:
+        c.close()
