@@ -78,14 +78,6 @@ public enum ControlProtocol {
         case "marker": return parseMarker(Array(args))
         case "target": return parseTarget(Array(args))
         case "zones": return parseZones(Array(args))
-        case "pairing-code":
-            // A companion shows its pairing code on the unit (docs/companion.md).
-            guard args.count == 1 else { return .failure(.badArguments(command: "pairing-code", usage: "pairing-code NNNNNN|clear")) }
-            if args.first == "clear" { return .success(.command(.showPairingCode(nil))) }
-            guard let a = args.first, a.count == 6, let n = UInt32(a) else {
-                return .failure(.badArguments(command: "pairing-code", usage: "pairing-code NNNNNN|clear (six digits)"))
-            }
-            return .success(.command(.showPairingCode(n)))
         case "autopause", "auto-pause": return parseAutoPause(Array(args))
         case "autolap", "auto-lap": return parseAutoLap(Array(args))
         default: return .failure(.unknownCommand(word))
