@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <execinfo.h>
+#include <unistd.h>
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);
@@ -16,9 +18,46 @@ static uint64_t allocations;
 static uint64_t allocated_bytes;
 static uint64_t frees;
 
+static int trace_remaining;
+static int in_trace;
+
+// Writes the caller's stack to stderr (addresses as binary(+offset): addr2line -f -e BINARY
+// OFFSET | swift demangle names them). backtrace_symbols_fd does not allocate.
+static void trace(size_t n) {
+    if (trace_remaining <= 0 || in_trace) return;
+    in_trace = 1;
+    trace_remaining--;
+    void *frames[24];
+    int k = backtrace(frames, 24);
+    char line[64];
+    int len = 0;
+    const char *head = "--- allocation of ";
+    while (head[len]) { line[len] = head[len]; len++; }
+    char digits[24];
+    int d = 0;
+    do { digits[d++] = (char)('0' + n % 10); n /= 10; } while (n && d < 20);
+    while (d) line[len++] = digits[--d];
+    line[len++] = '\n';
+    (void)!write(2, line, (size_t)len);
+    backtrace_symbols_fd(frames, k, 2);
+    in_trace = 0;
+}
+
 static inline void counted(size_t n) {
     __atomic_fetch_add(&allocations, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&allocated_bytes, (uint64_t)n, __ATOMIC_RELAXED);
+    if (__builtin_expect(trace_remaining > 0, 0)) trace(n);
+}
+
+void bench_trace_allocations(int count) {
+    if (count > 0) {
+        // backtrace() loads libgcc on its first call, which allocates: do that first.
+        void *frames[2];
+        in_trace = 1;
+        backtrace(frames, 2);
+        in_trace = 0;
+    }
+    trace_remaining = count;
 }
 
 void *malloc(size_t n) {

@@ -180,7 +180,8 @@ struct FramePathResult {
 
 /// Rides `warmUpMs` of frames, then measures every frame and every tick of the next
 /// `measureMs`. With `timing: false` (callgrind) only the frames run, with nothing around them.
-func runFramePath(warmUpMs: Int64, measureMs: Int64, timing: Bool = true, injectAllocation: Bool = false) -> FramePathResult {
+func runFramePath(warmUpMs: Int64, measureMs: Int64, timing: Bool = true, injectAllocation: Bool = false,
+                  traceAllocations: Int = 0) -> FramePathResult {
     let stream = FrameStream(durationMs: warmUpMs + measureMs)
     let path = FramePath()
     var r = FramePathResult()
@@ -206,6 +207,7 @@ func runFramePath(warmUpMs: Int64, measureMs: Int64, timing: Bool = true, inject
         for i in firstMeasured..<stream.count {
             let ms = stream.atMs[i]
             let ticks0 = path.ticks
+            if traceAllocations > 0 && i == firstMeasured + 100 { bench_trace_allocations(Int32(traceAllocations)) }
             let ta0 = Allocations.count
             let tt0 = Clock.ns()
             path.ticks(upTo: ms)

@@ -20,19 +20,20 @@ func value(_ flag: String) -> String? {
     return args[i + 1]
 }
 
-let known: Set<String> = ["--json", "--guard", "--inject-allocation", "--quick", "--hours", "--out", "--callgrind-frames", "--help", "-h"]
+let known: Set<String> = ["--json", "--guard", "--inject-allocation", "--quick", "--hours", "--out", "--callgrind-frames", "--trace-allocations", "--help", "-h"]
 for (i, a) in args.enumerated() where a.hasPrefix("-") && !known.contains(a) {
-    if i > 0, ["--hours", "--out", "--callgrind-frames"].contains(args[i - 1]) { continue }
+    if i > 0, ["--hours", "--out", "--callgrind-frames", "--trace-allocations"].contains(args[i - 1]) { continue }
     printError("bikebench: unknown option \(a); run `bikebench --help` for the options")
     exit(2)
 }
 if args.contains("--help") || args.contains("-h") {
     print("""
     usage: bikebench [--json] [--quick] [--hours N] [--out DIR]
-           bikebench --guard [--inject-allocation]
+           bikebench --guard [--inject-allocation] [--trace-allocations N]
            bikebench --callgrind-frames N
     Measures the sensor-frame path, rendering, journal, FIT encoding and a headless ride (docs/performance.md).
-    --guard fails (exit 1) if a sensor frame allocates in steady state; --inject-allocation makes it allocate.
+    --guard fails (exit 1) if a sensor frame allocates in steady state; --inject-allocation makes it allocate;
+    --trace-allocations N prints the stacks of the next N allocations in the measured stretch (frames and ticks).
     """)
     exit(0)
 }
@@ -45,7 +46,8 @@ guard Allocations.isCounting else {
 // MARK: CI guard
 
 if args.contains("--guard") {
-    let r = runFramePath(warmUpMs: 120_000, measureMs: 300_000, injectAllocation: args.contains("--inject-allocation"))
+    let r = runFramePath(warmUpMs: 120_000, measureMs: 300_000, injectAllocation: args.contains("--inject-allocation"),
+                         traceAllocations: value("--trace-allocations").flatMap { Int($0) } ?? 0)
     let perFrame = Double(r.frameAllocations) / Double(max(1, r.frames))
     print("bikebench guard: \(r.frames) sensor frames in steady state, \(r.frameAllocations) heap allocations "
         + "(\(r.framesThatAllocated) frames allocated; \(Report.format(perFrame, 3)) per frame); "
@@ -56,7 +58,7 @@ if args.contains("--guard") {
     }
     if r.frameAllocations > 0 {
         print("bikebench guard: FAIL: sensor frames allocate in steady state (first at measured frame \(r.firstAllocatingFrame ?? -1)); "
-            + "find the allocation with `valgrind --tool=massif` or a breakpoint on malloc in `bikebench --guard`, see docs/performance.md")
+            + "find it with `bikebench --guard --trace-allocations 5`, see docs/performance.md")
         exit(1)
     }
     print("bikebench guard: ok (0 allocations per sensor frame)")
@@ -68,8 +70,8 @@ if args.contains("--guard") {
 if let n = value("--callgrind-frames").flatMap({ Int($0) }) {
     // Setup and 60 s of warm-up, then n frames (~13 per second) with nothing else around them:
     // the difference of two runs' totals divided by the difference of frames is the per-frame cost.
-    let seconds = Int64(n) * 1000 / 13 + 1
-    let r = runFramePath(warmUpMs: 60_000, measureMs: seconds * 1000, timing: false)
+    let measureMs = Int64(n) * 1000 / 13 + 1
+    let r = runFramePath(warmUpMs: 60_000, measureMs: measureMs, timing: false)
     print("frames \(r.frames)")
     exit(0)
 }

@@ -18,4 +18,7 @@ int bench_counter_is_interposed(void);
 /// Allocates and frees `bytes` through malloc: a deliberate allocation for self-tests.
 void bench_deliberate_allocation(uint64_t bytes);
 
+/// Writes a stack trace to stderr for each of the next `count` allocations (0 stops).
+void bench_trace_allocations(int count);
+
 #endif
