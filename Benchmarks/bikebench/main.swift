@@ -219,7 +219,7 @@ do {
     let fitPath = outDir + "/ride-\(hours)h.fit"
     _ = writeFile(fitPath, fit)
     // Garmin's own encoder, when the oracle venv exists (scripts/test.sh creates .venv).
-    let python = [".venv/bin/python", "/work/main/.venv/bin/python"].first(where: fileExists)
+    let python = getenv("BIKEBENCH_PYTHON").map { String(cString: $0) } ?? (fileExists(".venv/bin/python") ? ".venv/bin/python" : nil)
     if let python, fileExists("scripts/bench/garmin_encode_size.py") {
         let r = shell("'\(python)' scripts/bench/garmin_encode_size.py '\(fitPath)' 2>&1")
         var garmin: Double?
@@ -233,7 +233,7 @@ do {
             report.notes.append("garmin_encode_size.py failed: \(r.output.suffix(400))")
         }
     } else {
-        report.notes.append("no oracle venv (.venv): run `.venv/bin/python scripts/bench/garmin_encode_size.py \(fitPath)` after scripts/test.sh made it")
+        report.notes.append("no oracle venv (.venv, or BIKEBENCH_PYTHON=path): run `.venv/bin/python scripts/bench/garmin_encode_size.py \(fitPath)` after scripts/test.sh made it")
     }
 }
 
