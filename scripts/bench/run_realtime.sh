@@ -6,6 +6,7 @@
 #   sent" with --no-display; the run loop draws its first frame before it serves the socket).
 #     bash scripts/bench/run_realtime.sh [SECONDS]
 # Needs: `bikecomputer run --config FILE --no-display --no-buttons` (branch `run`), python3.
+# The bridge is board/bridge's own code (protocol, Bridge, SocketTransport), paced in real time.
 # Measures with /proc/PID/stat (utime+stime), /proc/PID/status (VmHWM) and /proc/PID/io
 # (write_bytes: bytes the process caused to be written to storage).
 set -euo pipefail
@@ -74,14 +75,34 @@ for t, addr, uuid, b in sorted(out):
 PY
 clk=$(getconf CLK_TCK)
 t0=$(date +%s%N)
-"$bin/bikecomputer" run --config "$tmp/config.toml" --no-display --no-buttons 2>"$tmp/app.log" &
+"$bin/bikecomputer" run --config "$tmp/config.toml" --data-dir "$tmp/data" --no-display --no-buttons \
+    --ride-active-file "$tmp/ride-active" 2>"$tmp/app.log" &
 app=$!
 until "$bin/bikecomputer" ctl --socket "$tmp/control.sock" status >/dev/null 2>&1; do
     kill -0 "$app" 2>/dev/null || { echo "run_realtime.sh: bikecomputer run exited:" >&2; cat "$tmp/app.log" >&2; exit 1; }
     sleep 0.005
 done
 ready_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-(cd board/bridge && exec "$python" -m bikebridge --socket "$tmp/bridge.sock" --replay "$tmp/ride.jsonl") 2>"$tmp/bridge.log" &
+# The bridge's own modules (board/bridge), paced at the recording's times (its --replay mode
+# sends everything at once).
+PYTHONPATH=board/bridge "$python" - "$tmp/bridge.sock" "$tmp/ride.jsonl" 2>"$tmp/bridge.log" <<'PY' &
+import sys, time
+from bikebridge import protocol, replay
+from bikebridge.bridge import Bridge
+from bikebridge.transport import SocketTransport
+box = {}
+transport = SocketTransport(sys.argv[1], on_connect=lambda t: t.sock.send(
+    protocol.hello(int(time.monotonic_ns() // 1000), protocol.RADIO_BLE, box["b"].bridge_id)))
+bridge = Bridge(transport.send, protocol.RADIO_BLE)
+box["b"] = bridge
+lines = open(sys.argv[2]).read().splitlines()
+start = time.monotonic()
+for (t_ms, _), frame in zip(replay.records(lines), replay.frames(lines)):
+    wait = start + t_ms / 1000 - time.monotonic()
+    if wait > 0:
+        time.sleep(wait)
+    bridge.send(frame)
+PY
 bridge=$!
 sleep 5
 "$bin/bikecomputer" ctl --socket "$tmp/control.sock" start >/dev/null
