@@ -37,11 +37,26 @@ public struct ScreenRenderer: Sendable {
     private var tall: Bool { canvas.height >= 64 }
 
     public mutating func render(_ model: ScreenModel, into framebuffer: inout Framebuffer) {
+        draw(model)
+        framebuffer.update(from: canvas)
+    }
+
+    /// `render` for a caller whose framebuffer holds exactly this renderer's previous output
+    /// (DisplayPipeline, which writes its framebuffer only through here): when nothing visible
+    /// changed it leaves the framebuffer alone instead of comparing it byte by byte. Returns
+    /// whether anything was drawn.
+    @discardableResult
+    public mutating func renderChanges(_ model: ScreenModel, into framebuffer: inout Framebuffer) -> Bool {
+        guard draw(model) else { return false }
+        framebuffer.update(from: canvas)
+        return true
+    }
+
+    /// Draws `model` into the canvas; false when the canvas already shows it (nothing drawn).
+    @discardableResult
+    private mutating func draw(_ model: ScreenModel) -> Bool {
         if case .running(let page) = model.mode, model.overlay == nil {
-            if runningPageUnchanged(page, model) {
-                framebuffer.update(from: canvas)
-                return
-            }
+            if runningPageUnchanged(page, model) { return false }
         } else {
             drawnKeyCount = -1
         }
@@ -55,7 +70,7 @@ public struct ScreenRenderer: Sendable {
         case .confirmDiscard: drawConfirmDiscard()
         }
         if let alert = model.overlay { drawOverlay(alert) }
-        framebuffer.update(from: canvas)
+        return true
     }
 
     // MARK: Running
