@@ -180,9 +180,12 @@ struct FramePathResult {
 
 /// Rides `warmUpMs` of frames, then measures every frame and every tick of the next
 /// `measureMs`. With `timing: false` (callgrind) only the frames run, with nothing around them.
+/// `streamMs`: encode at least this much ride up front (callgrind runs of different lengths
+/// then spend the same on encoding, and it cancels out).
 func runFramePath(warmUpMs: Int64, measureMs: Int64, timing: Bool = true, injectAllocation: Bool = false,
-                  traceAllocations: Int = 0) -> FramePathResult {
-    let stream = FrameStream(durationMs: warmUpMs + measureMs)
+                  traceAllocations: Int = 0, streamMs: Int64 = 0) -> FramePathResult {
+    let stream = FrameStream(durationMs: max(streamMs, warmUpMs + measureMs))
+    let endMs = warmUpMs + measureMs
     let path = FramePath()
     var r = FramePathResult()
     let firstMeasured = stream.atMs.firstIndex { $0 >= warmUpMs } ?? stream.count
@@ -197,11 +200,11 @@ func runFramePath(warmUpMs: Int64, measureMs: Int64, timing: Bool = true, inject
         let wire0 = path.screen.wireBytes, flash0 = path.flash.bytesWritten, sync0 = path.flash.syncCount
         let samples0 = path.source.status.samplesEmitted
         if !timing {
-            for i in firstMeasured..<stream.count {
+            for i in firstMeasured..<stream.count where stream.atMs[i] <= endMs {
                 path.ticks(upTo: stream.atMs[i])
                 path.frame(UnsafeRawBufferPointer(rebasing: all[stream.offsets[i]..<stream.offsets[i + 1]]), atMs: stream.atMs[i])
             }
-            r.frames = stream.count - firstMeasured
+            r.frames = stream.atMs[firstMeasured...].prefix { $0 <= endMs }.count
             return
         }
         for i in firstMeasured..<stream.count {
