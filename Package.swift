@@ -87,6 +87,9 @@ let package = Package(
 
         // Measures the flash journal (docs/journal.md): `swift run -c release journal-bench`.
         .executableTarget(name: "journal-bench", dependencies: ["Device", "DeviceAdapters", "Journal", "AppCore", "RideModel", "BoardIO"], swiftSettings: swift6),
+        // Benchmarks and their malloc counter (docs/performance.md): `swift run -c release bikebench`.
+        .target(name: "CMallocCounter", path: "Benchmarks/CMallocCounter"),
+        .executableTarget(name: "bikebench", dependencies: ["CMallocCounter", "Simulation", "Device", "Sensors", "Screens", "Display", "Journal", "RideFiles", "AppCore", "RideModel"], path: "Benchmarks/bikebench", swiftSettings: swift6),
 
         // MARK: Tests
         // What every test target shares (the seeded generator of the randomized tests).

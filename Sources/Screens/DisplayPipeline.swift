@@ -22,7 +22,8 @@ public struct DisplayPipeline: Sendable {
 
     /// Draws the screen value and queues the pages that changed.
     public mutating func show(_ model: ScreenModel) {
-        renderer.render(model, into: &framebuffer)
+        // The framebuffer is written only here, so it holds the renderer's last output.
+        guard renderer.renderChanges(model, into: &framebuffer) else { return }
         driver.present(&framebuffer)
     }
 

@@ -13,11 +13,23 @@ public struct ScreenRenderer: Sendable {
     public let summaryPages: [SummaryPage]
     private var canvas: Framebuffer
     private var text = TextBuffer()
+    /// What the canvas shows when it holds a running page without overlay: the page index, then
+    /// each field's text, 0xFF after each. Most inputs while riding are sensor frames that change
+    /// nothing on the page shown (a power frame while page 1 shows speed, a speed frame that
+    /// rounds to the same 0.1 km/h): the same key means the same pixels, so drawing is skipped.
+    private var drawnKey: [UInt8]
+    /// Bytes of `drawnKey` in use; -1 when the canvas holds anything else.
+    private var drawnKeyCount = -1
+    private var keyScratch: [UInt8]
+    /// Longest key kept; a page whose key is longer is simply drawn every time.
+    public static let drawnKeyBytesMax = 256
 
     public init(layouts: ScreenLayouts = .standard128x64, summaryPages: [SummaryPage] = SummaryPage.standard) {
         self.layouts = layouts
         self.summaryPages = summaryPages
         canvas = Framebuffer(width: layouts.width, height: layouts.height)
+        drawnKey = Array(repeating: 0, count: Self.drawnKeyBytesMax)
+        keyScratch = drawnKey
     }
 
     private var width: Int { canvas.width }
@@ -25,6 +37,29 @@ public struct ScreenRenderer: Sendable {
     private var tall: Bool { canvas.height >= 64 }
 
     public mutating func render(_ model: ScreenModel, into framebuffer: inout Framebuffer) {
+        draw(model)
+        framebuffer.update(from: canvas)
+    }
+
+    /// `render` for a caller whose framebuffer holds exactly this renderer's previous output
+    /// (DisplayPipeline, which writes its framebuffer only through here): when nothing visible
+    /// changed it leaves the framebuffer alone instead of comparing it byte by byte. Returns
+    /// whether anything was drawn.
+    @discardableResult
+    public mutating func renderChanges(_ model: ScreenModel, into framebuffer: inout Framebuffer) -> Bool {
+        guard draw(model) else { return false }
+        framebuffer.update(from: canvas)
+        return true
+    }
+
+    /// Draws `model` into the canvas; false when the canvas already shows it (nothing drawn).
+    @discardableResult
+    private mutating func draw(_ model: ScreenModel) -> Bool {
+        if case .running(let page) = model.mode, model.overlay == nil, model.pairingCode == nil {
+            if runningPageUnchanged(page, model) { return false }
+        } else {
+            drawnKeyCount = -1
+        }
         canvas.clear()
         switch model.mode {
         case .idle: drawIdle(model)
@@ -36,10 +71,36 @@ public struct ScreenRenderer: Sendable {
         }
         if let alert = model.overlay { drawOverlay(alert) }
         if let code = model.pairingCode { drawPairingCode(code) }
-        framebuffer.update(from: canvas)
+        return true
     }
 
     // MARK: Running
+
+    /// Whether the canvas already shows running page `page` with these values; if not, keeps
+    /// the new key (the caller draws it).
+    private mutating func runningPageUnchanged(_ page: Int, _ model: ScreenModel) -> Bool {
+        let pages = layouts.runningPages
+        guard !pages.isEmpty else { drawnKeyCount = -1; return false }
+        let index = ((page % pages.count) + pages.count) % pages.count
+        keyScratch[0] = UInt8(truncatingIfNeeded: index)
+        var n = 1
+        for field in pages[index].fields {
+            ValueFormat.write(field.content, of: model, into: &text)
+            guard n + text.count + 1 <= Self.drawnKeyBytesMax else { drawnKeyCount = -1; return false }
+            for i in 0..<text.count { keyScratch[n + i] = text[i] }
+            n += text.count
+            keyScratch[n] = 0xFF
+            n += 1
+        }
+        if n == drawnKeyCount {
+            var same = true
+            for i in 0..<n where keyScratch[i] != drawnKey[i] { same = false; break }
+            if same { return true }
+        }
+        swap(&drawnKey, &keyScratch)
+        drawnKeyCount = n
+        return false
+    }
 
     private mutating func drawRunning(page: Int, _ model: ScreenModel) {
         let pages = layouts.runningPages

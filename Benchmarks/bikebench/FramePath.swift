@@ -1,0 +1,261 @@
+// The device's path for one sensor frame, end to end, with the board's pieces where the board
+// has them and counting stand-ins where it would touch hardware:
+//   bridge frame bytes -> BridgeFrame.parse -> decoder -> DataSource -> SensorFeed.input
+//   -> DeviceRuntime.handle -> AppCore -> ScreenModel -> ScreenRenderer -> Framebuffer
+//   -> DisplayDriver (changed pages only) -> a counting bus,
+// with the 1 Hz ticks and the flash journal (group commit into simulated flash) in between.
+import AppCore
+import CMallocCounter
+import Device
+import Display
+import Glibc
+import Journal
+import RideModel
+import Screens
+import Sensors
+import Simulation
+
+/// The display end: the board's DisplayPipeline with a bus that only counts. Every page the
+/// input dirtied is flushed (the run loop does one page per turn until none is pending).
+final class CountingScreen: ScreenPort {
+    var pipeline = DisplayPipeline()
+    var bus = CountingBus()
+    /// Allocate on every show: the guard's self-test (must make the guard fail).
+    var allocateOnShow = false
+    private var sink: [Int] = []
+
+    init() {
+        do { try pipeline.start(bus: &bus) } catch { preconditionFailure("a counting bus never fails: \(error)") }
+    }
+
+    func show(_ screen: ScreenModel, at now: MonotonicInstant) {
+        pipeline.show(screen)
+        while pipeline.hasPendingPages {
+            do { try pipeline.flushStep(bus: &bus) } catch { preconditionFailure("a counting bus never fails: \(error)") }
+        }
+        if allocateOnShow { sink = Array(repeating: Int(now.milliseconds), count: 4) }
+    }
+
+    var wireBytes: Int { pipeline.driver.statistics.wireBytes }
+}
+
+final class NullArchive: RideArchivePort {
+    func store(rideID: RideID, records: [RideRecord]) throws -> String { "\(records.count) records dropped" }
+    func delete(rideID: RideID) throws {}
+}
+
+/// Bridge frames of a synthetic ride, encoded once up front: heart rate (BLE HRM with RR) at
+/// 1 Hz, power (BLE CPS), speed and cadence (BLE CSC) at 4 Hz each, as the simulator's sensors.
+struct FrameStream {
+    static let heartRate = SensorIdentity.ble(BLEAddress("C0:FF:EE:00:00:01")!)
+    static let power = SensorIdentity.ble(BLEAddress("C0:FF:EE:00:00:02")!)
+    static let speed = SensorIdentity.ble(BLEAddress("C0:FF:EE:00:00:03")!)
+    static let cadence = SensorIdentity.ble(BLEAddress("C0:FF:EE:00:00:04")!)
+
+    static var configuration: DataSourceConfiguration {
+        DataSourceConfiguration(sensors: [
+            PairedSensor(heartRate, provides: QuantitySet(.heartRate, .rrInterval, .battery)),
+            PairedSensor(power, provides: QuantitySet(.power)),
+            PairedSensor(speed, provides: QuantitySet(.speed, .distance)),
+            PairedSensor(cadence, provides: QuantitySet(.cadence)),
+        ])
+    }
+
+    var bytes: [UInt8] = []
+    var offsets: [Int] = [0]
+    var atMs: [Int64] = []
+    var count: Int { atMs.count }
+
+    init(durationMs: Int64, seed: UInt64 = 3) {
+        var ride = SyntheticRide(seed: seed)
+        let periodMs: [Int64] = [1_000, 250, 250, 250]
+        var next: [Int64] = [130, 60, 170, 210]
+        var payload: [UInt8] = []
+        payload.reserveCapacity(SensorPayloads.payloadBytesMax)
+        var lastSentBeatMs: Int64 = 0
+        let expected = Int(durationMs / 1000 * 13 + 16)
+        atMs.reserveCapacity(expected)
+        offsets.reserveCapacity(expected + 1)
+        bytes.reserveCapacity(expected * 32)
+        while true {
+            var i = 0
+            for k in 1..<4 where next[k] < next[i] { i = k }
+            let t = next[i]
+            guard t <= durationMs else { break }
+            next[i] += periodMs[i]
+            ride.advance(toMs: t)
+            let who: SensorIdentity
+            let code: UInt16
+            switch i {
+            case 0:
+                SensorPayloads.bleHeartRate(ride, lastSentBeatMs: lastSentBeatMs, into: &payload)
+                lastSentBeatMs = ride.lastBeatMs
+                who = Self.heartRate; code = 0x2A37
+            case 1:
+                SensorPayloads.blePower(ride, into: &payload)
+                who = Self.power; code = 0x2A63
+            case 2:
+                SensorPayloads.bleSpeed(ride, into: &payload)
+                who = Self.speed; code = 0x2A5B
+            default:
+                SensorPayloads.bleCadence(ride, into: &payload)
+                who = Self.cadence; code = 0x2A5B
+            }
+            let frame = BridgeFrame(bridgeTimeUs: UInt64(t) * 1000, .data(who, profileCode: code, Payload(payload)!))
+            bytes += frame.encoded().bytes
+            offsets.append(bytes.count)
+            atMs.append(t)
+        }
+    }
+}
+
+/// A device: data source, runtime (app core, flash journal on simulated flash, display
+/// pipeline on a counting bus) and the run loop's tick schedule.
+final class FramePath {
+    let flash = SimulatedFlash()
+    let journal: FlashJournal
+    let screen = CountingScreen()
+    let runtime: DeviceRuntime
+    var source = DataSource(FrameStream.configuration)
+    private var nextTickMs: Int64 = 1_000
+    private(set) var ticks = 0
+
+    init() {
+        let opened = FlashJournal.open(storage: flash, randomSeed: 1, deviceNow: .zero)
+        journal = opened.journal
+        runtime = DeviceRuntime(core: opened.core, journal: journal, archive: NullArchive(), screen: screen, log: MemoryLog())
+        runtime.handle(.wallClock(WallClockTime(unixMs: 1_790_000_000_000, trusted: true), at: .zero))
+        source.bridgeConnected(at: .zero)
+        source.start(at: .zero) { runtime.handle(SensorFeed.input($0)) }
+        runtime.command(.start, at: .zero)
+    }
+
+    /// The run loop's timer work due up to `ms`: the app core's deadlines and the 1 Hz tick
+    /// (with the data source's own tick for stale/lost sensors).
+    @inline(never)
+    func ticks(upTo ms: Int64) {
+        while true {
+            var due = nextTickMs
+            if let d = runtime.nextDeadline, d.milliseconds < due { due = d.milliseconds }
+            guard due <= ms else { return }
+            let at = MonotonicInstant(milliseconds: due)
+            if due == nextTickMs {
+                nextTickMs += 1_000
+                source.tick(at: at) { runtime.handle(SensorFeed.input($0)) }
+            }
+            runtime.handle(.tick(at))
+            ticks += 1
+        }
+    }
+
+    /// One sensor frame: the socket's bytes in, everything it causes carried out.
+    @inline(never)
+    func frame(_ bytes: UnsafeRawBufferPointer, atMs ms: Int64) {
+        let at = MonotonicInstant(milliseconds: ms)
+        do {
+            let frame = try BridgeFrame.parse(bytes)
+            source.handle(frame, at: at) { runtime.handle(SensorFeed.input($0)) }
+        } catch {
+            source.count(error.kind)
+        }
+    }
+}
+
+/// What a run of the frame path measured.
+struct FramePathResult {
+    var frames = 0
+    var frameNs: [Int64] = []
+    var frameAllocations: UInt64 = 0
+    var framesThatAllocated = 0
+    var firstAllocatingFrame: Int?
+    var ticks = 0
+    var tickNs: [Int64] = []
+    var tickAllocations: UInt64 = 0
+    var measuredMs: Int64 = 0
+    var wireBytes = 0
+    var journalBytes = 0
+    var journalSyncs = 0
+    var samplesEmitted: UInt64 = 0
+}
+
+/// Rides `warmUpMs` of frames, then measures every frame and every tick of the next
+/// `measureMs`. With `timing: false` (callgrind) only the frames run, with nothing around them.
+/// `streamMs`: encode at least this much ride up front (callgrind runs of different lengths
+/// then spend the same on encoding, and it cancels out).
+func runFramePath(warmUpMs: Int64, measureMs: Int64, timing: Bool = true, injectAllocation: Bool = false,
+                  traceAllocations: Int = 0, streamMs: Int64 = 0) -> FramePathResult {
+    let stream = FrameStream(durationMs: max(streamMs, warmUpMs + measureMs))
+    let endMs = warmUpMs + measureMs
+    let path = FramePath()
+    var r = FramePathResult()
+    let firstMeasured = stream.atMs.firstIndex { $0 >= warmUpMs } ?? stream.count
+    r.frameNs.reserveCapacity(stream.count - firstMeasured)
+    r.tickNs.reserveCapacity(Int(measureMs / 1000) + 64)
+    stream.bytes.withUnsafeBytes { all in
+        for i in 0..<firstMeasured {
+            path.ticks(upTo: stream.atMs[i])
+            path.frame(UnsafeRawBufferPointer(rebasing: all[stream.offsets[i]..<stream.offsets[i + 1]]), atMs: stream.atMs[i])
+        }
+        path.screen.allocateOnShow = injectAllocation
+        let wire0 = path.screen.wireBytes, flash0 = path.flash.bytesWritten, sync0 = path.flash.syncCount
+        let samples0 = path.source.status.samplesEmitted
+        if !timing {
+            for i in firstMeasured..<stream.count where stream.atMs[i] <= endMs {
+                path.ticks(upTo: stream.atMs[i])
+                path.frame(UnsafeRawBufferPointer(rebasing: all[stream.offsets[i]..<stream.offsets[i + 1]]), atMs: stream.atMs[i])
+            }
+            r.frames = stream.atMs[firstMeasured...].prefix { $0 <= endMs }.count
+            return
+        }
+        for i in firstMeasured..<stream.count {
+            let ms = stream.atMs[i]
+            let ticks0 = path.ticks
+            if traceAllocations > 0 && i == firstMeasured + 100 { bench_trace_allocations(Int32(traceAllocations)) }
+            let ta0 = Allocations.count
+            let tt0 = Clock.ns()
+            path.ticks(upTo: ms)
+            let tt1 = Clock.ns()
+            let ta1 = Allocations.count
+            if path.ticks != ticks0 {
+                r.ticks += path.ticks - ticks0
+                r.tickNs.append(tt1 - tt0)
+                r.tickAllocations += ta1 - ta0
+            }
+            let bytes = UnsafeRawBufferPointer(rebasing: all[stream.offsets[i]..<stream.offsets[i + 1]])
+            let a0 = Allocations.count
+            let t0 = Clock.ns()
+            path.frame(bytes, atMs: ms)
+            let t1 = Clock.ns()
+            let a1 = Allocations.count
+            r.frameNs.append(t1 - t0)
+            if a1 != a0 {
+                r.frameAllocations += a1 - a0
+                r.framesThatAllocated += 1
+                if r.firstAllocatingFrame == nil { r.firstAllocatingFrame = i - firstMeasured }
+            }
+        }
+        r.frames = stream.count - firstMeasured
+        r.measuredMs = measureMs
+        r.wireBytes = path.screen.wireBytes - wire0
+        r.journalBytes = path.flash.bytesWritten - flash0
+        r.journalSyncs = path.flash.syncCount - sync0
+        r.samplesEmitted = path.source.status.samplesEmitted - samples0
+        if getenv("BIKEBENCH_DEBUG") != nil { print(path.source.status.logLine) }
+    }
+    return r
+}
+
+/// The flash journal for HeadlessRun, for scenarios without crashes (the long ride has none).
+final class CrashFreeJournal: RideJournalPort, CrashableJournal {
+    let journal: FlashJournal
+    init(_ journal: FlashJournal) { self.journal = journal }
+    func append(_ record: RideRecord, at now: MonotonicInstant) { journal.append(record, at: now) }
+    func syncNow(at now: MonotonicInstant) { journal.syncNow(at: now) }
+    func tick(at now: MonotonicInstant) { journal.tick(at: now) }
+    var condition: StorageCondition { journal.condition }
+    func records(of rideID: RideID) -> [RideRecord] { journal.records(of: rideID) }
+    func rideFileIsDurable(_ rideID: RideID) { journal.rideFileIsDurable(rideID) }
+    func crash(powerCut: Bool) { preconditionFailure("bikebench's long ride has no crashes") }
+    func diskFull(until: MonotonicInstant) { preconditionFailure("bikebench's long ride has no full disk") }
+    func interruptedRide() -> [RideRecord]? { nil }
+}

@@ -1,0 +1,288 @@
+// bikebench: holds the device to its budget (docs/performance.md). Run in release:
+//     swift run -c release bikebench [--json] [--hours N] [--out DIR] [--quick]
+//     swift run -c release bikebench --guard [--inject-allocation]      (CI: allocations per frame)
+//     bikebench --callgrind-frames N                                    (scripts/bench/callgrind.sh)
+// Heap allocations are counted by CMallocCounter (malloc & co. replaced in this executable only).
+import AppCore
+import Device
+import Display
+import Glibc
+import Journal
+import RideFiles
+import RideModel
+import Screens
+import Sensors
+import Simulation
+
+let args = Array(CommandLine.arguments.dropFirst())
+func value(_ flag: String) -> String? {
+    guard let i = args.firstIndex(of: flag), i + 1 < args.count else { return nil }
+    return args[i + 1]
+}
+
+let known: Set<String> = ["--json", "--guard", "--inject-allocation", "--quick", "--hours", "--out", "--callgrind-frames", "--trace-allocations", "--help", "-h"]
+for (i, a) in args.enumerated() where a.hasPrefix("-") && !known.contains(a) {
+    if i > 0, ["--hours", "--out", "--callgrind-frames", "--trace-allocations"].contains(args[i - 1]) { continue }
+    printError("bikebench: unknown option \(a); run `bikebench --help` for the options")
+    exit(2)
+}
+if args.contains("--help") || args.contains("-h") {
+    print("""
+    usage: bikebench [--json] [--quick] [--hours N] [--out DIR]
+           bikebench --guard [--inject-allocation] [--trace-allocations N]
+           bikebench --callgrind-frames N
+    Measures the sensor-frame path, rendering, journal, FIT encoding and a headless ride (docs/performance.md).
+    --guard fails (exit 1) if a sensor frame allocates in steady state; --inject-allocation makes it allocate;
+    --trace-allocations N prints the stacks of the next N allocations in the measured stretch (frames and ticks).
+    """)
+    exit(0)
+}
+
+guard Allocations.isCounting else {
+    printError("bikebench: the malloc counter is not interposed (CMallocCounter not linked first?): allocation figures would read 0; rebuild bikebench")
+    exit(3)
+}
+
+// MARK: CI guard
+
+if args.contains("--guard") {
+    let r = runFramePath(warmUpMs: 120_000, measureMs: 300_000, injectAllocation: args.contains("--inject-allocation"),
+                         traceAllocations: value("--trace-allocations").flatMap { Int($0) } ?? 0)
+    let perFrame = Double(r.frameAllocations) / Double(max(1, r.frames))
+    print("bikebench guard: \(r.frames) sensor frames in steady state, \(r.frameAllocations) heap allocations "
+        + "(\(r.framesThatAllocated) frames allocated; \(Report.format(perFrame, 3)) per frame); "
+        + "\(r.ticks) ticks, \(r.tickAllocations) allocations in ticks (reported, not guarded)")
+    guard r.frames > 1000, r.samplesEmitted > UInt64(r.frames / 2) else {
+        print("bikebench guard: FAIL: the frame path did not run (\(r.frames) frames, \(r.samplesEmitted) samples)")
+        exit(1)
+    }
+    if r.frameAllocations > 0 {
+        print("bikebench guard: FAIL: sensor frames allocate in steady state (first at measured frame \(r.firstAllocatingFrame ?? -1)); "
+            + "find it with `bikebench --guard --trace-allocations 5`, see docs/performance.md")
+        exit(1)
+    }
+    print("bikebench guard: ok (0 allocations per sensor frame)")
+    exit(0)
+}
+
+// MARK: callgrind
+
+if let n = value("--callgrind-frames").flatMap({ Int($0) }) {
+    // Setup and 60 s of warm-up, then n frames (~13 per second) with nothing else around them:
+    // the difference of two runs' totals divided by the difference of frames is the per-frame cost.
+    let measureMs = Int64(n) * 1000 / 13 + 1
+    // The frames' bytes are encoded for 30 min of ride whatever n is (up to ~23,000 frames), so
+    // the encoding cancels out of the difference too.
+    let r = runFramePath(warmUpMs: 60_000, measureMs: measureMs, timing: false, streamMs: 1_860_000)
+    print("frames \(r.frames)")
+    exit(0)
+}
+
+// MARK: The full run
+
+let json = args.contains("--json")
+let quick = args.contains("--quick")
+let hours = value("--hours").flatMap { Int($0) } ?? (quick ? 1 : 10)
+let outDir: String = {
+    if let o = value("--out") { mkdir(o, 0o755); return o }
+    var template = Array("/tmp/bikebench-XXXXXX".utf8CString)
+    return String(cString: template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }!)
+}()
+let report = Report()
+func progress(_ s: String) { if !json { print(s) } else { printError(s) } }
+
+progress("bikebench on \(machineDescription()), \(utcDate())")
+
+// 1. Sensor frame end to end.
+do {
+    let measureMs: Int64 = quick ? 600_000 : 3_600_000
+    progress("1. sensor frame end to end (10 min warm-up, then \(measureMs / 60_000) min of ride measured)...")
+    let r = runFramePath(warmUpMs: 600_000, measureMs: measureMs)
+    let p = Percentiles(r.frameNs)
+    let t = Percentiles(r.tickNs)
+    let hoursMeasured = Double(r.measuredMs) / 3_600_000
+    report.add("frame_p50_ns", "sensor frame end to end, p50", Double(p.p50), "ns")
+    report.add("frame_p99_ns", "sensor frame end to end, p99", Double(p.p99), "ns")
+    report.add("frame_max_ns", "sensor frame end to end, max", Double(p.max), "ns")
+    report.add("frame_allocations_per_frame", "heap allocations per sensor frame (steady state, \(r.frames) frames)",
+               Double(r.frameAllocations) / Double(max(1, r.frames)), "allocations", decimals: 3,
+               target: "0", met: r.frameAllocations == 0)
+    report.add("tick_p50_ns", "1 Hz tick (record, journal, screen), p50", Double(t.p50), "ns")
+    report.add("tick_p99_ns", "1 Hz tick (record, journal, screen), p99", Double(t.p99), "ns")
+    report.add("tick_allocations_per_tick", "heap allocations per 1 Hz tick (\(r.ticks) ticks)",
+               Double(r.tickAllocations) / Double(max(1, r.ticks)), "allocations", decimals: 2)
+    report.add("frames_per_second", "sensor frames per ride-second", Double(r.frames) / (Double(r.measuredMs) / 1000), "frames/s", decimals: 1)
+    report.add("cpu_share_frames_percent", "CPU share of one core for frames + ticks at this rate (this machine)",
+               (p.mean * Double(r.frames) + t.mean * Double(r.ticks)) / (Double(r.measuredMs) * 1e6) * 100, "%", decimals: 4)
+    report.add("i2c_bytes_per_s_ride", "I²C bytes/s on the wire, running page 1, 4 Hz sensors", Double(r.wireBytes) / (Double(r.measuredMs) / 1000), "B/s", decimals: 0)
+    report.add("journal_bytes_per_hour", "journal bytes per ride-hour (HR+RR, 4 Hz power, speed, cadence, distance; from frames)",
+               Double(r.journalBytes) / hoursMeasured, "bytes", target: "≤ 200000", met: Double(r.journalBytes) / hoursMeasured <= 200_000)
+    report.add("journal_syncs_per_hour", "journal syncs per ride-hour", Double(r.journalSyncs) / hoursMeasured, "syncs",
+               target: "≤ 3600", met: Double(r.journalSyncs) / hoursMeasured <= 3600)
+}
+
+// 2. Rendering and diffing a running page.
+do {
+    progress("2. rendering and diffing a running page...")
+    for page in 0..<3 {
+        var pipeline = DisplayPipeline()
+        var bus = CountingBus()
+        do { try pipeline.start(bus: &bus) } catch { preconditionFailure("\(error)") }
+        var m = ScreenCatalogue.riding()
+        m.mode = .running(page: page)
+        var ns: [Int64] = []
+        ns.reserveCapacity(3600)
+        let seconds = quick ? 600 : 3600
+        let wire0 = pipeline.driver.statistics.wireBytes
+        var rng: UInt64 = 12345
+        func next() -> Double { rng = rng &* 6364136223846793005 &+ 1442695040888963407; return Double(rng >> 11) / Double(1 << 53) }
+        let a0 = Allocations.count
+        for s in 0..<seconds {
+            m.timerMs += 1000
+            m.elapsedMs += 1000
+            m.lapTimerMs += 1000
+            m[.speed] = (28 + 6 * next()) / 3.6
+            m[.distance] = (m[.distance] ?? 0) + (m[.speed] ?? 0)
+            m[.heartRate] = (140 + 15 * next()).rounded()
+            m[.power] = (200 + 80 * next()).rounded()
+            m[.cadence] = (85 + 10 * next()).rounded()
+            _ = s
+            let t0 = Clock.ns()
+            pipeline.show(m)
+            let t1 = Clock.ns()
+            ns.append(t1 - t0)
+            do { try pipeline.flushAll(bus: &bus) } catch { preconditionFailure("\(error)") }
+        }
+        let allocs = Allocations.count - a0
+        let p = Percentiles(ns)
+        let bytesPerS = Double(pipeline.driver.statistics.wireBytes - wire0) / Double(seconds)
+        report.add("render_page\(page + 1)_p50_ns", "render + diff running page \(page + 1) (1 Hz values), p50", Double(p.p50), "ns")
+        report.add("render_page\(page + 1)_p99_ns", "render + diff running page \(page + 1), p99", Double(p.p99), "ns")
+        report.add("render_page\(page + 1)_allocations", "heap allocations rendering page \(page + 1), per second", Double(allocs) / Double(seconds), "allocations", decimals: 3)
+        report.add("i2c_page\(page + 1)_bytes_per_s", "I²C bytes/s, running page \(page + 1) at 1 Hz", bytesPerS, "B/s",
+                   note: "bus time \(Report.format(bytesPerS * 9 / 400, 2)) ms per second at 400 kHz")
+        if page == 0 {
+            let before = pipeline.driver.statistics
+            pipeline.invalidate()
+            do { try pipeline.flushAll(bus: &bus) } catch { preconditionFailure("\(error)") }
+            let full = pipeline.driver.statistics.wireBytes - before.wireBytes
+            report.add("i2c_full_frame_bytes", "I²C bytes for a full frame (8 pages)", Double(full), "B",
+                       note: "\(Report.format(Double(full) * 9 / 400, 1)) ms at 400 kHz; 1 Hz full frames = \(full) B/s")
+        }
+    }
+}
+
+// 3. A long synthetic ride headless, as `bikesim --headless` runs it (memory journal, emulated
+//    panel), then its FIT file.
+var rideRecords: [RideRecord] = []
+do {
+    progress("3. \(hours) h synthetic ride headless...")
+    guard let scenario = try? Scenario.parse(BuiltinScenarios.long(hours: hours)) else { preconditionFailure("long scenario does not parse") }
+    let scenarioPath = outDir + "/long-\(hours)h.scenario"
+    _ = writeFile(scenarioPath, Array(BuiltinScenarios.long(hours: hours).utf8))
+    let archive = MemoryArchive()
+    let t0 = Clock.ns()
+    let sim = HeadlessRun(scenario: scenario, options: .init(seed: 1), journal: MemoryJournal(), archive: archive, screen: EmulatedScreen())
+    sim.run()
+    let wallS = Double(Clock.ns() - t0) / 1e9
+    rideRecords = archive.rides.first?.records ?? []
+    report.add("headless_\(hours)h_in_process_s", "\(hours) h ride through HeadlessRun in process (no file writes)", wallS, "s", decimals: 2,
+               target: hours == 10 ? "≤ 5" : nil, met: hours == 10 ? wallS <= 5 : nil, note: "\(sim.counters.inputs) inputs")
+    let bikesim = executableDirectory() + "/bikesim"
+    if fileExists(bikesim) {
+        let t1 = Clock.ns()
+        let r = shell("'\(bikesim)' --headless --scenario '\(scenarioPath)' --out '\(outDir)/bikesim' 2>&1")
+        let s = Double(Clock.ns() - t1) / 1e9
+        if r.status == 0 {
+            report.add("bikesim_headless_\(hours)h_s", "`bikesim --headless` of the \(hours) h scenario, wall", s, "s", decimals: 2,
+                       target: hours == 10 ? "≤ 5" : nil, met: hours == 10 ? s <= 5 : nil)
+        } else {
+            report.notes.append("bikesim --headless failed (\(r.status)): \(r.output.suffix(300))")
+        }
+    } else {
+        report.notes.append("bikesim not built next to bikebench: `swift build -c release --product bikesim` adds the `bikesim --headless` wall time")
+    }
+}
+
+// 4. FIT encoding of that ride.
+do {
+    progress("4. FIT encoding of the \(hours) h ride (\(rideRecords.count) records)...")
+    var times: [Int64] = []
+    var fit: [UInt8] = []
+    for _ in 0..<5 {
+        let t0 = Clock.ns()
+        do { fit = try FITEncoder.encode(records: rideRecords) } catch { preconditionFailure("FIT encoding failed: \(error)") }
+        times.append(Clock.ns() - t0)
+    }
+    let ms = Double(Percentiles(times).p50) / 1e6
+    report.add("fit_encode_\(hours)h_ms", "FIT encoding of the \(hours) h ride, median of 5", ms, "ms", decimals: 1,
+               target: hours == 10 ? "≤ 100" : nil, met: hours == 10 ? ms <= 100 : nil)
+    report.add("fit_\(hours)h_bytes", "FIT file of the \(hours) h ride", Double(fit.count), "B")
+    let fitPath = outDir + "/ride-\(hours)h.fit"
+    _ = writeFile(fitPath, fit)
+    // Garmin's own encoder, when the oracle venv exists (scripts/test.sh creates .venv).
+    let python = getenv("BIKEBENCH_PYTHON").map { String(cString: $0) } ?? (fileExists(".venv/bin/python") ? ".venv/bin/python" : nil)
+    if let python, fileExists("scripts/bench/garmin_encode_size.py") {
+        let r = shell("'\(python)' scripts/bench/garmin_encode_size.py '\(fitPath)' 2>&1")
+        var garmin: Double?
+        for line in r.output.split(separator: "\n") where line.hasPrefix("garmin_bytes ") {
+            garmin = Double(line.dropFirst("garmin_bytes ".count))
+        }
+        if r.status == 0, let garmin {
+            report.add("fit_\(hours)h_garmin_bytes", "same messages re-encoded by garmin-fit-sdk's Encoder", garmin, "B",
+                       note: "ours is \(Report.format(Double(fit.count) / garmin * 100, 1)) % of Garmin's")
+        } else {
+            report.notes.append("garmin_encode_size.py failed: \(r.output.suffix(400))")
+        }
+    } else {
+        report.notes.append("no oracle venv (.venv, or BIKEBENCH_PYTHON=path): run `.venv/bin/python scripts/bench/garmin_encode_size.py \(fitPath)` after scripts/test.sh made it")
+    }
+}
+
+// 5. Journal: a ride with the flash journal through the same headless runner, and the time to
+//    recover its journal (scan, verify, replay, resume) just before it ends.
+do {
+    progress("5. \(hours) h journal and its recovery...")
+    guard let scenario = try? Scenario.parse(BuiltinScenarios.long(hours: hours)) else { preconditionFailure("long scenario does not parse") }
+    let flash = SimulatedFlash()
+    let opened = FlashJournal.open(storage: flash, randomSeed: 1, deviceNow: .zero)
+    let sim = HeadlessRun(scenario: scenario, options: .init(seed: 1), journal: CrashFreeJournal(opened.journal), archive: NullArchive())
+    var snapshot: SimulatedFlash?
+    var bytesAtHour = 0, syncsAtHour = 0, bytesAtStart = 0, syncsAtStart = 0
+    let cutMs = Int64(hours) * 3_600_000 - 1_000
+    sim.run { ms in
+        if ms >= 5_000 && bytesAtStart == 0 { bytesAtStart = flash.bytesWritten; syncsAtStart = flash.syncCount }
+        if ms >= 3_605_000 && bytesAtHour == 0 { bytesAtHour = flash.bytesWritten; syncsAtHour = flash.syncCount }
+        if ms >= cutMs && snapshot == nil { snapshot = flash.snapshot() }
+    }
+    if bytesAtHour > 0 {
+        let b = bytesAtHour - bytesAtStart, s = syncsAtHour - syncsAtStart
+        report.add("journal_sim_bytes_per_hour", "journal bytes in the first ride-hour of the headless ride (simulated sensors, no RR)", Double(b), "bytes",
+                   target: "≤ 200000", met: b <= 200_000)
+        report.add("journal_sim_syncs_per_hour", "journal syncs in that hour", Double(s), "syncs", target: "≤ 3600", met: s <= 3600)
+    }
+    if let snapshot {
+        var times: [Int64] = []
+        var replayed = 0
+        for _ in 0..<5 {
+            let copy = snapshot.snapshot()
+            let t0 = Clock.ns()
+            let o = FlashJournal.open(storage: copy, randomSeed: 2, deviceNow: .zero)
+            times.append(Clock.ns() - t0)
+            replayed = o.report.recordsReplayed
+        }
+        let ms = Double(Percentiles(times).p50) / 1e6
+        report.add("journal_recovery_\(hours)h_ms", "recovery of the \(hours) h journal (scan, verify, replay \(replayed) records), median of 5", ms, "ms", decimals: 1,
+                   target: hours == 10 ? "≤ 100" : nil, met: hours == 10 ? ms <= 100 : nil)
+    }
+    let jb = executableDirectory() + "/journal-bench"
+    report.notes.append(fileExists(jb) ? "journal-bench is built: `\(jb)` gives its own figures (loss window, fdatasync times)"
+                                       : "journal-bench's own figures (loss window, fdatasync times): `swift run -c release journal-bench`")
+}
+
+if json {
+    report.printJSON(machine: machineDescription(), date: utcDate())
+} else {
+    print("bikebench results (\(machineDescription()), \(utcDate()); files in \(outDir)):")
+    report.printText()
+}

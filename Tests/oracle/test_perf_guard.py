@@ -1,0 +1,72 @@
+"""CI guard (docs/performance.md): no heap allocation per sensor frame in steady state, end to end.
+
+`bikebench --guard` runs 2 min of a synthetic ride's bridge frames (BLE heart rate with RR, power,
+speed, cadence; about 13 frames per second) through parse, decoders, data source, the device
+runtime, the app core, the renderer and the display driver, then counts heap allocations over the
+next 5 min of frames with a malloc counter linked into the bench (Benchmarks/CMallocCounter).
+It must read zero. Timings are reported elsewhere, never asserted here.
+
+The property is about the device's build, so the guard runs the release build of bikebench (a
+debug build allocates dozens of times per frame in unspecialized generic code and closure
+contexts, and proves nothing). The fixture builds it: from a clean clone that compiles the
+release configuration of the modules once (a few minutes on 2 cores); afterwards it is an
+incremental build of seconds, and the guard itself runs in under a second. BIKEBENCH=path uses
+a given binary instead.
+"""
+import os
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+GUARD_LINE = re.compile(r"(\d+) sensor frames in steady state, (\d+) heap allocations \((\d+) frames allocated")
+
+
+@pytest.fixture(scope="module")
+def bikebench():
+    if os.environ.get("BIKEBENCH"):
+        return pathlib.Path(os.environ["BIKEBENCH"])
+    r = subprocess.run(["swift", "build", "-c", "release", "--product", "bikebench"], cwd=REPO,
+                       capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, "swift build -c release --product bikebench failed:\n" + r.stdout[-3000:] + r.stderr[-3000:]
+    out = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=REPO,
+                         capture_output=True, text=True, check=True)
+    return pathlib.Path(out.stdout.strip()) / "bikebench"
+
+
+def guard(bikebench, *extra):
+    r = subprocess.run([str(bikebench), "--guard", *extra], capture_output=True, text=True, timeout=120)
+    m = GUARD_LINE.search(r.stdout)
+    assert m, f"no guard line in bikebench output:\n{r.stdout}\n{r.stderr}"
+    frames, allocations, allocating = map(int, m.groups())
+    return r, frames, allocations, allocating
+
+
+def test_no_heap_allocation_per_sensor_frame(bikebench):
+    r, frames, allocations, allocating = guard(bikebench)
+    assert frames > 3000, r.stdout
+    assert allocations == 0 and allocating == 0, (
+        "sensor frames allocate in steady state; find where with "
+        f"`{bikebench} --guard --trace-allocations 5`:\n{r.stdout}")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_guard_fails_when_the_frame_path_allocates(bikebench):
+    # The same run with one small Swift array allocated in the screen port on every show: the
+    # counter must see it and the guard must fail, or the test above proves nothing.
+    r, frames, allocations, allocating = guard(bikebench, "--inject-allocation")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "FAIL" in r.stdout
+    assert allocating > frames // 4 and allocations >= allocating, r.stdout
+
+
+def test_allocation_trace_names_the_allocating_code(bikebench):
+    # The tool the failure message points to prints a stack per allocation.
+    r = subprocess.run([str(bikebench), "--guard", "--inject-allocation", "--trace-allocations", "2"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    assert r.stderr.count("--- allocation of ") == 2, r.stderr
+    assert "swift_allocObject" in r.stderr or "swift_slowAlloc" in r.stderr, r.stderr
