@@ -245,17 +245,3 @@ func runFramePath(warmUpMs: Int64, measureMs: Int64, timing: Bool = true, inject
     return r
 }
 
-/// The flash journal for HeadlessRun, for scenarios without crashes (the long ride has none).
-final class CrashFreeJournal: RideJournalPort, CrashableJournal {
-    let journal: FlashJournal
-    init(_ journal: FlashJournal) { self.journal = journal }
-    func append(_ record: RideRecord, at now: MonotonicInstant) { journal.append(record, at: now) }
-    func syncNow(at now: MonotonicInstant) { journal.syncNow(at: now) }
-    func tick(at now: MonotonicInstant) { journal.tick(at: now) }
-    var condition: StorageCondition { journal.condition }
-    func records(of rideID: RideID) -> [RideRecord] { journal.records(of: rideID) }
-    func rideFileIsDurable(_ rideID: RideID) { journal.rideFileIsDurable(rideID) }
-    func crash(powerCut: Bool) { preconditionFailure("bikebench's long ride has no crashes") }
-    func diskFull(until: MonotonicInstant) { preconditionFailure("bikebench's long ride has no full disk") }
-    func interruptedRide() -> [RideRecord]? { nil }
-}

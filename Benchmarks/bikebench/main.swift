@@ -172,7 +172,7 @@ do {
     }
 }
 
-// 3. A long synthetic ride headless, as `bikesim --headless` runs it (memory journal, emulated
+// 3. A long synthetic ride headless, as `bikesim --headless` runs it (flash journal, emulated
 //    panel), then its FIT file.
 var rideRecords: [RideRecord] = []
 do {
@@ -182,7 +182,7 @@ do {
     _ = writeFile(scenarioPath, Array(BuiltinScenarios.long(hours: hours).utf8))
     let archive = MemoryArchive()
     let t0 = Clock.ns()
-    let sim = HeadlessRun(scenario: scenario, options: .init(seed: 1), journal: MemoryJournal(), archive: archive, screen: EmulatedScreen())
+    let sim = HeadlessRun(scenario: scenario, options: .init(seed: 1), storage: SimulatedFlashStorage(), archive: archive, screen: EmulatedScreen())
     sim.run()
     let wallS = Double(Clock.ns() - t0) / 1e9
     rideRecords = archive.rides.first?.records ?? []
@@ -244,9 +244,9 @@ do {
 do {
     progress("5. \(hours) h journal and its recovery...")
     guard let scenario = try? Scenario.parse(BuiltinScenarios.long(hours: hours)) else { preconditionFailure("long scenario does not parse") }
-    let flash = SimulatedFlash()
-    let opened = FlashJournal.open(storage: flash, randomSeed: 1, deviceNow: .zero)
-    let sim = HeadlessRun(scenario: scenario, options: .init(seed: 1), journal: CrashFreeJournal(opened.journal), archive: NullArchive())
+    let storage = SimulatedFlashStorage()
+    let flash = storage.flash
+    let sim = HeadlessRun(scenario: scenario, options: .init(seed: 1), storage: storage, archive: NullArchive())
     var snapshot: SimulatedFlash?
     var bytesAtHour = 0, syncsAtHour = 0, bytesAtStart = 0, syncsAtStart = 0
     let cutMs = Int64(hours) * 3_600_000 - 1_000
