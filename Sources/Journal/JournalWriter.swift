@@ -273,12 +273,13 @@ public final class JournalWriter {
                 try storage.sync(seg)
                 counters.syncs &+= 1
                 offset += out.count
-                var rides: Set<RideID> = []
+                // Note the chunk's rides in its segment without a temporary set (no allocation
+                // per commit: a ride already noted is found, not inserted again).
+                let segIndex = segmentRides.lastIndex(where: { $0.id == seg })
                 for k in 0..<chunkItems {
-                    if let r = pending[k].ride { rides.insert(r) }
+                    if let r = pending[k].ride, let i = segIndex, !segmentRides[i].rides.contains(r) { segmentRides[i].rides.insert(r) }
                     if case .record = pending[k].kind { counters.recordsDurable &+= 1 }
                 }
-                if let i = segmentRides.lastIndex(where: { $0.id == seg }) { segmentRides[i].rides.formUnion(rides) }
                 counters.framesWritten &+= UInt64(chunkFrames)
                 nextSequence &+= UInt32(chunkFrames)
                 pending.removeFirst(chunkItems)
