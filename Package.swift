@@ -78,7 +78,7 @@ let package = Package(
         .testTarget(name: "BoardTests", dependencies: ["BoardIO", "BoardHardware", "Configuration", "Device", "AppCore", "RideModel", "board-test-helper"], swiftSettings: swift6),
         // A process the board tests signal and run as another user (Tests/BoardTestHelper).
         .executableTarget(name: "board-test-helper", dependencies: ["BoardIO"], path: "Tests/BoardTestHelper", swiftSettings: swift6),
-        .testTarget(name: "DeviceTests", dependencies: ["Device", "BoardIO"], swiftSettings: swift6),
+        .testTarget(name: "DeviceTests", dependencies: ["Device", "DeviceAdapters", "BoardIO"], swiftSettings: swift6),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Device", "AppCore", "RideModel"], swiftSettings: swift6),
     ]
 )
