@@ -13,6 +13,13 @@ public final class RideActiveFlag {
 
     public init(path: String) { self.path = path }
 
+    /// Removes a file left by a process that crashed (call once at start-up, before the state
+    /// is known): the state then sets it again if the recovered ride is still in progress.
+    public func removeStale() {
+        do { try AtomicFiles.remove(path) } catch {}
+        isSet = false
+    }
+
     /// Creates or removes the file to match `active`. Returns false on an error (counted; the
     /// ride goes on).
     @discardableResult

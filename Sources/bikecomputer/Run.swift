@@ -117,6 +117,7 @@ final class BoardRunner {
     var i2cScreen: DisplayScreen<I2CBus>?
     var probeScreen: DisplayScreen<LatencyProbeBus>?
     var buttons: GPIOButtons?
+    var buzzer: BuzzerAlert?
     var debouncer: ButtonDebouncer
     var debounceTimer: TimerID?
     var coreDeadlineTimer: TimerID?
@@ -154,6 +155,7 @@ final class BoardRunner {
         recoveredRide = opened.report.recoveredRide
         archive = RideLibrary(dataDirectory: settings.dataDirectory, ops: BoardRideFiles())
         rideFlag = RideActiveFlag(path: options.rideActiveFile)
+        rideFlag.removeStale()
         debouncer = ButtonDebouncer(debounceMs: Int64(config.buttons.debounceMs))
 
         // The display (missing hardware is logged and counted; the ride goes on without it).
@@ -180,7 +182,22 @@ final class BoardRunner {
             }
         }
 
-        runtime = DeviceRuntime(core: opened.core, journal: journal, archive: archive, screen: screen, log: log)
+        // The buzzer/LED line for alerts (optional hardware, like the display).
+        var alertOutput: AlertOutputPort?
+        if options.buttons, let pin = config.buttons.buzzerPin {
+            do {
+                let line = try GPIOOutputLine(chip: config.buttons.chip, offset: UInt32(pin))
+                let b = BuzzerAlert(line: line)
+                buzzer = b
+                alertOutput = b
+            } catch {
+                hardwareErrors += 1
+                log.log(.error, "buzzer: \(error); alerts are shown but not sounded")
+            }
+        }
+
+        runtime = DeviceRuntime(core: opened.core, journal: journal, archive: archive, screen: screen,
+                                alertOutput: alertOutput, log: log)
         // The recovered core's pending effects (gap event, "ride recovered") drain with this input.
         runtime.handle(.wallClock(wall, at: now))
         journal.syncNow(at: now)
@@ -230,6 +247,8 @@ final class BoardRunner {
 
         // Buttons.
         if options.buttons { attachButtons() }
+        buzzer?.loop = loop
+        buzzer?.log = log
 
         // The control socket.
         let path = settings.controlSocket
@@ -498,6 +517,36 @@ final class BoardRunner {
         if rideFlag.isSet { rideFlag.set(false) }
         log.log(.info, "stopped; journal durable (\(journal.counters.recordsDurable) records)")
         return exitCode
+    }
+}
+
+/// Sounds alerts on the buzzer/LED line: on at the alert, off `pulseMs` later (a loop timer;
+/// nothing blocks).
+final class BuzzerAlert: AlertOutputPort {
+    static let pulseMs: Int64 = 300
+    let line: GPIOOutputLine
+    weak var loop: EpollEventLoop?
+    weak var log: StderrLog?
+    var offTimer: TimerID?
+    var errors: UInt64 = 0
+
+    init(line: GPIOOutputLine) { self.line = line }
+
+    func pulse(for alert: Alert, at now: MonotonicInstant) {
+        guard let loop else { return }
+        set(true)
+        if let t = offTimer { loop.cancelTimer(t) }
+        offTimer = loop.scheduleTimer("buzzer.off", afterMs: Self.pulseMs) { [unowned self] in
+            self.offTimer = nil
+            self.set(false)
+        }
+    }
+
+    func set(_ on: Bool) {
+        do { try line.set(active: on) } catch {
+            errors &+= 1
+            log?.log(.error, "buzzer: \(error)")
+        }
     }
 }
 

@@ -127,6 +127,18 @@ struct BoardFileAdapterTests {
         #expect(flag.errors == 0)
     }
 
+    @Test func aStaleRideActiveFileIsRemovedAtStartUp() throws {
+        let d = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: d) }
+        FileManager.default.createFile(atPath: d + "/ride-active", contents: Data("stale".utf8))
+        let flag = RideActiveFlag(path: d + "/ride-active")
+        flag.removeStale()
+        #expect(!FileManager.default.fileExists(atPath: d + "/ride-active"))
+        #expect(!flag.isSet)
+        flag.removeStale() // nothing there: no error
+        #expect(flag.errors == 0)
+    }
+
     @Test func rideActiveFlagInAnUnwritablePlaceIsCountedNotFatal() {
         let flag = RideActiveFlag(path: "/proc/bikecomputer-test/ride-active")
         #expect(!flag.set(true))

@@ -454,3 +454,15 @@ def test_status_over_a_raw_socket_and_garbage_lines(bikecomputer, run_dir):
         assert app.terminate(signal.SIGINT) == 0
     finally:
         app.kill()
+
+
+def test_a_stale_ride_active_file_from_a_crash_is_removed_when_no_ride_is_in_progress(bikecomputer, run_dir):
+    stale = run_dir / "ride-active"
+    stale.write_text("left by a crashed process\n")
+    app = App(bikecomputer, run_dir, write_config(run_dir))
+    try:
+        assert app.status()["state"] == "idle"
+        assert not stale.exists(), "a stale ride-active file would block the USB drive refresh forever"
+        assert app.terminate() == 0
+    finally:
+        app.kill()
