@@ -223,7 +223,7 @@ public final class BridgeLink {
         guard let port = serial else { return }
         let rt = runtime
         var fed = false
-        for _ in 0..<Limits.serialReadsPerWakeMax {
+        for attempt in 0..<Limits.serialReadsPerWakeMax {
             let result: ReceiveResult
             do {
                 result = try buffer.withUnsafeMutableBytes { b throws(SystemError) in try port.read(into: UnsafeMutableRawBufferPointer(rebasing: b[0..<Limits.serialBytesPerReadMax])) }
@@ -246,7 +246,9 @@ public final class BridgeLink {
                 fed = true
                 continue
             }
-            if case .closed = result {
+            // A raw tty (VMIN 0, VTIME 0) reads 0 bytes when it is merely empty: only a first
+            // read of a wake-up that finds nothing (or EIO) is a hang-up.
+            if case .closed = result, attempt == 0 {
                 log.log(.warning, "serial bridge hung up; every sensor is lost until it is back")
                 closeSerial(announce: true)
                 scheduleReopen()

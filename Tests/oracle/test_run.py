@@ -466,3 +466,46 @@ def test_a_stale_ride_active_file_from_a_crash_is_removed_when_no_ride_is_in_pro
         assert app.terminate() == 0
     finally:
         app.kill()
+
+
+def test_serial_bridge_on_a_pseudo_terminal(bikecomputer, run_dir):
+    import tty
+    controller, terminal = os.openpty()
+    tty.setraw(terminal)
+    tty_path = os.ttyname(terminal)
+    cfg = write_config(run_dir)
+    text = cfg.read_text().replace('transport = "unix"', 'transport = "serial"').replace(f'path = "{run_dir}/bridge.sock"', f'path = "{tty_path}"')
+    cfg.write_text(text)
+    app = App(bikecomputer, run_dir, cfg)
+    gen = FakeBridge(run_dir / "unused.sock", hr=133, power=180)
+    try:
+        os.write(controller, b"\x00" + protocol.serial_record(protocol.hello(gen.now_us(), 3, 42)))
+        # Line noise before the records costs at most that record.
+        os.write(controller, b"\x13\x37garbage\x00")
+        deadline = time.monotonic() + 10
+        step = 0
+        st = None
+        while time.monotonic() < deadline:
+            for f in gen.frames(step * 0.25, step):
+                os.write(controller, protocol.serial_record(f))
+            step += 1
+            time.sleep(0.25)
+            st = app.status()
+            if st["live"]["heart_rate"] == 133 and st["live"]["power"] == 180:
+                break
+        assert st["live"]["heart_rate"] == 133 and st["live"]["power"] == 180, st
+        assert sensor_state(st, "HR") == "connected"
+        assert st["bridge"]["connected"] is True
+        assert "serial_" in st["bridge"]["counters"], st["bridge"]  # the noise was counted
+        # The dongle goes away (the line hangs up): every sensor is lost, the app keeps running.
+        os.close(controller)
+        controller = None
+        st = app.wait_for(lambda s: sensor_state(s, "HR") == "lost", timeout=5, what="HR lost after the hang-up")
+        assert st["bridge"]["connected"] is False
+        assert "serial bridge hung up" in app.stderr()
+        assert app.terminate() == 0
+    finally:
+        app.kill()
+        if controller is not None:
+            os.close(controller)
+        os.close(terminal)
