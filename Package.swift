@@ -104,7 +104,7 @@ let package = Package(
         .testTarget(name: "BoardTests", dependencies: ["TestSupport", "BoardIO", "BoardHardware", "Configuration", "Device", "AppCore", "RideModel", "board-test-helper"], swiftSettings: swift6),
         // A process the board tests signal and run as another user (Tests/BoardTestHelper).
         .executableTarget(name: "board-test-helper", dependencies: ["BoardIO"], path: "Tests/BoardTestHelper", swiftSettings: swift6),
-        .testTarget(name: "DeviceTests", dependencies: ["Device", "BoardIO"], swiftSettings: swift6),
+        .testTarget(name: "DeviceTests", dependencies: ["Device", "DeviceAdapters", "BoardIO"], swiftSettings: swift6),
         // The control stream (pure) and its socket side. swift-configuration (in hummingbird's
         // package graph) also names a module Configuration: aliased here so it does not clash
         // with ours (SwiftPM needs one product dependency that names the alias).

@@ -11,12 +11,4 @@ struct BikeComputer: ParsableCommand {
         defaultSubcommand: Run.self)
 }
 
-struct Run: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run the bike computer (the default).")
-
-    func run() throws {
-        print("bikecomputer: the board run loop is not wired yet; try `swift run bikesim`.")
-    }
-}
-
 BikeComputer.main()

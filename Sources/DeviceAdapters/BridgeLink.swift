@@ -1,0 +1,280 @@
+import AppCore
+import BoardIO
+import Device
+import RideModel
+import Sensors
+
+/// The bridge transport on the run loop: a SOCK_SEQPACKET listener the bridge process connects
+/// to, or a serial device a dongle writes COBS records on. Frames go through the data source
+/// (`SensorInputs`) and every resulting input through `DeviceRuntime.handle`. Work per wake-up
+/// is bounded; the receive buffer is allocated once, so a frame allocates nothing here.
+public final class BridgeLink {
+    public enum Transport: Sendable, Hashable {
+        case unixSocket(path: String)
+        case serial(path: String, baud: Int)
+    }
+
+    /// Named limits.
+    public enum Limits {
+        public static let packetsPerWakeMax = 32
+        public static let serialBytesPerReadMax = 1024
+        public static let serialReadsPerWakeMax = 4
+        /// A serial device that is missing or went away is reopened this often.
+        public static let serialReopenMs: Int64 = 2_000
+    }
+
+    public let transport: Transport
+    public private(set) var sensors: SensorInputs
+    let runtime: DeviceRuntime
+    let loop: EventLoop
+    let log: LogPort
+    var listener: SeqPacketListener?
+    var listenerRegistration: IORegistration?
+    var connection: SeqPacketConnection?
+    var connectionRegistration: IORegistration?
+    var serial: SerialPort?
+    var serialRegistration: IORegistration?
+    var reopenTimer: TimerID?
+    var buffer: [UInt8]
+    public private(set) var connectionsAccepted: UInt64 = 0
+    public private(set) var disconnections: UInt64 = 0
+    public private(set) var transportErrors: UInt64 = 0
+    public private(set) var lastError: String?
+
+    /// Called after a wake-up fed inputs to the runtime (the loop re-arms its deadline timers).
+    public var onInputs: (() -> Void)?
+    /// Called with each raw packet before it is decoded (measurement mode only).
+    public var onPacket: ((UnsafeRawBufferPointer) -> Void)?
+    /// Called after each packet has gone through the runtime (measurement mode only).
+    public var onPacketDone: (() -> Void)?
+
+    public var isConnected: Bool { connection != nil || serial != nil }
+
+    public init(transport: Transport, configuration: DataSourceConfiguration, loop: EventLoop,
+                runtime: DeviceRuntime, log: LogPort) {
+        self.transport = transport
+        self.loop = loop
+        self.runtime = runtime
+        self.log = log
+        sensors = SensorInputs(configuration)
+        buffer = Array(repeating: 0, count: max(BridgeFrame.bytesMax + 16, Limits.serialBytesPerReadMax))
+    }
+
+    var now: MonotonicInstant { MonotonicInstant(milliseconds: loop.nowMs) }
+
+    /// Starts listening (socket) or opening (serial), and announces every sensor's initial
+    /// state. A socket that cannot be created throws: without it no sensor can ever arrive.
+    public func start() throws(SystemError) {
+        let rt = runtime
+        sensors.source.start(at: now) { rt.handle(SensorFeed.input($0)) }
+        switch transport {
+        case .unixSocket(let path):
+            try AtomicFiles.makeDirectories(AtomicFiles.directoryName(of: path))
+            let l = try SeqPacketListener.listen(path: path)
+            listener = l
+            do {
+                listenerRegistration = try loop.register(l.fd, "bridge.accept", interest: .read) { [unowned self] _ in self.accept() }
+            } catch {
+                l.close()
+                throw SystemError(errno: 24, call: "epoll_ctl", context: "\(path): \(error)")
+            }
+            log.log(.info, "waiting for the sensor bridge on \(path)")
+        case .serial:
+            openSerial()
+        }
+        onInputs?()
+    }
+
+    /// Stops listening and closes the connection (shutdown).
+    public func close() {
+        dropConnection(announce: false)
+        if let r = listenerRegistration { loop.deregister(r) }
+        listenerRegistration = nil
+        listener?.close()
+        listener = nil
+        closeSerial(announce: false)
+        if let t = reopenTimer { loop.cancelTimer(t) }
+        reopenTimer = nil
+    }
+
+    /// The 1 Hz tick: stale/lost sensors, a silent bridge.
+    public func tick(at now: MonotonicInstant) {
+        let rt = runtime
+        sensors.source.tick(at: now) { rt.handle(SensorFeed.input($0)) }
+    }
+
+    // MARK: Socket
+
+    func accept() {
+        guard let l = listener else { return }
+        for _ in 0..<4 {
+            let c: SeqPacketConnection?
+            do { c = try l.accept() } catch {
+                note("accepting a bridge connection failed: \(error)")
+                return
+            }
+            guard let c else { return }
+            if connection != nil {
+                // A second bridge: the new one wins (the old one is a dead process whose
+                // socket has not been closed yet, or a restart).
+                log.log(.warning, "a new bridge connected; closing the previous connection")
+                dropConnection(announce: true)
+            }
+            do {
+                connectionRegistration = try loop.register(c.fd, "bridge.packet", interest: .read) { [unowned self] r in self.receive(r) }
+            } catch {
+                c.close()
+                note("cannot watch the bridge connection: \(error)")
+                continue
+            }
+            connection = c
+            connectionsAccepted &+= 1
+            sensors.bridgeConnected(at: now)
+            log.log(.info, "sensor bridge connected")
+        }
+    }
+
+    func receive(_ readiness: IOReadiness) {
+        guard let c = connection else { return }
+        let rt = runtime
+        var fed = false
+        for _ in 0..<Limits.packetsPerWakeMax {
+            let result: ReceiveResult
+            do {
+                result = try buffer.withUnsafeMutableBytes { b throws(SystemError) in try c.receive(into: UnsafeMutableRawBufferPointer(rebasing: b[0..<(BridgeFrame.bytesMax + 1)])) }
+            } catch {
+                note("reading from the bridge failed: \(error)")
+                dropConnection(announce: true)
+                break
+            }
+            switch result {
+            case .data(let count, let truncated):
+                let at = now
+                buffer.withUnsafeBytes { b in
+                    let packet = UnsafeRawBufferPointer(rebasing: b[0..<count])
+                    onPacket?(packet)
+                    if truncated { sensors.source.count(.malformedFrame); return }
+                    do throws(DecodeError) {
+                        let frame = try BridgeFrame.parse(packet)
+                        sensors.source.handle(frame, at: at) { rt.handle(SensorFeed.input($0)) }
+                    } catch {
+                        sensors.source.count(error.kind)
+                    }
+                }
+                onPacketDone?()
+                fed = true
+                continue
+            case .wouldBlock:
+                break
+            case .closed:
+                log.log(.warning, "sensor bridge disconnected; every sensor is lost until it reconnects")
+                dropConnection(announce: true)
+                fed = true
+            }
+            break
+        }
+        if fed { onInputs?() }
+    }
+
+    func dropConnection(announce: Bool) {
+        guard let c = connection else { return }
+        if let r = connectionRegistration { loop.deregister(r) }
+        connectionRegistration = nil
+        c.close()
+        connection = nil
+        disconnections &+= 1
+        if announce {
+            let rt = runtime
+            sensors.source.bridgeDisconnected(at: now) { rt.handle(SensorFeed.input($0)) }
+        }
+    }
+
+    // MARK: Serial
+
+    func openSerial() {
+        guard case .serial(let path, let baud) = transport else { return }
+        do {
+            let port = try SerialPort.open(path, baud: baud)
+            serialRegistration = try? loop.register(port.fd, "bridge.serial", interest: .read) { [unowned self] r in self.readSerial(r) }
+            guard serialRegistration != nil else {
+                port.close()
+                note("cannot watch the serial bridge \(path)")
+                scheduleReopen()
+                return
+            }
+            serial = port
+            sensors.bridgeConnected(at: now)
+            log.log(.info, "serial sensor bridge opened: \(path) at \(baud) baud")
+        } catch {
+            note("cannot open the serial bridge \(path): \(error); retrying every \(Limits.serialReopenMs / 1000) s")
+            scheduleReopen()
+        }
+    }
+
+    func scheduleReopen() {
+        guard reopenTimer == nil else { return }
+        reopenTimer = loop.scheduleTimer("bridge.reopen", afterMs: Limits.serialReopenMs) { [unowned self] in
+            self.reopenTimer = nil
+            self.openSerial()
+        }
+    }
+
+    func readSerial(_ readiness: IOReadiness) {
+        guard let port = serial else { return }
+        let rt = runtime
+        var fed = false
+        for attempt in 0..<Limits.serialReadsPerWakeMax {
+            let result: ReceiveResult
+            do {
+                result = try buffer.withUnsafeMutableBytes { b throws(SystemError) in try port.read(into: UnsafeMutableRawBufferPointer(rebasing: b[0..<Limits.serialBytesPerReadMax])) }
+            } catch {
+                note("reading the serial bridge failed: \(error)")
+                closeSerial(announce: true)
+                scheduleReopen()
+                fed = true
+                break
+            }
+            if case .data(let count, _) = result {
+                let at = now
+                var d = sensors.deframer
+                buffer.withUnsafeBytes { b in
+                    d.feed(UnsafeRawBufferPointer(rebasing: b[0..<count])) { frame in
+                        sensors.source.handle(frame, at: at) { rt.handle(SensorFeed.input($0)) }
+                    }
+                }
+                sensors.deframer = d
+                fed = true
+                continue
+            }
+            // A raw tty (VMIN 0, VTIME 0) reads 0 bytes when it is merely empty: only a first
+            // read of a wake-up that finds nothing (or EIO) is a hang-up.
+            if case .closed = result, attempt == 0 {
+                log.log(.warning, "serial bridge hung up; every sensor is lost until it is back")
+                closeSerial(announce: true)
+                scheduleReopen()
+                fed = true
+            }
+            break
+        }
+        if fed { onInputs?() }
+    }
+
+    func closeSerial(announce: Bool) {
+        guard let port = serial else { return }
+        if let r = serialRegistration { loop.deregister(r) }
+        serialRegistration = nil
+        port.close()
+        serial = nil
+        disconnections &+= 1
+        if announce {
+            let rt = runtime
+            sensors.source.bridgeDisconnected(at: now) { rt.handle(SensorFeed.input($0)) }
+        }
+    }
+
+    func note(_ message: String) {
+        transportErrors &+= 1
+        lastError = message
+        log.log(.error, message)
+    }
+}

@@ -1,0 +1,116 @@
+import AppCore
+import Device
+import Display
+import RideModel
+import Screens
+
+/// The board's `ScreenPort`: renders the screen value into the display pipeline (no I/O) and
+/// leaves the changed pages queued; the run loop sends them with `flushStep`, at most one page
+/// per loop turn, so no flush blocks the loop for long. Dims while idle. A failing bus is
+/// counted and retried after `retryAfterErrorMs` (the ride never stops for the display).
+public final class DisplayScreen<Bus: DisplayBus>: ScreenPort {
+    public static var retryAfterErrorMs: Int64 { 5_000 }
+
+    public private(set) var pipeline: DisplayPipeline
+    public var bus: Bus
+    public private(set) var busErrors: UInt64 = 0
+    public private(set) var lastError: DisplayBusError?
+    public private(set) var pagesSent: UInt64 = 0
+    public private(set) var frames: UInt64 = 0
+    var suspendedUntil: MonotonicInstant?
+    var lastNow = MonotonicInstant.zero
+    /// Called from `show` when pages are waiting to be sent (the loop schedules a flush step).
+    public var onPagesPending: (() -> Void)?
+    /// Called with each bus error (for the log).
+    public var onError: ((DisplayBusError) -> Void)?
+
+    public init(bus: Bus, panel: PanelConfiguration) {
+        self.bus = bus
+        pipeline = DisplayPipeline(panel: panel)
+    }
+
+    /// Init sequence and a cleared screen (start-up only: one full frame of bus time).
+    public func start() throws(DisplayBusError) {
+        try pipeline.start(bus: &bus)
+    }
+
+    public func show(_ screen: ScreenModel, at now: MonotonicInstant) {
+        lastNow = max(lastNow, now)
+        frames &+= 1
+        pipeline.show(screen)
+        if !isSuspended {
+            do { try pipeline.applyBrightness(for: screen, bus: &bus) } catch { failed(error) }
+        }
+        if pipeline.hasPendingPages && !isSuspended { onPagesPending?() }
+    }
+
+    var isSuspended: Bool {
+        guard let until = suspendedUntil else { return false }
+        if lastNow >= until { suspendedUntil = nil; return false }
+        return true
+    }
+
+    public var hasPendingPages: Bool { pipeline.hasPendingPages && !isSuspended }
+
+    /// Sends at most one changed page; returns the pages sent (0 or 1).
+    @discardableResult
+    public func flushStep(at now: MonotonicInstant) -> Int {
+        lastNow = max(lastNow, now)
+        guard !isSuspended else { return 0 }
+        do {
+            let n = try pipeline.flushStep(bus: &bus)
+            pagesSent &+= UInt64(n)
+            return n
+        } catch {
+            failed(error)
+            return 0
+        }
+    }
+
+    func failed(_ error: DisplayBusError) {
+        busErrors &+= 1
+        lastError = error
+        suspendedUntil = lastNow.advanced(byMs: Self.retryAfterErrorMs)
+        pipeline.invalidate() // everything is resent once the bus answers again
+        onError?(error)
+    }
+
+    /// Turns the panel off (shutdown): one command, best effort.
+    public func blank() {
+        var off: UInt8 = OLEDCommand.displayOff
+        _ = withUnsafePointer(to: &off) { p -> Bool in
+            do { try bus.write(control: OLEDControl.commands, UnsafeBufferPointer(start: p, count: 1)); return true } catch { return false }
+        }
+    }
+}
+
+/// A display bus for measurements: accepts everything, and calls `onPage` with each data
+/// transaction (a page's bytes) so the run loop can time "sensor frame → first changed page
+/// handed to the bus". Optionally spins for the time the bytes would take on a real I²C bus.
+public struct LatencyProbeBus: DisplayBus {
+    public private(set) var transactions = 0
+    public private(set) var dataTransactions = 0
+    public var onData: (() -> Void)?
+    /// Emulated bus clock (0: no delay); bytes × 9 bits / clock is spent busy-waiting.
+    public var emulatedClockHz: Int
+    let nowNs: () -> UInt64
+
+    public init(emulatedClockHz: Int = 0, nowNs: @escaping () -> UInt64, onData: (() -> Void)? = nil) {
+        self.emulatedClockHz = emulatedClockHz
+        self.nowNs = nowNs
+        self.onData = onData
+    }
+
+    public mutating func write(control: UInt8, _ bytes: UnsafeBufferPointer<UInt8>) throws(DisplayBusError) {
+        transactions += 1
+        if control == OLEDControl.data {
+            dataTransactions += 1
+            onData?()
+        }
+        if emulatedClockHz > 0 {
+            let ns = UInt64((bytes.count + 2) * 9) * 1_000_000_000 / UInt64(emulatedClockHz)
+            let until = nowNs() &+ ns
+            while nowNs() < until {}
+        }
+    }
+}

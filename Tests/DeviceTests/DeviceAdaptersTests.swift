@@ -1,0 +1,178 @@
+import AppCore
+import BoardIO
+import Device
+import DeviceAdapters
+import Display
+import Foundation
+import Journal
+import RideModel
+import Testing
+
+/// A bus that fails while `failing` is set (an unplugged display) and otherwise passes writes
+/// to an emulator.
+struct FlakyBus: DisplayBus {
+    var emulator = SSD1306Emulator()
+    var failing = false
+    var writes = 0
+    var dataWrites = 0
+    mutating func write(control: UInt8, _ bytes: UnsafeBufferPointer<UInt8>) throws(DisplayBusError) {
+        if failing { throw .noDevice(path: "/dev/i2c-1", address: 0x3C) }
+        writes += 1
+        if control == OLEDControl.data { dataWrites += 1 }
+        try emulator.write(control: control, bytes)
+    }
+}
+
+struct DisplayScreenTests {
+    /// The first data page with the ride timer at `seconds` (the timer is on every data page).
+    func running(_ seconds: Int64) -> ScreenModel {
+        var m = ScreenModel()
+        m.mode = .running(page: 0)
+        m.timerMs = seconds * 1000
+        m.elapsedMs = seconds * 1000
+        m.metrics[Int(Metric.heartRate.rawValue)] = 140
+        return m
+    }
+
+    @Test func showQueuesPagesAndEachFlushStepSendsAtMostOne() throws {
+        let screen = DisplayScreen(bus: FlakyBus(), panel: PanelConfiguration())
+        try screen.start()
+        var pendingCalls = 0
+        screen.onPagesPending = { pendingCalls += 1 }
+        screen.show(running(140), at: MonotonicInstant(milliseconds: 1000))
+        #expect(screen.hasPendingPages)
+        #expect(pendingCalls == 1)
+        var steps = 0
+        while screen.hasPendingPages {
+            let before = screen.pagesSent
+            #expect(screen.flushStep(at: MonotonicInstant(milliseconds: 1000)) == 1)
+            #expect(screen.pagesSent == before + 1)
+            steps += 1
+            #expect(steps <= 8, "more steps than the panel has pages")
+        }
+        #expect(steps >= 1)
+        // The same screen again changes nothing: no page is queued.
+        screen.show(running(140), at: MonotonicInstant(milliseconds: 1100))
+        #expect(!screen.hasPendingPages)
+        // The timer's last digit changes: fewer pages than a full frame.
+        screen.show(running(141), at: MonotonicInstant(milliseconds: 1200))
+        var changed = 0
+        while screen.hasPendingPages { changed += screen.flushStep(at: MonotonicInstant(milliseconds: 1200)) }
+        #expect(changed >= 1 && changed < 8)
+    }
+
+    @Test func aFailingBusIsCountedSuspendedAndEverythingIsResentWhenItAnswers() throws {
+        let screen = DisplayScreen(bus: FlakyBus(), panel: PanelConfiguration())
+        try screen.start()
+        var errors: [DisplayBusError] = []
+        screen.onError = { errors.append($0) }
+        screen.show(running(150), at: MonotonicInstant(milliseconds: 0))
+        while screen.hasPendingPages { screen.flushStep(at: MonotonicInstant(milliseconds: 0)) }
+        screen.bus.failing = true
+        screen.show(running(151), at: MonotonicInstant(milliseconds: 100))
+        #expect(screen.flushStep(at: MonotonicInstant(milliseconds: 100)) == 0)
+        #expect(screen.busErrors >= 1 && errors.count == Int(screen.busErrors))
+        // Suspended: no retries (and no error storm) until the retry time.
+        let count = screen.busErrors
+        #expect(!screen.hasPendingPages)
+        #expect(screen.flushStep(at: MonotonicInstant(milliseconds: 2000)) == 0)
+        #expect(screen.busErrors == count)
+        screen.bus.failing = false
+        let retryAt = MonotonicInstant(milliseconds: 100 + DisplayScreen<FlakyBus>.retryAfterErrorMs)
+        screen.show(running(152), at: retryAt)
+        var sent = 0
+        while screen.hasPendingPages { sent += screen.flushStep(at: retryAt) }
+        #expect(sent == 8, "after an error the whole frame is resent")
+    }
+
+    @Test func blankTurnsThePanelOff() throws {
+        let screen = DisplayScreen(bus: FlakyBus(), panel: PanelConfiguration())
+        try screen.start()
+        #expect(screen.bus.emulator.displayOn)
+        screen.blank()
+        #expect(!screen.bus.emulator.displayOn)
+    }
+
+    @Test func latencyProbeReportsDataTransactionsOnly() throws {
+        var pages = 0
+        let bus = LatencyProbeBus(emulatedClockHz: 0, nowNs: { 0 }, onData: { pages += 1 })
+        let screen = DisplayScreen(bus: bus, panel: PanelConfiguration())
+        try screen.start()
+        let afterStart = pages
+        #expect(afterStart > 0) // the start-up clear writes data
+        screen.show(running(130), at: MonotonicInstant(milliseconds: 0))
+        screen.flushStep(at: MonotonicInstant(milliseconds: 0))
+        #expect(pages > afterStart)
+        #expect(screen.bus.dataTransactions == pages)
+        #expect(screen.bus.transactions > screen.bus.dataTransactions)
+    }
+}
+
+struct BoardFileAdapterTests {
+    func temporaryDirectory() throws -> String {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("adapters-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+        return d
+    }
+
+    @Test func rideActiveFlagFollowsTheState() throws {
+        let d = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: d) }
+        let flag = RideActiveFlag(path: d + "/run/ride-active")
+        #expect(flag.set(true))
+        #expect(FileManager.default.fileExists(atPath: d + "/run/ride-active"))
+        #expect(flag.set(true))
+        #expect(flag.set(false))
+        #expect(!FileManager.default.fileExists(atPath: d + "/run/ride-active"))
+        #expect(flag.errors == 0)
+    }
+
+    @Test func aStaleRideActiveFileIsRemovedAtStartUp() throws {
+        let d = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: d) }
+        FileManager.default.createFile(atPath: d + "/ride-active", contents: Data("stale".utf8))
+        let flag = RideActiveFlag(path: d + "/ride-active")
+        flag.removeStale()
+        #expect(!FileManager.default.fileExists(atPath: d + "/ride-active"))
+        #expect(!flag.isSet)
+        flag.removeStale() // nothing there: no error
+        #expect(flag.errors == 0)
+    }
+
+    @Test func rideActiveFlagInAnUnwritablePlaceIsCountedNotFatal() {
+        let flag = RideActiveFlag(path: "/proc/bikecomputer-test/ride-active")
+        #expect(!flag.set(true))
+        #expect(flag.errors == 1 && !flag.isSet)
+        #expect(flag.lastError?.contains("/proc/bikecomputer-test") == true)
+    }
+
+    @Test func boardJournalCreatesItsDirectoryAndRecoversAnInterruptedRide() throws {
+        let d = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: d) }
+        let dir = d + "/data/journal"
+        var opened = try BoardJournal.open(directory: dir, configuration: AppConfiguration(), randomSeed: 7,
+                                           deviceNow: MonotonicInstant(milliseconds: 0), wallNow: nil, policy: CommitPolicy())
+        #expect(opened.report.recoveredRide == nil)
+        var core = opened.core
+        func feed(_ input: AppInput) {
+            core.handle(input)
+            while let e = core.drainEffect() { _ = opened.journal.apply(e, at: input.instant) }
+        }
+        feed(.command(.start, at: MonotonicInstant(milliseconds: 0)))
+        for s in 1...10 {
+            let t = MonotonicInstant(milliseconds: Int64(s) * 1000)
+            feed(.sample(Sample(.heartRate, 140, at: t)))
+            feed(.tick(t))
+            opened.journal.tick(at: t)
+        }
+        opened.journal.syncNow(at: MonotonicInstant(milliseconds: 10_000))
+        let id = core.header?.rideID
+        #expect(id != nil)
+        // "Crash": open again on the same directory.
+        opened = try BoardJournal.open(directory: dir, configuration: AppConfiguration(), randomSeed: 8,
+                                       deviceNow: MonotonicInstant(milliseconds: 500), wallNow: nil, policy: CommitPolicy())
+        #expect(opened.report.recoveredRide == id)
+        #expect(opened.core.state == .running)
+        #expect(opened.report.recordsReplayed > 10)
+    }
+}
