@@ -40,6 +40,14 @@ def main() -> int:
             if isinstance(k, int):
                 dropped += 1
                 continue
+            # Invalid values decode as None, which Garmin's encoder cannot write back: a single
+            # one is left out; inside an array (the app pads unused hrv slots with the uint16
+            # invalid value) it is written back as that raw invalid value, so both files carry
+            # the same arrays.
+            if v is None:
+                continue
+            if isinstance(v, list):
+                v = [0xFFFF if x is None else x for x in v]
             clean[k] = v
         kinds[mesg_num] += 1
         encoder.on_mesg(mesg_num, clean)

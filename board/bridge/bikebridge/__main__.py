@@ -1,4 +1,4 @@
-"""python -m bikebridge --socket /run/bikecomputer/sensors.sock --ble C0:FF:EE:00:11:22 --ant 120:0
+"""python -m bikebridge --socket /run/bikecomputer/bridge.sock --ble C0:FF:EE:00:11:22 --ant 120:0
 
 Forwards raw sensor payloads to the bike computer over its Unix socket (or a serial line)."""
 import argparse
