@@ -23,9 +23,22 @@ struct Ctl: ParsableCommand {
     func run() throws {
         let line = words.joined(separator: " ")
         // Check the request locally first: a typo gets the same message without a round trip.
-        if case .failure(let e) = ControlProtocol.parse(line) {
+        // Stream requests: `pairing-code` is a one-line request; `subscribe` streams forever, which
+        // is for socket clients (companions), not for ctl.
+        switch ControlProtocol.parseStreamRequest(line) {
+        case .some(.success(.subscribe)):
+            printError("bikecomputer ctl: subscribe streams the ride until the client leaves; connect to the socket directly (docs/companion.md)")
+            throw ExitCode(64)
+        case .some(.failure(let e)):
             printError("bikecomputer ctl: \(e.description)")
             throw ExitCode(64)
+        case .some(.success(.pairingCode)):
+            break
+        case nil:
+            if case .failure(let e) = ControlProtocol.parse(line) {
+                printError("bikecomputer ctl: \(e.description)")
+                throw ExitCode(64)
+            }
         }
         let path: String
         if let socket {

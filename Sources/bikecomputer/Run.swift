@@ -110,6 +110,8 @@ final class BoardRunner {
     let journal: FlashJournal
     let archive: RideLibrary
     let runtime: DeviceRuntime
+    /// Numbered state, metrics and zone lines for the control socket's subscribers (companions).
+    let stream: ControlStream
     let bridge: BridgeLink
     let rideFlag: RideActiveFlag
     let startMs: Int64
@@ -198,18 +200,14 @@ final class BoardRunner {
 
         runtime = DeviceRuntime(core: opened.core, journal: journal, archive: archive, screen: screen,
                                 alertOutput: alertOutput, log: log)
-        // The recovered core's pending effects (gap event, "ride recovered") drain with this input.
+        // A stream id new at every start, so a reconnecting companion knows the device restarted.
+        stream = ControlStream(streamID: UInt64(bitPattern: wall.unixMs) ^ MonotonicClock.nowNs)
+        _ = runtime.addObserver(stream)
+        // The recovered core's pending effects (gap event, "ride recovered"), then the wall clock,
+        // then the files of rides that ended before their file was durable.
+        runtime.start(at: now)
         runtime.handle(.wallClock(wall, at: now))
-        journal.syncNow(at: now)
-        for id in opened.report.finishedRidesAwaitingFile {
-            do {
-                let what = try archive.store(rideID: id, records: journal.records(of: id))
-                journal.rideFileIsDurable(id)
-                log.log(.info, "ride \(id) written after restart: \(what)")
-            } catch {
-                log.log(.error, "ride \(id) still not written (\(error)); its journal is kept")
-            }
-        }
+        for id in opened.report.finishedRidesAwaitingFile { runtime.writeRideFile(id, at: now) }
 
         let transport: BridgeLink.Transport = config.bridge.transport == .unix
             ? .unixSocket(path: settings.bridgePath) : .serial(path: settings.bridgePath, baud: config.bridge.baud)
@@ -254,6 +252,7 @@ final class BoardRunner {
         let path = settings.controlSocket
         try AtomicFiles.makeDirectories(AtomicFiles.directoryName(of: path))
         let server = try ControlSocketServer(path: path, loop: loop) { [unowned self] line in self.controlLine(line) }
+        stream.sink = { [unowned server] line in server.broadcast(line) }
         server.onDrop = { [unowned self] reason in self.log.log(.warning, "control client dropped: \(reason.rawValue)") }
         control = server
         log.log(.info, "control socket \(path)")
@@ -322,6 +321,7 @@ final class BoardRunner {
         let t = now
         bridge.tick(at: t)
         runtime.handle(.tick(t))
+        stream.tick(core: runtime.core, at: t)
         let syncs = journal.counters.syncs
         if syncs != lastSyncs {
             lastSyncs = syncs
@@ -379,6 +379,29 @@ final class BoardRunner {
     // MARK: Control socket
 
     func controlLine(_ line: String) -> ControlSocketServer.Reply {
+        // Subscriptions and the companion's pairing code (docs/companion.md).
+        if let special = ControlProtocol.parseStreamRequest(line) {
+            switch special {
+            case .failure(let e):
+                return .init(ControlProtocol.format(e), isError: true)
+            case .success(.subscribe(let from, let id)):
+                let sub = stream.subscribe(from: from, streamID: id, core: runtime.core, at: now)
+                return .subscribing(sub.reply, then: sub.lines)
+            case .success(.pairingCode(let code)):
+                // The unit draws six-digit codes (the companion issues those).
+                var shown: UInt32?
+                if let code {
+                    guard code.count <= 6, let n = UInt32(code) else {
+                        return .init("error \(runtime.core.state): the unit shows pairing codes of up to six digits", isError: true)
+                    }
+                    shown = n
+                }
+                stream.setPairingCode(code)
+                runtime.command(.showPairingCode(shown), at: now)
+                afterInputs()
+                return .init(code == nil ? "ok pairing code cleared" : "ok pairing code shown")
+            }
+        }
         switch ControlProtocol.parse(line) {
         case .failure(let e):
             return .init(ControlProtocol.format(e), isError: true)

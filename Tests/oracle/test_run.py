@@ -509,3 +509,57 @@ def test_serial_bridge_on_a_pseudo_terminal(bikecomputer, run_dir):
         if controller is not None:
             os.close(controller)
         os.close(terminal)
+
+
+def read_json_lines(sock, count, timeout=10.0, until=None):
+    """Reads newline-terminated lines from `sock` until `count` lines (or `until(line)`) arrive."""
+    sock.settimeout(0.5)
+    buf, lines = b"", []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            continue
+        assert chunk, "the device closed the stream"
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            lines.append(line.decode())
+            if until and until(lines[-1]):
+                return lines
+        if not until and len(lines) >= count:
+            return lines
+    raise AssertionError(f"stream: got {lines!r}")
+
+
+def test_a_subscriber_follows_the_ride_and_the_pairing_code_is_shown(bikecomputer, run_dir):
+    """The control socket's stream on the real device: a new subscriber gets a snapshot, then
+    numbered state changes and 1 Hz metrics as the ride goes on; a companion's pairing code is
+    accepted (six digits) or refused, and status reflects the ride."""
+    bridge = FakeBridge(run_dir / "bridge.sock")
+    app = App(bikecomputer, run_dir, write_config(run_dir))
+    try:
+        bridge.start()
+        sub = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sub.connect(app.control)
+        sub.sendall(b"subscribe\n")
+        first = read_json_lines(sub, 1, until=lambda l: '"type":"snapshot"' in l)
+        snapshot = json.loads(first[-1][first[-1].index("{"):])
+        assert snapshot["type"] == "snapshot" and snapshot["state"] == "idle"
+        app.ctl("start")
+        lines = read_json_lines(sub, 0, timeout=15, until=lambda l: '"type":"metrics"' in l and '"running"' in l)
+        events = [json.loads(l) for l in lines if l.startswith("{")]
+        seqs = [e["seq"] for e in events]
+        assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), "sequence numbers ascend"
+        assert any(e["type"] == "state" for e in events)
+        assert app.ctl("pairing-code", "482913") == "pairing code shown"
+        bad = app.ctl_raw("pairing-code", "ABCD1234")
+        assert bad.returncode != 0 and "six digits" in (bad.stdout + bad.stderr)
+        assert app.ctl("pairing-code", "clear") == "pairing code cleared"
+        sub.close()
+        assert app.status()["state"] == "running"
+        assert app.terminate() == 0
+    finally:
+        bridge.stop()
+        app.kill()
