@@ -62,6 +62,9 @@ public final class DeviceRuntime {
     /// The next device instant at which the core needs a tick (the run loop arms a timer for it).
     public var nextDeadline: MonotonicInstant? { core.nextDeadline }
 
+    /// The session state, read in place (reading `core` from outside copies the whole core).
+    public var state: SessionState { core.state }
+
     /// Feeds one input and carries out everything it caused.
     public func handle(_ input: AppInput) {
         inputsHandled &+= 1

@@ -346,7 +346,7 @@ final class BoardRunner {
                 }
             }
         }
-        let active = runtime.core.state.isRideInProgress
+        let active = runtime.state.isRideInProgress
         if active != rideFlag.isSet, !rideFlag.set(active) {
             log.log(.error, "ride-active file: \(rideFlag.lastError ?? "?")")
         }
