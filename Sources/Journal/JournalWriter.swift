@@ -102,6 +102,10 @@ public final class JournalWriter {
     var lastCheckpointAt: MonotonicInstant?
 
     var encoder = RecordEncoder()
+    /// Snapshots of the encoder's state (the last durable one, and one before each frame), kept
+    /// in their own buffers so that taking them allocates nothing.
+    var durableState = GroupDecoderState()
+    var savedState = GroupDecoderState()
     var out: [UInt8] = []
     var run: [RideRecord] = []
 
@@ -230,7 +234,7 @@ public final class JournalWriter {
         guard !pending.isEmpty else { return true }
         counters.commits &+= 1
         out.removeAll(keepingCapacity: true)
-        var durableState = encoder.state
+        durableState.copy(from: encoder.state)
         var next = 0          // next pending item to encode
         var chunkItems = 0
         var chunkFrames = 0
@@ -246,10 +250,10 @@ public final class JournalWriter {
                     precondition(out.isEmpty)
                     try writeHeader(seg, firstSequence: nextSequence)
                     encoder.resetStreams()
-                    durableState = encoder.state
+                    durableState.copy(from: encoder.state)
                 }
                 if next < pending.count {
-                    let saved = encoder.state
+                    savedState.copy(from: encoder.state)
                     let start = out.count
                     let n = encodeFrame(at: next, sequence: nextSequence &+ UInt32(chunkFrames))
                     if offset + out.count <= storage.segmentBytes {
@@ -259,7 +263,7 @@ public final class JournalWriter {
                         continue
                     }
                     out.removeSubrange(start...)
-                    encoder.state = saved
+                    encoder.state.copy(from: savedState)
                     if out.isEmpty {
                         precondition(offset > JournalFormat.segmentHeaderBytes, "a record larger than an empty segment")
                         currentSegment = nil // full: the next frame starts a new segment
@@ -287,14 +291,14 @@ public final class JournalWriter {
                 chunkItems = 0
                 chunkFrames = 0
                 out.removeAll(keepingCapacity: true)
-                durableState = encoder.state
+                durableState.copy(from: encoder.state)
                 if rotateAfterFlush {
                     currentSegment = nil
                     rotateAfterFlush = false
                 }
             }
         } catch {
-            encoder.state = durableState
+            encoder.state.copy(from: durableState)
             pendingHasSampleRecord = pending.contains { if case .record(.sample) = $0.kind { true } else { false } }
             lastError = error
             counters.failedCommits &+= 1

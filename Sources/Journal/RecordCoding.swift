@@ -453,6 +453,25 @@ public struct GroupDecoderState: Sendable, Hashable {
 
     public init() {}
 
+    /// Becomes a copy of `other` by copying its elements into this value's own buffers: no
+    /// allocation when this value's arrays are not shared (the writer keeps its snapshots this
+    /// way, so saving and restoring the encoder's state costs no heap allocation per commit).
+    mutating func copy(from other: GroupDecoderState) {
+        lastInstant = other.lastInstant
+        Self.copy(&streamInstant, other.streamInstant)
+        Self.copy(&streamStepMs, other.streamStepMs)
+        Self.copy(&streamSeen, other.streamSeen)
+        Self.copy(&lastMode, other.lastMode)
+        Self.copy(&lastK, other.lastK)
+        Self.copy(&lastBits, other.lastBits)
+        Self.copy(&lastBitsValid, other.lastBitsValid)
+    }
+
+    @inline(__always) static func copy<T>(_ into: inout [T], _ from: [T]) {
+        precondition(into.count == from.count, "decoder state arrays have a fixed size")
+        for i in 0..<from.count { into[i] = from[i] }
+    }
+
     mutating func reset() {
         lastInstant = 0
         for i in 0..<streamSeen.count { streamSeen[i] = 0 }
