@@ -194,6 +194,8 @@ public final class EpollEventLoop: EventLoop {
     /// a turn that left due timers behind (capped) wakes again at once.
     private func rearmTimerFD() {
         let earliest = core.timers.earliestDeadlineNs()
+        // Still armed at that deadline, and it has not expired yet: no system call.
+        if let e = earliest, e == armedDeadlineNs, e > cbs_monotonic_ns() { return }
         // A deadline already past fires at once; 0 would disarm, so "now" is 1 ns.
         let rc = cbs_timerfd_arm_absolute(timerFD.rawValue, earliest.map { max($0, 1) } ?? 0)
         precondition(rc == 0, "timerfd_settime failed: errno \(errno)") // only with a bad fd: a programmer error

@@ -129,6 +129,19 @@ public enum ConfigMapping {
         }
     }
 
+    /// What a BLE sensor in `role` is taken for. A BLE address says nothing of the sensor's
+    /// kind (an ANT+ device type does), so without this the first sensor in the file would
+    /// count as a source of every quantity: its state would stand for sensors it is not.
+    public static func bleQuantities(for role: DeviceConfig.Sensor.Role) -> QuantitySet {
+        switch role {
+        case .heartRate: Profile.bleHeartRate.quantities
+        case .power: Profile.bleCyclingPower.quantities
+        case .speedCadence: Profile.bleSpeedCadence.quantities
+        case .speed: QuantitySet(.speed, .distance, .battery)
+        case .cadence: QuantitySet(.cadence, .battery)
+        }
+    }
+
     /// The paired sensors in config order (earlier = higher priority) and the wheel.
     public static func dataSource(_ c: DeviceConfig) -> DataSourceConfiguration {
         var paired: [PairedSensor] = []
@@ -140,7 +153,7 @@ public enum ConfigMapping {
                 paired.append(PairedSensor(.ant(deviceNumber: number, deviceType: type, transmissionType: 0), priority: i))
             case .ble:
                 guard let text = s.bleAddress, let address = BLEAddress(text) else { continue }
-                paired.append(PairedSensor(.ble(address), priority: i))
+                paired.append(PairedSensor(.ble(address), provides: bleQuantities(for: s.role), priority: i))
             }
         }
         return DataSourceConfiguration(sensors: paired, wheelCircumferenceMm: c.bike.wheelCircumferenceMm)

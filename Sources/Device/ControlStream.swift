@@ -125,9 +125,11 @@ public final class ControlStream: RideObserver {
     }
 
     /// The 1 Hz live-metrics line (call once a second from the run loop's timer, after the
-    /// core's own tick). Also catches state changes no effect announced.
-    public func tick(core: AppCore, at now: MonotonicInstant) {
+    /// core's own tick). Also catches state changes no effect announced; with `metrics` false
+    /// (nobody follows) it does only that.
+    public func tick(core: AppCore, metrics: Bool = true, at now: MonotonicInstant) {
         checkState(core, at: now)
+        guard metrics else { return }
         var w = JSONWriter(pretty: false)
         Self.writeView(core, into: &w)
         emit("metrics", w, at: now, replayable: false)

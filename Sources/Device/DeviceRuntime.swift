@@ -47,6 +47,8 @@ public final class DeviceRuntime {
         self.screenPort = screen
         self.alertOutput = alertOutput
         self.log = log
+        nextDeadline = core.nextDeadline
+        state = core.state
     }
 
     public func addObserver(_ o: RideObserver) -> Bool {
@@ -60,10 +62,25 @@ public final class DeviceRuntime {
     }
 
     /// The next device instant at which the core needs a tick (the run loop arms a timer for it).
-    public var nextDeadline: MonotonicInstant? { core.nextDeadline }
+    public private(set) var nextDeadline: MonotonicInstant?
 
-    /// The session state, read in place (reading `core` from outside copies the whole core).
-    public var state: SessionState { core.state }
+    /// The session state.
+    public private(set) var state: SessionState
+
+    /// Copies what the run loop asks after every input out of the core. It reads the core in
+    /// place: calling a getter on `core` (a stored property of a class) copies the whole core
+    /// first, retains and all, which was the largest user-space cost per sensor frame.
+    func refreshDerived() {
+        let (d, s) = withUnsafeMutablePointer(to: &core) { p in (p.pointee.nextDeadline, p.pointee.state) }
+        nextDeadline = d
+        state = s
+    }
+
+    /// Lets a control stream look at the core (its state changes; with `metrics`, its 1 Hz
+    /// metrics line) without copying the core, as reading `core` from another module would.
+    public func sample(_ stream: ControlStream, metrics: Bool = true, at now: MonotonicInstant) {
+        stream.tick(core: core, metrics: metrics, at: now)
+    }
 
     /// Feeds one input and carries out everything it caused.
     public func handle(_ input: AppInput) {
@@ -74,6 +91,7 @@ public final class DeviceRuntime {
         if case .tick = input { journal.tick(at: now) }
         reportStorageIfChanged(at: now)
         screenPort?.show(core.screen, at: now)
+        refreshDerived()
     }
 
     /// A control command; returns the core's answer.
@@ -93,6 +111,7 @@ public final class DeviceRuntime {
         drain(at: deviceNow)
         journal.syncNow(at: deviceNow)
         screenPort?.show(core.screen, at: deviceNow)
+        refreshDerived()
         log.log(.warning, "recovered ride \(core.header?.rideID.description ?? "-") in state \(core.state), gap \(gapMs) ms")
     }
 
@@ -103,6 +122,7 @@ public final class DeviceRuntime {
         journal.syncNow(at: now)
         reportStorageIfChanged(at: now)
         screenPort?.show(core.screen, at: now)
+        refreshDerived()
     }
 
     /// Writes a saved ride's file from its durable journal records, then lets the journal compact

@@ -15,16 +15,21 @@ public struct CommitPolicy: Sendable, Hashable {
     public var pendingRecordsMax: Int
     /// Free space under this is reported as `.low`.
     public var lowStorageBytes: Int
+    /// Free space is read (a statvfs on the board) at most this often, at a commit, and after
+    /// every new segment: the health is asked after every input, and free space moves slowly.
+    public var freeSpaceCheckIntervalMs: Int64
 
     public init(commitIntervalMs: Int64 = 1_000, commitSampleRecordsAtOnce: Bool = true,
                 checkpointIntervalMs: Int64 = 600_000, retryIntervalMs: Int64 = 1_000,
-                pendingRecordsMax: Int = 65_536, lowStorageBytes: Int = 16 << 20) {
+                pendingRecordsMax: Int = 65_536, lowStorageBytes: Int = 16 << 20,
+                freeSpaceCheckIntervalMs: Int64 = 10_000) {
         self.commitIntervalMs = commitIntervalMs
         self.commitSampleRecordsAtOnce = commitSampleRecordsAtOnce
         self.checkpointIntervalMs = checkpointIntervalMs
         self.retryIntervalMs = retryIntervalMs
         self.pendingRecordsMax = pendingRecordsMax
         self.lowStorageBytes = lowStorageBytes
+        self.freeSpaceCheckIntervalMs = freeSpaceCheckIntervalMs
     }
 }
 
@@ -108,6 +113,9 @@ public final class JournalWriter {
     var savedState = GroupDecoderState()
     var out: [UInt8] = []
     var run: [RideRecord] = []
+    /// The storage's free bytes at `freeBytesReadAt` (nil: unknown), see `freeSpaceCheckIntervalMs`.
+    var freeBytes: Int?
+    var freeBytesReadAt: MonotonicInstant?
 
     /// Continues the journal after `scan` (run it with `repair: true` first).
     public init(storage: SegmentStorage, after scan: JournalScan, rides: [JournaledRide]? = nil, policy: CommitPolicy = CommitPolicy()) {
@@ -138,6 +146,7 @@ public final class JournalWriter {
         out.reserveCapacity(16 * 1024)
         run.reserveCapacity(JournalFormat.groupEntriesMax)
         pending.reserveCapacity(1024)
+        freeBytes = storage.availableBytes()
     }
 
     public var pendingCount: Int { pending.count }
@@ -150,8 +159,16 @@ public final class JournalWriter {
             return e.kind == .noSpace ? .full : .failing
         }
         if counters.recordsDropped > 0 && pending.count >= policy.pendingRecordsMax { return .failing }
-        if let free = storage.availableBytes(), free < policy.lowStorageBytes { return .low }
+        if let free = freeBytes, free < policy.lowStorageBytes { return .low }
         return .ok
+    }
+
+    /// Reads the storage's free space if it was never read, `force` is set, or the last reading
+    /// is older than `policy.freeSpaceCheckIntervalMs`.
+    func refreshFreeBytes(at now: MonotonicInstant, force: Bool = false) {
+        if !force, let last = freeBytesReadAt, now.milliseconds(since: last) < policy.freeSpaceCheckIntervalMs { return }
+        freeBytes = storage.availableBytes()
+        freeBytesReadAt = now
     }
 
     // MARK: Appending
@@ -303,11 +320,13 @@ public final class JournalWriter {
             lastError = error
             counters.failedCommits &+= 1
             retryAt = now.advanced(byMs: policy.retryIntervalMs)
+            refreshFreeBytes(at: now)
             return false
         }
         pendingHasSampleRecord = false
         lastError = nil
         retryAt = nil
+        refreshFreeBytes(at: now)
         return true
     }
 
@@ -358,6 +377,7 @@ public final class JournalWriter {
         currentSegment = id
         offset = 0
         segmentRides.append((id, []))
+        freeBytesReadAt = nil // a segment's worth less: read again at the end of this commit
     }
 
     func writeHeader(_ id: UInt32, firstSequence: UInt32) throws(StorageError) {
@@ -387,6 +407,7 @@ public final class JournalWriter {
                 return
             }
             counters.segmentsRemoved &+= 1
+            freeBytes = storage.availableBytes()
             segmentRides.removeFirst()
             if first.id == currentSegment { currentSegment = nil; offset = 0 }
         }

@@ -181,7 +181,13 @@ public final class SimulatedFlash: SegmentStorage {
         return name
     }
 
-    public func availableBytes() -> Int? { freeBytes }
+    public func availableBytes() -> Int? {
+        freeSpaceReads += 1
+        return freeBytes
+    }
+
+    /// How many times `availableBytes()` was asked (a statvfs each on a board).
+    public private(set) var freeSpaceReads = 0
 
     // MARK: Test helpers
 

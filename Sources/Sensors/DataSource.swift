@@ -145,6 +145,10 @@ public struct DataSource: Sendable {
         var windowStart = MonotonicInstant.zero
         var framesInWindow = 0
         var lastDistanceM: Double?
+        /// When this sensor last delivered each quantity (by `Quantity.rawValue`; nil: not since
+        /// it connected). A sensor that could provide a quantity but does not (a power meter
+        /// without crank data, for cadence) never keeps a lower-priority sensor's values out.
+        var producedAt: [MonotonicInstant?] = Array(repeating: nil, count: Quantity.allCases.count)
     }
 
     public private(set) var configuration: DataSourceConfiguration
@@ -299,6 +303,7 @@ public struct DataSource: Sendable {
         if slots[i].state != .searching { slots[i].state = .lost }
         for d in slots[i].decoders.indices { slots[i].decoders[d].reset() }
         slots[i].lastDistanceM = nil
+        for q in slots[i].producedAt.indices { slots[i].producedAt[q] = nil }
     }
 
     mutating func admit(_ i: Int, at now: MonotonicInstant) -> Bool {
@@ -310,20 +315,25 @@ public struct DataSource: Sendable {
         return slots[i].framesInWindow <= configuration.framesPerSensorPerSecondMax
     }
 
-    /// Whether sensor `i` is the preferred live source of `q`.
-    func preferred(_ i: Int, for q: Quantity) -> Bool {
+    /// Whether sensor `i` is the preferred live source of `q`: no connected sensor of higher
+    /// priority has delivered `q` within `staleAfterMs`.
+    func preferred(_ i: Int, for q: Quantity, at now: MonotonicInstant) -> Bool {
         let mine = slots[i].paired.priority
+        let k = Int(q.rawValue)
         for j in slots.indices where j != i && slots[j].state == .connected && slots[j].paired.provides.contains(q) {
+            guard let last = slots[j].producedAt[k], now.milliseconds(since: last) < configuration.staleAfterMs else { continue }
             if slots[j].paired.priority < mine || (slots[j].paired.priority == mine && j < i) { return false }
         }
         return true
     }
 
-    /// Whether a sample of `q` from sensor `i` passes enable, provides and priority.
-    mutating func pass(_ q: Quantity, from i: Int) -> Bool {
+    /// Whether a sample of `q` from sensor `i` passes provides, enable and priority (and notes
+    /// that the sensor delivers `q`).
+    mutating func pass(_ q: Quantity, from i: Int, at now: MonotonicInstant) -> Bool {
         guard slots[i].paired.provides.contains(q) else { return false }
+        slots[i].producedAt[Int(q.rawValue)] = now
         guard configuration.enabled.contains(q) else { status.samplesDisabled &+= 1; return false }
-        guard preferred(i, for: q) else { status.samplesSuperseded &+= 1; return false }
+        guard preferred(i, for: q, at: now) else { status.samplesSuperseded &+= 1; return false }
         return true
     }
 
@@ -339,15 +349,15 @@ public struct DataSource: Sendable {
             emit(.sample(Sample(q, value, at: now, origin: origin)))
         }
         for q in Self.valueQuantities {
-            if let x = v.value(q), pass(q, from: i) { send(q, x) }
+            if let x = v.value(q), pass(q, from: i, at: now) { send(q, x) }
         }
-        if v.rrCount > 0, pass(.rrInterval, from: i) {
+        if v.rrCount > 0, pass(.rrInterval, from: i, at: now) {
             for k in 0..<v.rrCount { send(.rrInterval, v.rrIntervalS(k)) }
         }
         if let dist = v.distanceM {
             let increment = slots[i].lastDistanceM.map { dist - $0 } ?? 0
             slots[i].lastDistanceM = dist
-            if increment >= 0, pass(.distance, from: i) {
+            if increment >= 0, pass(.distance, from: i, at: now) {
                 odometerM += increment
                 send(.distance, odometerM, origin: .generated)
             }

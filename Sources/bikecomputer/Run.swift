@@ -125,6 +125,13 @@ final class BoardRunner {
     var coreDeadlineTimer: TimerID?
     var armedCoreDeadline: MonotonicInstant?
     var flushTimer: TimerID?
+    var tickTimer: TimerID?
+    var lastMetricsAtMs: Int64?
+    /// The longest time between two ticks.
+    static let tickPeriodMs: Int64 = 1_000
+    /// Subscribers' metrics lines at least this far apart (ticks may come closer at the core's
+    /// other deadlines: a long press, an overlay's end).
+    static let metricsPeriodMs: Int64 = 900
     var displayState = "disabled (--no-display)"
     var buttonsState = "disabled (--no-buttons)"
     var hardwareErrors: UInt64 = 0
@@ -236,8 +243,8 @@ final class BoardRunner {
         bridge.onInputs = { [unowned self] in self.afterInputs() }
         try bridge.start()
 
-        // The 1 Hz tick and the wall clock.
-        loop.scheduleRepeating("tick", everyMs: 1_000) { [unowned self] in self.tick() }
+        // The 1 Hz tick (which the core's own deadlines pull forward, see `tick`) and the wall clock.
+        scheduleTick()
         loop.scheduleRepeating("wallclock", everyMs: Self.wallClockPeriodMs) { [unowned self] in
             self.runtime.handle(.wallClock(SystemWallClock.now(), at: self.now))
             self.afterInputs()
@@ -317,17 +324,34 @@ final class BoardRunner {
         }
     }
 
+    /// The board's tick: sensor timeouts, the core's tick, the subscribers' metrics line. It runs
+    /// at the core's deadlines (while riding, the 1 Hz record instants) and otherwise a second
+    /// after the last one, so a riding device wakes once a second for it, not twice.
     func tick() {
         let t = now
         bridge.tick(at: t)
         runtime.handle(.tick(t))
-        stream.tick(core: runtime.core, at: t)
+        // The metrics line at most about once a second, and only built when somebody follows.
+        let metricsDue = lastMetricsAtMs.map { t.milliseconds - $0 >= Self.metricsPeriodMs } ?? true
+        let followed = metricsDue && (control?.subscriberCount ?? 0) > 0
+        if followed { lastMetricsAtMs = t.milliseconds }
+        runtime.sample(stream, metrics: followed, at: t)
         let syncs = journal.counters.syncs
         if syncs != lastSyncs {
             lastSyncs = syncs
             lastSyncAtMs = t.milliseconds
         }
+        scheduleTick()
         afterInputs()
+    }
+
+    /// (Re)arms the fallback tick a second from now.
+    func scheduleTick() {
+        if let t = tickTimer { loop.cancelTimer(t) }
+        tickTimer = loop.scheduleTimer("tick", atMs: loop.nowMs + Self.tickPeriodMs, periodMs: nil) { [unowned self] in
+            self.tickTimer = nil
+            self.tick()
+        }
     }
 
     /// After any input: the core's next deadline and the ride-active file.
@@ -341,8 +365,7 @@ final class BoardRunner {
                 coreDeadlineTimer = loop.scheduleTimer("core.deadline", atMs: d.milliseconds, periodMs: nil) { [unowned self] in
                     self.coreDeadlineTimer = nil
                     self.armedCoreDeadline = nil
-                    self.runtime.handle(.tick(self.now))
-                    self.afterInputs()
+                    self.tick()
                 }
             }
         }
@@ -472,6 +495,7 @@ final class BoardRunner {
         w.beginObject("journal_counters")
         w.int("records_durable", Int64(clamping: jc.recordsDurable))
         w.int("syncs", Int64(clamping: jc.syncs))
+        w.int("bytes_written", Int64(clamping: jc.bytesWritten))
         w.int("records_dropped", Int64(clamping: jc.recordsDropped))
         w.endObject()
         w.string("slowest_handler", stats.slowestHandler?.name)

@@ -140,6 +140,71 @@ struct ConfigMappingTests {
         #expect(s.app.expectedSensors == [true, true, true, true])
     }
 
+    /// BLE addresses say nothing of the sensor's kind: the role does. A heart-rate strap listed
+    /// first must not stand for the power meter, speed and cadence sensors listed after it
+    /// (it did: every BLE sensor provided everything, so the strap's priority dropped the others'
+    /// values and its state was shown for them).
+    @Test func bleSensorsProvideWhatTheirRoleSaysAndEachReachesTheRide() throws {
+        let c = try load("""
+            [[sensor]]
+            transport = "ble"
+            role = "heart_rate"
+            ble_address = "C0:FF:EE:00:00:01"
+            [[sensor]]
+            transport = "ble"
+            role = "power"
+            ble_address = "C0:FF:EE:00:00:02"
+            [[sensor]]
+            transport = "ble"
+            role = "speed"
+            ble_address = "C0:FF:EE:00:00:03"
+            [[sensor]]
+            transport = "ble"
+            role = "cadence"
+            ble_address = "C0:FF:EE:00:00:04"
+            """)
+        let config = try ConfigMapping.settings(c).dataSource
+        let provides = config.sensors.map(\.provides)
+        #expect(provides[0].contains(.heartRate) && !provides[0].contains(.power) && !provides[0].contains(.speed))
+        #expect(provides[1].contains(.power) && !provides[1].contains(.heartRate))
+        #expect(provides[2].contains(.speed) && provides[2].contains(.distance) && !provides[2].contains(.cadence))
+        #expect(provides[3].contains(.cadence) && !provides[3].contains(.speed))
+
+        var source = DataSource(config)
+        var samples: [Quantity: [Double]] = [:]
+        var states: [SensorFunction: SourceState] = [:]
+        let take: (SensorOutput) -> Void = { o in
+            switch o {
+            case .sample(let s): samples[s.quantity, default: []].append(s.value)
+            case let .function(f, st, _, _): states[f] = st
+            }
+        }
+        source.start(at: MonotonicInstant(milliseconds: 0), take)
+        func frame(_ n: UInt64, _ uuid: UInt16, _ bytes: [UInt8]) -> BridgeFrame {
+            BridgeFrame(bridgeTimeUs: 0, .data(.ble(BLEAddress(value: 0xC0FF_EE00_0000 | n)), profileCode: uuid, Payload(bytes)!))
+        }
+        // The strap connects first; then the other three deliver.
+        source.handle(frame(1, 0x2A37, [0x00, 140]), at: MonotonicInstant(milliseconds: 100), take)
+        #expect(states[.power] != .connected, "the strap stands for the power meter")
+        for k in 0..<4 {
+            let t = MonotonicInstant(milliseconds: 200 + Int64(k) * 1000)
+            let ticks = UInt16(k * 1024)
+            source.handle(frame(1, 0x2A37, [0x00, 140]), at: t, take)
+            source.handle(frame(2, 0x2A63, [0x00, 0x00, 0xFA, 0x00]), at: t, take) // 250 W
+            source.handle(frame(3, 0x2A5B, [0x01] + le32(UInt32(k * 4)) + le16(ticks)), at: t, take) // 4 rev/s
+            source.handle(frame(4, 0x2A5B, [0x02] + le16(UInt16(k * 3 / 2)) + le16(UInt16(k * 3 / 2) * 683)), at: t, take)
+        }
+        #expect(samples[.heartRate]?.count == 5)
+        #expect(samples[.power] == [250, 250, 250, 250])
+        #expect((samples[.speed]?.count ?? 0) >= 3 && samples[.speed]!.allSatisfy { abs($0 - 4 * 2.105) < 0.01 })
+        #expect((samples[.distance]?.last ?? 0) > 20)
+        #expect(states[.heartRate] == .connected && states[.power] == .connected && states[.speed] == .connected && states[.cadence] == .connected)
+        #expect(source.status.samplesSuperseded == 0)
+    }
+
+    func le16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
+    func le32(_ v: UInt32) -> [UInt8] { le16(UInt16(v & 0xFFFF)) + le16(UInt16(v >> 16)) }
+
     @Test func aHeartRateStrapAloneExpectsOnlyHeartRate() throws {
         let c = try load("""
             [[sensor]]

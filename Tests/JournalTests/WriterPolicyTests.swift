@@ -43,6 +43,36 @@ struct WriterPolicyTests {
         #expect(flash.syncCount >= rideSeconds - 20, "\(flash.syncCount) syncs: too few to keep the loss under 1 s")
     }
 
+    /// The condition is asked after every input; free space is read at most once per
+    /// `freeSpaceCheckIntervalMs` (and after a segment is created), yet a filling card is still
+    /// reported within that interval.
+    @Test func freeSpaceIsReadAtMostOncePerIntervalAndLowIsStillSeen() {
+        let flash = SimulatedFlash(segmentBytes: 64 * 1024)
+        flash.freeBytes = 1 << 30
+        let rig = Rig(flash: flash)
+        let inputs = Script.inputs(seconds: 120)
+        let readsBefore = flash.freeSpaceReads
+        var lowSeenAt: MonotonicInstant?
+        var filledAt: MonotonicInstant?
+        for input in inputs {
+            rig.feed(input)
+            _ = rig.journal.condition
+            if filledAt == nil, input.instant.milliseconds >= 60_000 {
+                flash.freeBytes = 1 << 20 // under the 16 MB low mark
+                filledAt = input.instant
+            }
+            if lowSeenAt == nil, filledAt != nil, rig.journal.condition == .low { lowSeenAt = input.instant }
+        }
+        let reads = flash.freeSpaceReads - readsBefore
+        let rideSeconds = Int(inputs.last!.instant.milliseconds / 1000)
+        let interval = Int(CommitPolicy().freeSpaceCheckIntervalMs / 1000)
+        #expect(inputs.count > 10 * rideSeconds, "the script has many inputs per second")
+        #expect(reads <= rideSeconds / interval + 2 + Int(rig.journal.counters.segmentsCreated), "\(reads) reads in \(rideSeconds) s")
+        #expect(reads >= rideSeconds / interval - 1, "\(reads) reads: free space is still watched")
+        let filled = try! #require(filledAt), seen = try! #require(lowSeenAt)
+        #expect(seen.milliseconds(since: filled) <= CommitPolicy().freeSpaceCheckIntervalMs + 1_000)
+    }
+
     @Test func diskFullKeepsTheRideAndRetriesWithoutDroppingAnything() {
         let flash = SimulatedFlash(segmentBytes: 8 * 1024)
         flash.freeBytes = 8 * 1024 // room for one segment only

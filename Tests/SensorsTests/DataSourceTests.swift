@@ -77,6 +77,27 @@ import RideModel
         #expect(c.values(.cadence) == [90, 120])
     }
 
+    /// A connected sensor of higher priority that could provide cadence but does not send it
+    /// (a power meter without crank data) does not keep the cadence sensor's values out; once it
+    /// sends cadence, it wins again.
+    @Test func aHigherPrioritySensorThatDoesNotDeliverAQuantityDoesNotHideIt() {
+        var ds = source()
+        var c = Collected()
+        ds.start(at: ms(0)) { _ in }
+        // Power meter page 0x10 with cadence 0xFF (invalid: no cadence), connected and sending.
+        ds.handle(data(Self.pm, 11, "10 01 ff ff 00 00 c8 00"), at: ms(0)) { c.take($0) }
+        ds.handle(data(Self.cad, 0x2A5B, "02 0a 00 00 00"), at: ms(10)) { c.take($0) }
+        ds.handle(data(Self.pm, 11, "10 02 ff ff 00 00 c8 00"), at: ms(250)) { c.take($0) }
+        ds.handle(data(Self.cad, 0x2A5B, "02 0b 00 00 02"), at: ms(510)) { c.take($0) }
+        #expect(c.values(.cadence) == [120], "\(c.values(.cadence))")
+        #expect(ds.status.samplesSuperseded == 0)
+        // Now the power meter reports cadence: it is preferred while it keeps doing so.
+        ds.handle(data(Self.pm, 11, "10 03 ff 5a 00 00 c8 00"), at: ms(600)) { c.take($0) }
+        ds.handle(data(Self.cad, 0x2A5B, "02 0c 00 00 04"), at: ms(1010)) { c.take($0) }
+        #expect(c.values(.cadence) == [120, 90])
+        #expect(ds.status.samplesSuperseded == 1)
+    }
+
     @Test func disabledQuantityIsNotEmittedAndFunctionNotConfigured() {
         var ds = source()
         var c = Collected()
