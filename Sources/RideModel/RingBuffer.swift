@@ -3,18 +3,22 @@
 ///
 /// Storage is allocated once in `init`; `append`, `removeFirst` and subscripting never allocate.
 /// Logical index 0 is the oldest element; the physical slot is kept apart from it.
+/// Its operations are `@inlinable` so that client modules get them specialized for their
+/// element type (unspecialized, every append looked up generic metadata at run time).
 public struct RingBuffer<Element>: Sendable where Element: Sendable {
     @usableFromInline var storage: [Element?]
     @usableFromInline var head = 0 // physical slot of the oldest element
-    public private(set) var count = 0
+    @usableFromInline var storedCount = 0
+    @usableFromInline var storedOverwrittenCount: UInt64 = 0
+
+    @inlinable public var count: Int { storedCount }
     /// How many elements were dropped because the buffer was full.
-    public private(set) var overwrittenCount: UInt64 = 0
+    @inlinable public var overwrittenCount: UInt64 { storedOverwrittenCount }
+    @inlinable public var capacity: Int { storage.count }
+    @inlinable public var isEmpty: Bool { storedCount == 0 }
+    @inlinable public var isFull: Bool { storedCount == capacity }
 
-    public var capacity: Int { storage.count }
-    public var isEmpty: Bool { count == 0 }
-    public var isFull: Bool { count == capacity }
-
-    public init(capacity: Int) {
+    @inlinable public init(capacity: Int) {
         precondition(capacity > 0, "RingBuffer capacity must be positive")
         storage = Array(repeating: nil, count: capacity)
     }
@@ -26,47 +30,47 @@ public struct RingBuffer<Element>: Sendable where Element: Sendable {
     }
 
     /// Appends `element`; returns the element it overwrote, if the buffer was full.
-    @discardableResult
+    @inlinable @discardableResult
     public mutating func append(_ element: Element) -> Element? {
-        if count < capacity {
-            storage[slot(count)] = element
-            count += 1
+        if storedCount < capacity {
+            storage[slot(storedCount)] = element
+            storedCount += 1
             return nil
         }
         let old = storage[head]
         storage[head] = element
         head = head + 1 == capacity ? 0 : head + 1
-        overwrittenCount &+= 1
+        storedOverwrittenCount &+= 1
         return old
     }
 
     /// Removes and returns the oldest element.
-    public mutating func removeFirst() -> Element? {
-        guard count > 0 else { return nil }
+    @inlinable public mutating func removeFirst() -> Element? {
+        guard storedCount > 0 else { return nil }
         let e = storage[head]
         storage[head] = nil
         head = head + 1 == capacity ? 0 : head + 1
-        count -= 1
+        storedCount -= 1
         return e
     }
 
-    public mutating func removeAll() {
+    @inlinable public mutating func removeAll() {
         for i in 0..<capacity { storage[i] = nil }
         head = 0
-        count = 0
+        storedCount = 0
     }
 
     /// The element at logical index `i` (0 = oldest).
-    public subscript(i: Int) -> Element {
+    @inlinable public subscript(i: Int) -> Element {
         precondition(i >= 0 && i < count, "RingBuffer index \(i) out of range 0..<\(count)")
         return storage[slot(i)]!
     }
 
-    public var first: Element? { count > 0 ? self[0] : nil }
-    public var last: Element? { count > 0 ? self[count - 1] : nil }
+    @inlinable public var first: Element? { count > 0 ? self[0] : nil }
+    @inlinable public var last: Element? { count > 0 ? self[count - 1] : nil }
 
     /// Calls `body` for each element, oldest first, without allocating.
-    public func forEach(_ body: (Element) throws -> Void) rethrows {
+    @inlinable public func forEach(_ body: (Element) throws -> Void) rethrows {
         for i in 0..<count { try body(storage[slot(i)]!) }
     }
 
