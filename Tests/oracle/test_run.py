@@ -286,6 +286,71 @@ def test_ride_through_the_control_socket_with_a_live_bridge(bikecomputer, run_di
         app.kill()
 
 
+class FourBLESensorsBridge(FakeBridge):
+    """A BLE heart-rate strap, power meter (no crank data), speed sensor and cadence sensor, each
+    at its own address, 4 Hz: the set-up whose strap, listed first, used to hide the others."""
+
+    ADDRESSES = ["C0:FF:EE:00:00:01", "C0:FF:EE:00:00:02", "C0:FF:EE:00:00:03", "C0:FF:EE:00:00:04"]
+
+    def frames(self, t: float, step: int):
+        ids = [protocol.BleId(a) for a in self.ADDRESSES]
+        revs = int(t * self.cadence_rpm / 60)
+        crank_time = int(revs * 60 / self.cadence_rpm * 1024) & 0xFFFF
+        wheel_rps = self.speed_mps / 2.105
+        wrevs = int(t * wheel_rps)
+        wtime = int(wrevs / wheel_rps * 1024) & 0xFFFF
+        return [
+            protocol.data(self.now_us(), ids[0], 0x2A37, bytes([0x00, self.hr])),
+            protocol.data(self.now_us(), ids[1], 0x2A63, struct.pack("<Hh", 0x0000, self.power)),
+            protocol.data(self.now_us(), ids[2], 0x2A5B, struct.pack("<BIH", 0x01, wrevs, wtime)),
+            protocol.data(self.now_us(), ids[3], 0x2A5B, struct.pack("<BHH", 0x02, revs & 0xFFFF, crank_time)),
+        ]
+
+
+def test_four_ble_sensors_each_reach_the_ride(bikecomputer, run_dir):
+    """A BLE sensor provides what its role says: the strap listed first must not stand for the
+    power meter, speed and cadence sensors (every BLE sensor used to provide everything, so only
+    heart rate reached the ride and the strap's state was shown for all four)."""
+    cfg = run_dir / "config.toml"
+    sensors = "".join(f"""
+[[sensor]]
+transport = "ble"
+role = "{role}"
+ble_address = "{address}"
+""" for role, address in zip(["heart_rate", "power", "speed", "cadence"], FourBLESensorsBridge.ADDRESSES))
+    cfg.write_text(f"""
+[bridge]
+transport = "unix"
+path = "{run_dir}/bridge.sock"
+
+[control]
+socket = "{run_dir}/control.sock"
+{sensors}""")
+    app = App(bikecomputer, run_dir, cfg)
+    bridge = FourBLESensorsBridge(run_dir / "bridge.sock", hr=136, power=188, cadence_rpm=84, speed_mps=9.0)
+    try:
+        bridge.start()
+        app.wait_for(lambda s: sensor_state(s, "HR") == "connected", what="the strap connected")
+        app.ctl("start")
+        st = app.wait_for(lambda s: s["state"] == "running" and s["timer_ms"] >= 2000, timeout=12, what="running 2 s")
+        st = app.wait_for(lambda s: None not in s["live"].values(), what="every live value")
+        assert st["live"]["heart_rate"] == 136
+        assert st["live"]["power"] == 188
+        assert st["live"]["cadence"] == pytest.approx(84, abs=3)
+        assert st["live"]["speed"] == pytest.approx(9.0, rel=0.1)
+        assert all(sensor_state(st, r) == "connected" for r in ["HR", "PWR", "SPD", "CAD"]), st["sensors"]
+        assert "bad:" not in st["bridge"]["counters"], st["bridge"]["counters"]
+        # The strap alone: the other three go stale and then lost, the strap stays connected.
+        original = bridge.frames
+        bridge.frames = lambda t, step: original(t, step)[:1]
+        st = app.wait_for(lambda s: sensor_state(s, "PWR") in ("stale", "lost"), timeout=8, what="power stale without its meter")
+        assert sensor_state(st, "HR") == "connected"
+        assert sensor_state(st, "SPD") in ("stale", "lost") and sensor_state(st, "CAD") in ("stale", "lost")
+    finally:
+        bridge.stop()
+        app.kill()
+
+
 def journal_inspect(bikecomputer, run_dir):
     r = subprocess.run([str(bikecomputer), "journal", "inspect", "--json", str(run_dir / "data" / "journal")],
                        capture_output=True, text=True, timeout=30)
