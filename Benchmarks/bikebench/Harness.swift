@@ -1,6 +1,7 @@
 // Small measuring tools for bikebench: a monotonic clock, percentiles, the allocation counter,
 // and the figures table (text or JSON).
 import CMallocCounter
+import Device
 import Glibc
 
 enum Clock {
@@ -73,30 +74,16 @@ final class Report {
         for n in notes { print("  note: \(n)") }
     }
 
-    static func jsonString(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            default:
-                if u.value < 0x20 { out += "\\u00" + (u.value < 16 ? "0" : "") + String(u.value, radix: 16) } else { out.unicodeScalars.append(u) }
-            }
-        }
-        return out + "\""
-    }
-
     func printJSON(machine: String, date: String) {
-        var s = "{\n  \"machine\": \(Self.jsonString(machine)),\n  \"date\": \(Self.jsonString(date)),\n  \"figures\": {\n"
+        var s = "{\n  \"machine\": \(JSONWriter.quote(machine)),\n  \"date\": \(JSONWriter.quote(date)),\n  \"figures\": {\n"
         for (i, f) in figures.enumerated() {
-            s += "    \(Self.jsonString(f.key)): {\"value\": \(Self.format(f.value, f.decimals)), \"unit\": \(Self.jsonString(f.unit))"
-            if let t = f.target { s += ", \"target\": \(Self.jsonString(t))" }
+            s += "    \(JSONWriter.quote(f.key)): {\"value\": \(Self.format(f.value, f.decimals)), \"unit\": \(JSONWriter.quote(f.unit))"
+            if let t = f.target { s += ", \"target\": \(JSONWriter.quote(t))" }
             if let m = f.met { s += ", \"met\": \(m)" }
-            if let n = f.note { s += ", \"note\": \(Self.jsonString(n))" }
+            if let n = f.note { s += ", \"note\": \(JSONWriter.quote(n))" }
             s += "}" + (i + 1 < figures.count ? ",\n" : "\n")
         }
-        s += "  },\n  \"notes\": [" + notes.map(Self.jsonString).joined(separator: ", ") + "]\n}"
+        s += "  },\n  \"notes\": [" + notes.map(JSONWriter.quote).joined(separator: ", ") + "]\n}"
         print(s)
     }
 }

@@ -320,7 +320,8 @@ public struct DataSource: Sendable {
     func preferred(_ i: Int, for q: Quantity, at now: MonotonicInstant) -> Bool {
         let mine = slots[i].paired.priority
         let k = Int(q.rawValue)
-        for j in slots.indices where j != i && slots[j].state == .connected && slots[j].paired.provides.contains(q) {
+        for j in slots.indices where j != i && slots[j].state == .connected {
+            // Set only for quantities the sensor provides (`pass`).
             guard let last = slots[j].producedAt[k], now.milliseconds(since: last) < configuration.staleAfterMs else { continue }
             if slots[j].paired.priority < mine || (slots[j].paired.priority == mine && j < i) { return false }
         }

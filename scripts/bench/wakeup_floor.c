@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
     epoll_ctl(ep, EPOLL_CTL_ADD, tick, &ev);
     double cpu0 = cpu_ms();
     long frames = 0, wakeups = 0, syncs = 0, offset = 0;
-    char buf[128];
+    char buf[128] = {0};
     while (syncs < seconds) {
         struct epoll_event ready[8];
         int n = epoll_wait(ep, ready, 8, -1);
