@@ -93,7 +93,7 @@ let package = Package(
 
         // MARK: Tests
         // What every test target shares (the seeded generator of the randomized tests).
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swift6),
+        .target(name: "TestSupport", dependencies: ["RideModel"], path: "Tests/TestSupport", swiftSettings: swift6),
         .testTarget(name: "RideModelTests", dependencies: ["TestSupport", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "AppCoreTests", dependencies: ["TestSupport", "AppCore", "RideModel", "Device", "Training"], swiftSettings: swift6),
         .testTarget(name: "TrainingTests", dependencies: ["TestSupport", "Training", "RideModel"], swiftSettings: swift6),

@@ -661,12 +661,10 @@ public struct AppCore: Sendable {
 
     // MARK: Randomness (ride ids)
 
-    /// splitmix64: deterministic from the seed, so the simulator's outputs repeat exactly.
+    /// Deterministic from the seed (`SplitMix64`), so the simulator's outputs repeat exactly.
     mutating func nextRandom() -> UInt64 {
-        randomState &+= 0x9E37_79B9_7F4A_7C15
-        var z = randomState
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        var g = SplitMix64(seed: randomState)
+        defer { randomState = g.state }
+        return g.next()
     }
 }

@@ -16,15 +16,7 @@ func nowNs() -> Int64 {
     return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
 }
 
-struct Rng {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+extension SplitMix64 {
     mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }
 
@@ -42,7 +34,7 @@ final class RideDriver {
     var appended: [RideRecord] = []
     var keepRecords: Bool
     var now = MonotonicInstant.zero
-    var rng = Rng(state: 17)
+    var rng = SplitMix64(seed: 17)
 
     init(journal: FlashJournal, core: AppCore, keepRecords: Bool) {
         self.journal = journal
@@ -154,7 +146,7 @@ for profile in [Profile.decoded, .resolution] {
 
 // 2. Worst loss window over random power cuts during a 10-minute ride.
 do {
-    var rng = Rng(state: 99)
+    var rng = SplitMix64(seed: 99)
     var worstMs: Int64 = 0
     var worstLostSamples = 0
     let cuts = quick ? 30 : 200

@@ -151,7 +151,7 @@ struct ControlStreamTests {
     /// `complete` says whether that is all of them.
     @Test func replayRingIsBoundedAndExact() throws {
         for seed in UInt64(1)...6 {
-            var rng = SeededRandom(seed: seed)
+            var rng = SplitMix64(seed: seed)
             let h = StreamHarness()
             h.command(.start)
             h.run(seconds: 4)
@@ -214,14 +214,3 @@ struct ControlStreamTests {
     }
 }
 
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

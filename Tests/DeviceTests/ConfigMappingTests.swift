@@ -7,19 +7,6 @@ import Sensors
 import Testing
 import Training
 
-/// splitmix64, so the property test repeats exactly; failures print the seed.
-struct MappingRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// `ConfigMapping`: the config file's settings onto the app core, the data source, the journal,
 /// the display and the buttons.
 struct ConfigMappingTests {
@@ -273,7 +260,7 @@ struct ConfigMappingTests {
     /// zones as the Training module computes for the same figures.
     @Test func randomRidersMapLikeTheTrainingModule() throws {
         let seed = UInt64.random(in: 0...UInt64.max)
-        var rng = MappingRandom(seed: seed)
+        var rng = SplitMix64(seed: seed)
         for _ in 0..<300 {
             var c = DeviceConfig()
             c.rider.age = Int.random(in: 5...110, using: &rng)

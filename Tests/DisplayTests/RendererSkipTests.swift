@@ -7,22 +7,12 @@ import Testing
 /// The renderer skips drawing a running page whose texts did not change (most sensor frames).
 /// Whatever the sequence of screen values, its output must equal a fresh renderer's.
 struct RendererSkipTests {
-    struct Rng {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
+    typealias Rng = SplitMix64
 
     @Test(arguments: [64, 32])
     func sameOutputAsAFreshRenderer(height: Int) {
         let seed = UInt64(0xB1CE + height)
-        var rng = Rng(state: seed)
+        var rng = Rng(seed: seed)
         var kept = ScreenRenderer(layouts: .standard(height: height))
         var keptImage = Framebuffer(width: 128, height: height)
         var panel = EmulatedPanel(panel: PanelConfiguration(height: height))
@@ -58,4 +48,8 @@ struct RendererSkipTests {
         }
         #expect(skipped > 300, "the sequence should often leave the screen as it was (seed \(seed))")
     }
+}
+
+extension SplitMix64 {
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
 }

@@ -1,15 +1,10 @@
-/// A small seeded generator (SplitMix64) shared by every test target, so randomized and
+import RideModel
+
+/// The seeded generator every test target uses (RideModel's `SplitMix64`), so randomized and
 /// property tests repeat exactly from their seed; failing tests print it.
-public struct SeededRandom: RandomNumberGenerator, Sendable {
-    public var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+public typealias SeededRandom = SplitMix64
+
+extension SplitMix64 {
     /// True with probability `p`.
     public mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }
     public mutating func int(_ r: ClosedRange<Int>) -> Int { Int.random(in: r, using: &self) }

@@ -1,3 +1,5 @@
+import RideModel
+
 /// A synthetic ride whose numbers hang together: power follows a workout (warm-up, intervals, a
 /// climb, a stop at a junction, a cool-down, repeated for long rides); speed follows power
 /// through a road-load model with inertia; cadence follows speed and gradient; heart rate lags
@@ -59,21 +61,16 @@ public struct SyntheticRide: Sendable {
     public private(set) var lastBeatMs: Int64 = 0
     public private(set) var previousBeatMs: Int64 = 0
 
-    var rng: UInt64
+    var rng: SplitMix64
 
     public init(seed: UInt64) {
-        rng = seed ^ 0x5DEE_CE66_D1CE_4E5B
+        rng = SplitMix64(seed: seed ^ 0x5DEE_CE66_D1CE_4E5B)
         heartRateBpm = restingHeartRate + 20
     }
 
-    /// splitmix64 → uniform in [-1, 1).
+    /// Uniform in [-1, 1).
     mutating func noise() -> Double {
-        rng &+= 0x9E37_79B9_7F4A_7C15
-        var z = rng
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        z ^= z >> 31
-        return Double(z >> 11) / Double(1 << 52) - 1
+        Double(rng.next() >> 11) / Double(1 << 52) - 1
     }
 
     /// The workout block and its target power and grade at time `s`.
