@@ -348,10 +348,13 @@ final class BoardRunner {
     /// (Re)arms the fallback tick a second from now.
     func scheduleTick() {
         if let t = tickTimer { loop.cancelTimer(t) }
-        tickTimer = loop.scheduleTimer("tick", atMs: loop.nowMs + Self.tickPeriodMs, periodMs: nil) { [unowned self] in
-            self.tickTimer = nil
-            self.tick()
-        }
+        tickTimer = loop.scheduleTimer("tick", atMs: loop.nowMs + Self.tickPeriodMs, periodMs: nil, fallbackTick)
+    }
+
+    /// Made once, so rearming the tick every second does not allocate a closure context.
+    lazy var fallbackTick: () -> Void = { [unowned self] in
+        self.tickTimer = nil
+        self.tick()
     }
 
     /// After any input: the core's next deadline and the ride-active file.
