@@ -259,7 +259,7 @@ def scenario_logwrites(a) -> None:
     run("umount", str(DATA), check=False)
     sectors = run("blockdev", "--getsz", "/dev/vdb").strip()
     run("dmsetup", "create", "logw", "--table", f"0 {sectors} log-writes /dev/vdb /dev/vdc")
-    run("mkfs.ext4", "-q", "-L", "bikedata", "/dev/mapper/logw")
+    run("mkfs.ext4", "-q", "-L", "bikedata", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard", "/dev/mapper/logw")
     m = Marker("logw", a.mark_interval)
     m.mark("mkfs")
     run("mount", "/dev/mapper/logw", str(DATA))
