@@ -73,7 +73,9 @@ install_packages() {
     # the companion page's charts (served by the companion: the phone has no internet on a ride).
     packages="gpiod i2c-tools"
     if [ "$with_companion" = yes ]; then packages="$packages libjs-chart.js"; fi
-    if [ "$with_bridge" = yes ]; then packages="$packages python3-venv"; fi
+    # python3-venv for the bridge's venv; libusb-1.0-0 is what pyusb (openant) opens the ANT+
+    # stick with: without it the bridge fails with "No backend available".
+    if [ "$with_bridge" = yes ]; then packages="$packages python3-venv libusb-1.0-0"; fi
     echo "* packages: $packages"
     if command -v apt-get >/dev/null 2>&1; then
         # shellcheck disable=SC2086

@@ -206,10 +206,7 @@ def scenario_ride(a) -> None:
     wait_for(lambda: gddram()[:128 * 2] != page_a[:128 * 2] or gddram() != page_a, 5, "the display shows another page")
     record["page_changed"] = True
     time.sleep(3)
-    press(START)
-    wait_for(lambda: status()["state"] == "paused", 10, "paused")
-    press(START, hold_s=2.2)
-    wait_for(lambda: status()["state"] == "ended", 10, "ended after a long press")
+    end_ride()
     fits = wait_for(lambda: sorted(DATA.rglob("*.fit")), 30, "the ride's FIT file")
     record["final_status"] = status()
     record["fit_files"] = [str(p) for p in fits]
@@ -284,10 +281,7 @@ def scenario_logwrites(a) -> None:
     final = status()
     record["before_end"] = {"timer_ms": final["timer_ms"], "state": final["state"]}
     m.mark(f"s {final['state']} t {final['timer_ms']} l -1 m {time.monotonic_ns() // 1_000_000}")
-    press(START)
-    wait_for(lambda: status()["state"] == "paused", 10, "paused")
-    press(START, hold_s=2.2)
-    wait_for(lambda: status()["state"] == "ended", 10, "ended")
+    end_ride()
     wait_for(lambda: sorted(DATA.rglob("*.fit")), 30, "the ride's FIT file")
     m.mark("ended")
     run("systemctl", "stop", "bikebridge", "bikecomputer")
@@ -322,22 +316,347 @@ def scenario_powercut_2(a) -> None:
     wait_for(lambda: sensor_state(status(), "HR") == "connected", 30, "the bridge feeds the recovered ride")
     time.sleep(3)
     record["going_on"] = {"state": status()["state"], "timer_ms": status()["timer_ms"]}
-    press(START)
-    wait_for(lambda: status()["state"] == "paused", 10, "paused")
-    press(START, hold_s=2.2)
-    wait_for(lambda: status()["state"] == "ended", 10, "ended")
+    end_ride()
     fits = wait_for(lambda: sorted(DATA.rglob("*.fit")), 30, "the ride's FIT file")
     run("cp", str(fits[-1]), str(OUT / "ride.fit"))
     record["journal_app"] = run("journalctl", "-u", "bikecomputer", "--no-pager", "-o", "cat", check=False)[-4000:]
 
 
+# ------------------------------------------------------------------------------ storage faults
+
+def journal_condition() -> dict:
+    return status().get("journal", {})
+
+
+def log_since(cursor_file: str) -> str:
+    """bikecomputer's journal lines since the last call (journalctl cursors)."""
+    return run("journalctl", "-u", "bikecomputer", "--no-pager", "-o", "cat", f"--cursor-file={cursor_file}", check=False)
+
+
+def data_device(table: str, name: str = "card") -> str:
+    """(Re)maps /dev/mapper/NAME to `table` (a dm table line over /dev/vdb)."""
+    if os.path.exists(f"/dev/mapper/{name}"):
+        run("dmsetup", "suspend", "--noflush", name)
+        run("dmsetup", "reload", name, "--table", table)
+        run("dmsetup", "resume", name)
+    else:
+        run("dmsetup", "create", name, "--table", table)
+    return f"/dev/mapper/{name}"
+
+
+def vdb_sectors() -> int:
+    return int(run("blockdev", "--getsz", "/dev/vdb").strip())
+
+
+def fresh_card(size_sectors: int | None = None) -> str:
+    """A new ext4 data partition on /dev/mapper/card (linear over /dev/vdb), mounted."""
+    run("systemctl", "stop", "bikecomputer")
+    run("umount", str(DATA), check=False)
+    n = size_sectors or vdb_sectors()
+    dev = data_device(f"0 {n} linear /dev/vdb 0")
+    run("mkfs.ext4", "-q", "-F", "-L", "bikedata", dev)
+    run("mount", dev, str(DATA))
+    return dev
+
+
+def ride_alive(seconds: float) -> dict:
+    """For `seconds`: the status answers, the timer advances, the live power updates, and the
+    buttons pause and resume within 2 s each. Returns what was seen."""
+    seen = {"status_errors": 0, "timer_start": status()["timer_ms"], "button_s": []}
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            status()
+        except Exception:
+            seen["status_errors"] += 1
+        time.sleep(0.5)
+    for want in ["paused", "running"]:
+        t = time.monotonic()
+        press(START)
+        try:
+            wait_for(lambda: status()["state"] == want, 5, want, poll_s=0.05)
+            seen["button_s"].append(round(time.monotonic() - t, 2))
+        except TimeoutError:
+            seen["button_s"].append(None)
+    seen["timer_end"] = status()["timer_ms"]
+    return seen
+
+
+def long_press_end() -> int:
+    """Holds START until the ride ends; returns the number of holds it took (a rider would hold
+    again when the first did not take; more than one is recorded and checked by the tests)."""
+    for attempt in range(1, 4):
+        press(START, hold_s=2.2)
+        try:
+            wait_for(lambda: status()["state"] == "ended", 8, "ended after a long press")
+            return attempt
+        except TimeoutError:
+            note("long press did not end the ride", attempt=attempt, state=status()["state"])
+            if status()["state"] == "running":  # taken as a short press: pause again
+                press(START)
+                wait_for(lambda: status()["state"] == "paused", 10, "paused")
+    raise TimeoutError("three long presses did not end the ride")
+
+
+def end_ride() -> dict:
+    if status()["state"] != "paused":
+        press(START)
+        wait_for(lambda: status()["state"] == "paused", 10, "paused before the end")
+    final_timer = status()["timer_ms"]
+    holds = long_press_end()
+    record.setdefault("long_press_holds", []).append(holds)
+    return {"final_timer_ms": final_timer, "holds": holds}
+
+
+def fit_files() -> list[str]:
+    return sorted(str(p) for p in DATA.rglob("*.fit"))
+
+
+def fault_case(name: str, inject, heal, setup=None) -> None:
+    """One storage fault mid-ride: a fresh card (or `setup`), the units, a ride; `inject()`;
+    the ride goes on; the ride ends while the fault lasts; then `heal()` and up to 20 s for the
+    ride file without a restart. Everything seen goes to record[name]."""
+    r: dict = {}
+    record[name] = r
+    cursor = f"/tmp/cursor-{name}"
+    try:
+        (setup or fresh_card)()
+        log_since(cursor)
+        start_units()
+        ride_running()
+        time.sleep(3)
+        r["before"] = {"timer_ms": status()["timer_ms"], "journal": journal_condition()}
+        inject()
+        r["injected_at_timer_ms"] = status()["timer_ms"]
+        r["alive"] = ride_alive(6)
+        r["journal_during"] = journal_condition()
+        r["end"] = end_ride()
+        time.sleep(2)
+        r["files_before_heal"] = fit_files()
+        r["log_during"] = log_since(cursor)[-4000:]
+        heal()
+        try:
+            wait_for(lambda: fit_files(), 20, "the ride file after the card healed")
+        except TimeoutError:
+            pass
+        r["files_after_heal"] = fit_files()
+        if r["files_after_heal"]:
+            run("cp", r["files_after_heal"][-1], str(OUT / f"{name}.fit"))
+        r["log_after"] = log_since(cursor)[-3000:]
+        r["journal_after"] = journal_condition()
+    except Exception as e:
+        r["error"] = f"{type(e).__name__}: {e}"
+        r["log_on_error"] = log_since(cursor)[-4000:]
+    finally:
+        save()
+
+
+def scenario_faults(a) -> None:
+    configure(companion=False)
+    run("systemctl", "stop", "bikebridge", "bikecomputer")
+    run("umount", str(DATA), check=False)
+    which = a.cases.split(",")
+
+    if "full" in which:
+        def fill():
+            # The card fills mid-ride: a file takes every free block (as root, reserve included).
+            subprocess.run(["dd", "if=/dev/zero", f"of={DATA}/filler", "bs=64k"], capture_output=True)
+            os.sync()
+        fault_case("full", fill, lambda: os.unlink(f"{DATA}/filler"), setup=lambda: fresh_card(16 * 2048))
+
+    if "readonly" in which:
+        fault_case("readonly", lambda: run("mount", "-o", "remount,ro", str(DATA)),
+                   lambda: run("mount", "-o", "remount,rw", str(DATA)))
+
+    if "flakey" in which:
+        n = vdb_sectors()
+        # Writes fail (EIO) for 2 s out of every 3, then the card is healthy again.
+        fault_case("flakey", lambda: data_device(f"0 {n} flakey /dev/vdb 0 1 2 1 error_writes"),
+                   lambda: data_device(f"0 {n} linear /dev/vdb 0"))
+
+    if "dropped" in which:
+        n = vdb_sectors()
+        # Writes are silently dropped for 2 s out of every 3 (a card that lies).
+        fault_case("dropped", lambda: data_device(f"0 {n} flakey /dev/vdb 0 1 2 1 drop_writes"),
+                   lambda: data_device(f"0 {n} linear /dev/vdb 0"))
+
+    if "unusable" in which:
+        # The data directory cannot be used at all when the app starts: the partition is
+        # mounted read-only. The device must still start: screen, buttons, live values.
+        r: dict = {}
+        record["unusable"] = r
+        try:
+            fresh_card()
+            run("mount", "-o", "remount,ro", str(DATA))
+            run("systemctl", "restart", "bikecomputer")
+            time.sleep(8)
+            r["unit"] = unit("bikecomputer")
+            try:
+                st = wait_for(status, 20, "the control socket answers with an unusable data directory")
+                r["status"] = {"state": st["state"], "journal": st.get("journal"), "hardware": st.get("hardware")}
+                ride_running()
+                r["ride"] = ride_alive(3)
+            except Exception as e:
+                r["error"] = f"{type(e).__name__}: {e}"
+            r["display_on"] = sysread(f"{DEBUGFS}/state")
+            r["log"] = run("journalctl", "-u", "bikecomputer", "--no-pager", "-o", "cat", check=False)[-3000:]
+        finally:
+            run("mount", "-o", "remount,rw", str(DATA), check=False)
+            save()
+
+
+def scenario_latency(a) -> None:
+    """Item 6: button edge to a changed display page, and the loop's longest turn, on a card
+    whose every write waits `--delay-ms` (dm-delay), against the same card without delay."""
+    configure(companion=False)
+    run("systemctl", "stop", "bikebridge", "bikecomputer")
+    run("umount", str(DATA), check=False)
+    n = vdb_sectors()
+    for label, table in [("plain", f"0 {n} linear /dev/vdb 0"),
+                         ("delay", f"0 {n} delay /dev/vdb 0 0 /dev/vdb 0 {a.delay_ms}")]:
+        run("systemctl", "stop", "bikecomputer")
+        run("umount", str(DATA), check=False)
+        dev = data_device(f"0 {n} linear /dev/vdb 0")
+        run("mkfs.ext4", "-q", "-F", dev)
+        data_device(table)
+        run("mount", dev, str(DATA))
+        start_units()
+        ride_running()
+        time.sleep(2)
+        samples = []
+        for i in range(a.presses):
+            before = gddram()
+            t = time.monotonic()
+            press(PAGE, hold_s=0.05)
+            try:
+                wait_for(lambda: gddram() != before, 3, "page change", poll_s=0.002)
+                samples.append(round((time.monotonic() - t) * 1000, 1))
+            except TimeoutError:
+                samples.append(None)
+            time.sleep(0.35 + (i % 5) * 0.07)  # presses land at different points of the 1 s sync cycle
+        st = status()
+        record[f"latency_{label}"] = {"page_ms": samples, "loop": st.get("loop"), "journal": st.get("journal")}
+        end_ride()
+        save()
+
+
+# ------------------------------------------------------------------------------ clock
+
+class Timex(__import__("ctypes").Structure):
+    import ctypes as _c
+    _fields_ = [("modes", _c.c_uint), ("offset", _c.c_long), ("freq", _c.c_long), ("maxerror", _c.c_long),
+                ("esterror", _c.c_long), ("status", _c.c_int), ("constant", _c.c_long), ("precision", _c.c_long),
+                ("tolerance", _c.c_long), ("tv_sec", _c.c_long), ("tv_usec", _c.c_long), ("tick", _c.c_long),
+                ("ppsfreq", _c.c_long), ("jitter", _c.c_long), ("shift", _c.c_int), ("stabil", _c.c_long),
+                ("jitcnt", _c.c_long), ("calcnt", _c.c_long), ("errcnt", _c.c_long), ("stbcnt", _c.c_long),
+                ("tai", _c.c_int), ("pad", _c.c_int * 11)]
+
+
+ADJ_MAXERROR, ADJ_ESTERROR, ADJ_STATUS = 0x0004, 0x0008, 0x0010
+STA_UNSYNC = 0x0040
+
+
+def adjtimex(modes: int = 0, status: int = 0, maxerror: int = 0) -> Timex:
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    tx = Timex(modes=modes, status=status, maxerror=maxerror, esterror=maxerror)
+    if libc.adjtimex(ctypes.byref(tx)) < 0:
+        raise OSError(ctypes.get_errno(), "adjtimex")
+    return tx
+
+
+def clock_unsynced() -> bool:
+    return bool(adjtimex().status & STA_UNSYNC)
+
+
+def set_clock(unix_ms: int) -> None:
+    """Steps the wall clock (clock_settime marks it unsynchronised, as the kernel does for any step)."""
+    time.clock_settime(time.CLOCK_REALTIME, unix_ms / 1000)
+
+
+def synchronise(unix_ms: int) -> None:
+    """What systemd-timesyncd or an NTP client does once it has a server's time: step the clock
+    and tell the kernel it is synchronised (STA_UNSYNC cleared, small maximum error)."""
+    set_clock(unix_ms)
+    adjtimex(ADJ_STATUS | ADJ_MAXERROR | ADJ_ESTERROR, status=0, maxerror=50_000)
+
+
+def true_ms() -> int:
+    """The host's time when QEMU started (TRUE_UNIX_MS, at the guest's monotonic TRUE_MONO_MS = 0,
+    the kernel's start, within a fraction of a second) plus the guest's monotonic time since."""
+    return int(os.environ["TRUE_UNIX_MS"]) + (time.monotonic_ns() // 1_000_000 - int(os.environ["TRUE_MONO_MS"]))
+
+
+def scenario_clock(a) -> None:
+    """A board without an RTC: the ride starts on a stale, unsynchronised clock (400 days
+    behind); mid-ride the clock is synchronised (stepped forward), then stepped back 2 minutes
+    by a correction; the ride ends. The host checks how the FIT file is dated."""
+    record["boot_clock_unsynced"] = clock_unsynced()
+    configure(companion=False)
+    run("systemctl", "stop", "systemd-timesyncd", check=False)
+    stale = true_ms() - 400 * 86_400_000
+    set_clock(stale)
+    record["stale_unsynced"] = clock_unsynced()
+    start_units()
+    ride_running()
+    record["ride_start_true_ms"] = true_ms() - status()["timer_ms"]
+    time.sleep(4)
+    synchronise(true_ms())
+    record["synced_unsynced"] = clock_unsynced()
+    note("clock synchronised", wall=int(time.time() * 1000))
+    time.sleep(4)
+    synchronise(true_ms() - 120_000)
+    note("clock stepped back 2 min")
+    time.sleep(3)
+    record["end"] = end_ride()
+    fits = wait_for(lambda: fit_files(), 30, "the ride file")
+    run("cp", fits[-1], str(OUT / "clock.fit"))
+    record["journal_app"] = run("journalctl", "-u", "bikecomputer", "--no-pager", "-o", "cat", check=False)[-3000:]
+
+
+def scenario_clock_cut_1(a) -> None:
+    """A ride on a synchronised clock, then the plug is pulled."""
+    configure(companion=False)
+    run("systemctl", "stop", "systemd-timesyncd", check=False)
+    synchronise(true_ms())
+    start_units()
+    ride_running()
+    record["ride_start_true_ms"] = true_ms() - status()["timer_ms"]
+    time.sleep(5)
+    record["before_cut"] = {"timer_ms": status()["timer_ms"], "true_ms": true_ms()}
+    save()
+    os.sync()
+    (OUT / "pull-the-plug").write_text("")
+    time.sleep(60)
+
+
+def scenario_clock_cut_2(a) -> None:
+    """After the cut the board boots on its stale saved clock (unsynchronised); the ride is
+    recovered, goes on, ends."""
+    record["boot_clock_unsynced"] = clock_unsynced()
+    record["boot_clock_ms"] = int(time.time() * 1000)
+    record["boot_true_ms"] = true_ms()
+    st = wait_for(status, 60, "the app after the power cut")
+    record["after_boot"] = {"state": st["state"], "timer_ms": st["timer_ms"], "recovered": st.get("recovered")}
+    time.sleep(4)
+    record["end"] = end_ride()
+    fits = wait_for(lambda: fit_files(), 30, "the ride file")
+    run("cp", fits[-1], str(OUT / "clock-cut.fit"))
+    record["journal_app"] = run("journalctl", "-u", "bikecomputer", "--no-pager", "-o", "cat", check=False)[-3000:]
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("scenario", choices=["ride", "logwrites", "powercut-1", "powercut-2"])
+    p.add_argument("scenario", choices=["ride", "logwrites", "powercut-1", "powercut-2", "faults", "latency", "clock", "clock-cut-1",
+                                         "clock-cut-2"])
     p.add_argument("--mark-interval", type=float, default=0.25)
+    p.add_argument("--cases", default="full,readonly,flakey,dropped,unusable")
+    p.add_argument("--delay-ms", type=int, default=200)
+    p.add_argument("--presses", type=int, default=40)
     a = p.parse_args()
     fn = {"ride": scenario_ride, "logwrites": scenario_logwrites, "powercut-1": scenario_powercut_1,
-          "powercut-2": scenario_powercut_2}[a.scenario]
+          "powercut-2": scenario_powercut_2, "faults": scenario_faults, "latency": scenario_latency, "clock": scenario_clock,
+          "clock-cut-1": scenario_clock_cut_1, "clock-cut-2": scenario_clock_cut_2}[a.scenario]
     try:
         fn(a)
     except Exception as e:

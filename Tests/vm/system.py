@@ -43,7 +43,7 @@ SYSTEM = CACHE / "system"
 SUITE = "bookworm"
 ROOTFS_PACKAGES = ["systemd", "systemd-sysv", "udev", "kmod", "iproute2", "procps", "python3", "python3-venv",
                    "e2fsprogs", "dmsetup", "gpiod", "libgpiod2", "i2c-tools", "libi2c0", "dosfstools", "mtools",
-                   "libjs-chart.js", "systemd-timesyncd"]
+                   "libjs-chart.js", "systemd-timesyncd", "libusb-1.0-0"]
 # What the guest's kernel must load: disks and file systems, the test share, the device-mapper
 # targets of the storage tests, the simulated hardware's buses.
 GUEST_MODULES = ["virtio_pci", "virtio_blk", "crc32c_generic", "ext4", "9pnet_virtio", "9p", "dm_mod", "dm_log_writes",
@@ -352,7 +352,7 @@ class System:
             sh(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(self.image), "-F", "raw", str(disk)])
         return Disk(disk, "qcow2")
 
-    def command(self, outdir: pathlib.Path, root: Disk, disks: list[Disk], append: str) -> list[str]:
+    def command(self, outdir: pathlib.Path, root: Disk, disks: list[Disk], append: str, rtc: str | None = None) -> list[str]:
         a = self.kernel.arch
         cmd = [a.qemu, *a.machine, "-m", str(self.memory_mb), "-smp", str(self.smp), "-nodefaults", "-no-user-config",
                "-display", "none", "-no-reboot", "-kernel", str(self.kernel.boot_image), "-initrd", str(self.initrd),
@@ -361,11 +361,14 @@ class System:
                "-virtfs", f"local,path={outdir},mount_tag=vmout,security_model=none,multidevs=remap"]
         for d in [root, *disks]:
             cmd += ["-drive", f"file={d.path},format={d.fmt},if=virtio,cache=writeback"]
+        if rtc:
+            cmd += ["-rtc", f"base={rtc}"]  # the time the board's clock starts at (no RTC of its own)
         return cmd
 
     def run(self, script: str, timeout_s: float = 180, data_image: pathlib.Path | None = None,
             disks: list[Disk] = (), name: str = "system", outdir: pathlib.Path | None = None,
-            kill_when: str | None = None, append: str = "", env: dict[str, str] | None = None) -> vmlib.Result:
+            kill_when: str | None = None, append: str = "", env: dict[str, str] | None = None,
+            rtc: str | None = None) -> vmlib.Result:
         """Boots, runs `script` (sh, as root, from vm-test.service once multi-user is reached),
         powers off. `data_image` is /dev/vdb (the data partition), `disks` follow as vdc, vdd...
         With `kill_when` (a file name in /out), QEMU is killed (SIGKILL: a power cut) as soon as
@@ -384,7 +387,7 @@ class System:
         (outdir / "cmd.sh").write_text(f"{exports}{script}\n")
         root = self.new_root(outdir)
         all_disks = ([Disk(data_image)] if data_image else []) + list(disks)
-        cmd = self.command(outdir, root, all_disks, append)
+        cmd = self.command(outdir, root, all_disks, append, rtc)
         started = time.monotonic()
         timed_out = False
         killed = False
