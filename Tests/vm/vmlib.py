@@ -616,6 +616,12 @@ class Machine:
         """Boots, runs `script` (busybox sh, with the helpers `inhost` and `sysw`), powers off.
         `env` is exported to the script and to `inhost` programs. A guest still running after
         `timeout_s` is killed: the result says so and `ok` is false."""
+        return self.start(script, timeout_s, env, name, console_to_stdout).wait()
+
+    def start(self, script: str, timeout_s: float = 120, env: dict[str, str] | None = None, name: str = "run",
+              console_to_stdout: bool = False) -> "GuestRun":
+        """Like `run`, but returns at once: several guests can run side by side; `wait()`
+        gives the Result."""
         if not shutil.which(self.kernel.arch.qemu):
             raise VMUnavailable(f"{self.kernel.arch.qemu} is not installed (package {self.kernel.arch.qemu_package})")
         runs = CACHE / "runs"
@@ -629,24 +635,41 @@ class Machine:
                                        f"{GUEST_HELPERS}\n{script}\n")
         console = None if console_to_stdout else outdir / "console.log"
         cmd = self.command(outdir, str(console) if console else None)
-        started = time.monotonic()
+        return GuestRun(cmd, outdir, timeout_s, console_to_stdout)
+
+
+class GuestRun:
+    """A guest that was started; `wait()` returns its Result (killing it past its timeout)."""
+
+    def __init__(self, cmd: list[str], outdir: pathlib.Path, timeout_s: float, console_to_stdout: bool) -> None:
+        self.cmd, self.outdir, self.timeout_s = cmd, outdir, timeout_s
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=None if console_to_stdout else subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, start_new_session=True)
+        self.result: Result | None = None
+
+    def wait(self) -> Result:
+        if self.result:
+            return self.result
         timed_out = False
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=None if console_to_stdout else subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, start_new_session=True)
+        remaining = max(0.0, self.timeout_s - (time.monotonic() - self.started))
         try:
-            _, qemu_err = proc.communicate(timeout=timeout_s)
+            _, qemu_err = self.proc.communicate(timeout=remaining)
         except subprocess.TimeoutExpired:
             timed_out = True
-            proc.kill()
-            _, qemu_err = proc.communicate()
-        seconds = time.monotonic() - started
+            self.proc.kill()
+            _, qemu_err = self.proc.communicate()
+        seconds = time.monotonic() - self.started
+        outdir = self.outdir
         status_file = outdir / "status"
-        status = int(status_file.read_text().strip()) if status_file.exists() and status_file.read_text().strip() else None
+        text = status_file.read_text().strip() if status_file.exists() else ""
+        status = int(text) if text else None
         read = lambda n: (outdir / n).read_text(errors="replace") if (outdir / n).exists() else ""
         console_text = read("console.log")
         if qemu_err:
             console_text += "\n--- qemu stderr\n" + qemu_err.decode(errors="replace")
-        return Result(status, read("stdout"), read("stderr"), console_text, seconds, timed_out, outdir, cmd)
+        self.result = Result(status, read("stdout"), read("stderr"), console_text, seconds, timed_out, outdir, self.cmd)
+        return self.result
 
 
 def prune_runs(keep: int = 40) -> None:
