@@ -84,7 +84,7 @@ def gddram() -> bytes:
 
 def status() -> dict:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(5)
+    s.settimeout(15)
     s.connect(str(WORK / "control.sock"))
     s.sendall(b"status\n")
     data = b""
@@ -114,10 +114,22 @@ def wait_for(predicate, timeout_s: float, what: str, poll_s: float = 0.05):
     raise TimeoutError(f"{what}: not within {timeout_s} s (last: {last})")
 
 
+def stable_gddram() -> bytes:
+    """GDDRAM when two reads 50 ms apart agree (not in the middle of a frame's page steps)."""
+    mem = gddram()
+    for _ in range(40):
+        time.sleep(0.05)
+        again = gddram()
+        if again == mem:
+            return mem
+        mem = again
+    return mem
+
+
 def snapshot(name: str) -> dict:
     """The kernel's GDDRAM and registers and the app's status, at one moment."""
+    mem = stable_gddram()
     st = status()
-    mem = gddram()
     ks = kstate()
     (OUT / f"{name}.gddram").write_bytes(mem)
     (OUT / f"{name}.state").write_text(json.dumps(ks))
@@ -203,16 +215,17 @@ try:
     record["buzzer_consumer_level"] = sysread(f"{a.sim}/sim_gpio{BUZZER}/value")
 
     # Idle: the screen with the configured sensor still searching (no bridge yet).
-    wait_for(lambda: kstate()["display_on"] == 1 and any(gddram()), 5, "the idle screen drawn")
+    wait_for(lambda: kstate()["display_on"] == 1 and any(gddram()), 15, "the idle screen drawn")
     time.sleep(0.5)
     record["idle"] = snapshot("idle")
 
     # A press starts the countdown, then the ride.
     press(START)
     pressed_at = now()
-    time.sleep(0.4)
+    wait_for(lambda: ride_state() == "prepared", 10, "the countdown after a press")
+    time.sleep(0.2)
     record["countdown"] = snapshot("countdown")
-    wait_for(lambda: ride_state() == "running", 10, "running after the countdown", poll_s=0.05)
+    wait_for(lambda: ride_state() == "running", 20, "running after the countdown", poll_s=0.05)
     record["running_seen_at"] = now()
     note("running", after_press_s=round(now() - pressed_at, 3))
 
@@ -222,7 +235,7 @@ try:
     for beat in range(6):
         bridge.send(hr_frame(beat * 2))
         time.sleep(0.25)
-    wait_for(lambda: any(s["role"] == "HR" and s["state"] == "connected" for s in status()["sensors"]), 5, "HR connected")
+    wait_for(lambda: any(s["role"] == "HR" and s["state"] == "connected" for s in status()["sensors"]), 15, "HR connected")
     note("HR connected")
     lost_at = now()
     bridge.send(protocol.link(time.monotonic_ns() // 1000, HR, 120, protocol.LINK_DISCONNECTED))
@@ -257,7 +270,7 @@ try:
 
     # A short press pauses.
     press(START)
-    wait_for(lambda: ride_state() == "paused", 5, "paused after the second press")
+    wait_for(lambda: ride_state() == "paused", 15, "paused after the second press")
     note("paused")
     # The HR LOST overlay (4 s) ended long ago; the paused screen is drawn within a loop turn.
     time.sleep(0.5)
@@ -280,9 +293,9 @@ try:
 
     # A long press ends the ride and saves it.
     press(START, hold_s=1.8)
-    wait_for(lambda: ride_state() == "ended", 5, "ended after a long press")
+    wait_for(lambda: ride_state() == "ended", 20, "ended after a long press")
     note("ended")
-    rides = wait_for(lambda: [str(p.relative_to(WORK)) for p in (WORK / "data").rglob("*.fit")], 10, "a saved ride file")
+    rides = wait_for(lambda: [str(p.relative_to(WORK)) for p in (WORK / "data").rglob("*.fit")], 20, "a saved ride file")
     record["ride_files"] = rides
     time.sleep(0.3)
     record["summary"] = snapshot("summary")
