@@ -13,9 +13,9 @@ import builds  # noqa: E402
 import vmlib  # noqa: E402
 
 
-def prepared(what: str, fn, *args):
+def prepared(what: str, fn, *args, **kwargs):
     try:
-        return fn(*args)
+        return fn(*args, **kwargs)
     except vmlib.VMUnavailable as e:
         pytest.fail(f"the VM tests cannot run: {what}: {e}", pytrace=False)
 

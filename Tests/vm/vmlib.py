@@ -290,12 +290,13 @@ def kernel(arch: str = "amd64") -> Kernel:
     # The host builds modules with the amd64 headers package (it brings linux-headers-ABI-common
     # and linux-kbuild, which the arm64 headers use too).
     abi = version.rsplit("-", 1)[0]
-    ensure_packages([f"linux-headers-{abi}-amd64" if arch == "amd64" else f"linux-headers-{abi}-common"])
+    series = ".".join(package_version.split(".")[:2])  # 6.1
+    ensure_packages([f"linux-headers-{abi}-amd64"] if arch == "amd64" else [f"linux-headers-{abi}-common", f"linux-kbuild-{series}"])
     if arch == "amd64":
         headers = pathlib.Path(f"/usr/src/linux-headers-{version}")
     else:
         headers = base / "headers" / "usr" / "src" / f"linux-headers-{version}"
-        kbuild = base / "headers" / "usr" / "lib" / f"linux-kbuild-{abi.split('.')[0]}.{abi.split('.')[1].split('-')[0]}"
+        kbuild = base / "headers" / "usr" / "lib" / f"linux-kbuild-{series}"
         if not (base / "headers.ready").exists():
             dl = base / "downloads"
             private_apt().download([f"linux-headers-{version}:arm64={package_version}"], dl)
@@ -644,6 +645,7 @@ class Machine:
                                        f"{GUEST_HELPERS}\n{script}\n")
         console = None if console_to_stdout else outdir / "console.log"
         cmd = self.command(outdir, str(console) if console else None)
+        log(f"starting guest {outdir.name} ({self.kernel.arch.name})")
         return GuestRun(cmd, outdir, timeout_s, console_to_stdout, interactive)
 
 
@@ -672,6 +674,7 @@ class GuestRun:
             _, qemu_err = self.proc.communicate()
         seconds = time.monotonic() - self.started
         outdir = self.outdir
+        log(f"guest {outdir.name} {'timed out' if timed_out else 'finished'} after {seconds:.1f} s")
         status_file = outdir / "status"
         text = status_file.read_text().strip() if status_file.exists() else ""
         status = int(text) if text else None
