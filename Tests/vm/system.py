@@ -253,6 +253,7 @@ FSTAB = ("/dev/vda / ext4 defaults 0 1\n"
          "/dev/vdb /var/lib/bikecomputer ext4 defaults,nofail,x-systemd.device-timeout=60s,"
          "x-systemd.before=bikecomputer.service 0 2\n")
 
+RIDER_DOCS = ["board.md", "config.md", "companion.md"]  # what install.sh copies to the board
 RIDER_DIR = "/root"  # where the rider copied the binaries and board/ (docs/board.md §3-4)
 
 
@@ -277,7 +278,8 @@ def installed_image(k: vmlib.Kernel, bin_dir: pathlib.Path, modules: list[pathli
     for part in [base.name, k.version, SYSTEM_INIT, FSTAB, VM_TEST_UNIT, VM_HARDWARE_UNIT, VM_HARDWARE, install_command(),
                  " ".join(MASKED_UNITS), " ".join(GUEST_MODULES)]:
         h.update(part.encode())
-    h.update(vmlib.file_hash(REPO / "board", REPO / "docs", wheels, *binaries, *modules, *libs).encode())
+    h.update(vmlib.file_hash(REPO / "board", *[REPO / "docs" / d for d in RIDER_DOCS], wheels, *binaries, *modules,
+                             *libs).encode())
     image = SYSTEM / f"installed-{h.hexdigest()[:16]}.img"
     if image.exists():
         return image
@@ -298,7 +300,10 @@ def installed_image(k: vmlib.Kernel, bin_dir: pathlib.Path, modules: list[pathli
         for b in binaries:
             shutil.copy(b, rider / b.name)
         shutil.copytree(REPO / "board", rider / "board", ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-        shutil.copytree(REPO / "docs", rider / "docs", ignore=shutil.ignore_patterns("screens", "*.png"))
+        (rider / "docs").mkdir()
+        for d in RIDER_DOCS:
+            if (REPO / "docs" / d).exists():
+                shutil.copy(REPO / "docs" / d, rider / "docs" / d)
         shutil.copytree(wheels, rider / "wheels", ignore=shutil.ignore_patterns("ready"))
         raw = pathlib.Path(tmp) / "root.img"
         sh(["mkfs.ext4", "-q", "-F", "-L", "rootfs", "-d", str(root), str(raw), f"{size_mb}M"], timeout=600)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pathlib
 import struct
+import threading
 
 import builds
 import system
@@ -41,12 +42,55 @@ def ride_recording(seconds: int = RIDE_SECONDS) -> str:
     return "\n".join(lines) + "\n"
 
 
+class Background:
+    """Work (booting guests, replaying logs) on a thread, so the system tests' guests run side by
+    side with each other and with the other VM tests' (conftest.launcher); `wait()` returns what
+    `fn` returned or raises what it raised. The guests mostly wait for ride seconds to pass."""
+
+    def __init__(self, fn) -> None:
+        self.value = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self.thread.start()
+
+    def _run(self, fn) -> None:
+        try:
+            self.value = fn()
+        except BaseException as e:  # noqa: BLE001 - re-raised by wait()
+            self.error = e
+
+    def wait(self):
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+_once_lock = threading.Lock()
+_once: dict[str, tuple[threading.Lock, dict]] = {}
+
+
+def once(key: str, fn):
+    """fn() computed once per test session, whichever thread asks first; the others wait for it."""
+    with _once_lock:
+        lock, box = _once.setdefault(key, (threading.Lock(), {}))
+    with lock:
+        if "value" not in box and "error" not in box:
+            try:
+                box["value"] = fn()
+            except BaseException as e:  # noqa: BLE001
+                box["error"] = e
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+
 def binaries() -> pathlib.Path:
-    return builds.swift_products(["bikecomputer", "bikecompanion"])
+    return once("binaries", lambda: builds.swift_products(["bikecomputer", "bikecompanion"]))
 
 
 def installed(k: vmlib.Kernel) -> pathlib.Path:
-    return system.installed_image(k, binaries(), builds.modules(k))
+    return once("installed", lambda: system.installed_image(k, binaries(), builds.modules(k)))
 
 
 def guest_script(scenario: str, *args: str) -> str:
@@ -109,3 +153,34 @@ def usb_image_files(image: pathlib.Path) -> list[str]:
     vmlib.ensure_packages(["mtools"])
     r = vmlib.sh(["mdir", "-b", "-i", str(image), "::/Activities"], env={"MTOOLS_SKIP_CHECK": "1", "PATH": "/usr/bin:/bin"})
     return [line.strip().rsplit("/", 1)[-1] for line in r.stdout.splitlines() if line.strip()]
+
+
+def true_env() -> dict[str, str]:
+    """The host's time as QEMU starts: the guest adds its monotonic time to it (guest_system.true_ms)."""
+    import time
+    return {"TRUE_UNIX_MS": str(int(time.time() * 1000)), "TRUE_MONO_MS": "0"}
+
+
+STALE_RTC = "2025-06-01T08:00:00"
+def power_cut_ride(k: vmlib.Kernel) -> tuple[dict, dict, pathlib.Path]:
+    """A ride on a synchronised clock, the plug pulled (SIGKILL to QEMU), the board booted again
+    on a stale clock; the ride recovered, ridden on and ended. Run once per test session (the
+    power-cut and the clock tests read the same ride)."""
+    return once("power-cut", lambda: _power_cut_ride(k))
+
+
+def _power_cut_ride(k: vmlib.Kernel) -> tuple[dict, dict, pathlib.Path]:
+    vm = system.System(k, installed(k))
+    out = prepare_outdir("power-cut")
+    data = system.make_data_disk(out / "data.img", 64)
+    first = vm.run(guest_script("clock-cut-1"), timeout_s=300, data_image=data, outdir=out, kill_when="pull-the-plug",
+                   name="power-cut", env=true_env())
+    before = record_of(first)
+    assert getattr(first, "killed", False) and not before["errors"], explain(first, before)
+    (out / "record-1.json").write_text((out / "record.json").read_text())
+    (out / "record.json").unlink()
+    second = vm.run(guest_script("clock-cut-2"), timeout_s=300, data_image=data, outdir=out, name="power-cut",
+                    env=true_env(), rtc=STALE_RTC)
+    after = record_of(second)
+    assert second.ok and not after["errors"], explain(second, after)
+    return before, after, out

@@ -10,13 +10,11 @@ records must never go backwards."""
 from __future__ import annotations
 
 import datetime
-import time
-
 import pytest
 
 import system
 import system_fixtures as sf
-from conftest import prepared
+from conftest import guest_result, launcher, prepared
 
 TODAY = "issue 17: fails on today's code (a clock after 2024 counts as trusted)"
 
@@ -40,20 +38,27 @@ def ms(dt: datetime.datetime) -> int:
     return int(dt.timestamp() * 1000)
 
 
-def true_env() -> dict[str, str]:
-    return {"TRUE_UNIX_MS": str(int(time.time() * 1000)), "TRUE_MONO_MS": "0"}
-
-
-@pytest.fixture(scope="module")
-def clock(amd64):
-    image = prepared("the installed Debian system image", sf.installed, amd64)
-    vm = system.System(amd64, image)
+def clock_run(k):
+    vm = system.System(k, sf.installed(k))
     out = sf.prepare_outdir("clock")
     data = system.make_data_disk(out / "data.img", 64)
-    result = vm.run(sf.guest_script("clock"), timeout_s=400, data_image=data, outdir=out, name="clock", env=true_env())
+    result = vm.run(sf.guest_script("clock"), timeout_s=400, data_image=data, outdir=out, name="clock", env=sf.true_env())
     record = sf.record_of(result)
     assert result.ok and not record["errors"], sf.explain(result, record)
     return record, fit_times(out / "clock.fit")
+
+
+@launcher(__name__, order=3)
+def _start(request):
+    k = request.getfixturevalue("amd64")
+    clock = sf.Background(lambda: clock_run(k))
+    cut = sf.Background(lambda: sf.power_cut_ride(k))
+    return sf.Background(lambda: {"clock": clock.wait(), "cut": cut.wait()})
+
+
+@pytest.fixture(scope="module")
+def clock(guests):
+    return prepared("the clock guest", lambda: guest_result(guests, __name__)["clock"])
 
 
 def test_the_kernel_reports_an_unsynchronised_clock_at_boot(clock):
@@ -76,23 +81,8 @@ def test_record_times_never_go_backwards(clock):
 
 
 @pytest.fixture(scope="module")
-def clock_cut(amd64):
-    image = prepared("the installed Debian system image", sf.installed, amd64)
-    vm = system.System(amd64, image)
-    out = sf.prepare_outdir("clock-cut")
-    data = system.make_data_disk(out / "data.img", 64)
-    first = vm.run(sf.guest_script("clock-cut-1"), timeout_s=300, data_image=data, outdir=out, kill_when="pull-the-plug",
-                   name="clock-cut", env=true_env())
-    before = sf.record_of(first)
-    assert getattr(first, "killed", False) and not before["errors"], sf.explain(first, before)
-    (out / "record-1.json").write_text((out / "record.json").read_text())
-    (out / "record.json").unlink()
-    # The second boot: the RTC-less board comes up at an old time (the saved clock file of
-    # systemd-timesyncd moves it forward to when the image was installed, still before the ride).
-    second = vm.run(sf.guest_script("clock-cut-2"), timeout_s=300, data_image=data, outdir=out, name="clock-cut",
-                    append="", env=true_env(), rtc="2025-06-01T08:00:00")
-    after = sf.record_of(second)
-    assert second.ok and not after["errors"], sf.explain(second, after)
+def clock_cut(guests):
+    before, after, out = prepared("the power-cut ride", lambda: guest_result(guests, __name__)["cut"])
     return before, after, fit_times(out / "clock-cut.fit")
 
 

@@ -22,22 +22,39 @@ import pytest
 import system
 import system_fixtures as sf
 import vmlib
-from conftest import prepared
+from conftest import guest_result, launcher, prepared
 
 CASES = ["full", "readonly", "flakey", "dropped"]
 LATENCY_REPORT = vmlib.CACHE / "latency-dm-delay.json"
+PRESSES = 25  # PAGE presses per card (plain, then 200 ms per write)
 
 
-@pytest.fixture(scope="module")
-def faults(amd64):
-    image = prepared("the installed Debian system image", sf.installed, amd64)
-    vm = system.System(amd64, image)
+def faults_run(k):
+    vm = system.System(k, sf.installed(k))
     out = sf.prepare_outdir("faults")
     data = system.make_data_disk(out / "data.img", 64, fs=False)
-    result = vm.run(sf.guest_script("faults"), timeout_s=600, data_image=data, outdir=out, name="faults")
+    result = vm.run(sf.guest_script("faults"), timeout_s=900, data_image=data, outdir=out, name="faults")
     record = sf.record_of(result)
     assert result.status is not None and not result.timed_out, sf.explain(result, record)
     return result, record
+
+
+@launcher(__name__, order=2)
+def _start(request):
+    k = request.getfixturevalue("amd64")
+    faults = sf.Background(lambda: faults_run(k))
+    latency = sf.Background(lambda: latency_run(k))
+    return sf.Background(lambda: {"faults": faults.wait(), "latency": latency.wait()})
+
+
+@pytest.fixture(scope="module")
+def faults(guests):
+    return prepared("the storage-fault guest", lambda: guest_result(guests, __name__)["faults"])
+
+
+@pytest.fixture(scope="module")
+def latency(guests):
+    return prepared("the dm-delay latency guest", lambda: guest_result(guests, __name__)["latency"])
 
 
 def case(faults, name: str) -> dict:
@@ -109,13 +126,11 @@ def percentile(values: list[float], p: float) -> float:
     return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 
 
-@pytest.fixture(scope="module")
-def latency(amd64):
-    image = prepared("the installed Debian system image", sf.installed, amd64)
-    vm = system.System(amd64, image)
+def latency_run(k):
+    vm = system.System(k, sf.installed(k))
     out = sf.prepare_outdir("latency")
     data = system.make_data_disk(out / "data.img", 64, fs=False)
-    result = vm.run(sf.guest_script("latency", "--delay-ms", "200", "--presses", "40"), timeout_s=600, data_image=data,
+    result = vm.run(sf.guest_script("latency", "--delay-ms", "200", "--presses", str(PRESSES)), timeout_s=600, data_image=data,
                     outdir=out, name="latency")
     record = sf.record_of(result)
     assert result.ok and not record["errors"], sf.explain(result, record)
@@ -133,7 +148,7 @@ def latency(amd64):
 
 
 def test_latency_on_a_stalling_card_is_measured(latency):
-    assert latency["plain"]["presses"] == 40 and latency["delay"]["presses"] == 40
+    assert latency["plain"]["presses"] == PRESSES and latency["delay"]["presses"] == PRESSES
     assert latency["plain"]["missed"] == 0, latency["plain"]
 
 

@@ -27,7 +27,7 @@ import logwrites
 import system
 import system_fixtures as sf
 import vmlib
-from conftest import prepared
+from conftest import guest_result, launcher, prepared
 
 DATA_MB = 32
 LOG_MB = 384
@@ -37,18 +37,22 @@ LOSS_MAX_MS = 1000
 SWEEP_REPORT = vmlib.CACHE / "logwrites-sweep.json"
 
 
-@pytest.fixture(scope="module")
-def logged_ride(amd64):
-    image = prepared("the installed Debian system image", sf.installed, amd64)
-    vm = system.System(amd64, image)
+def logged_ride(k):
+    vm = system.System(k, sf.installed(k))
     out = sf.prepare_outdir("logwrites")
     data = system.make_data_disk(out / "data.img", DATA_MB, fs=False)
     log_disk = system.make_data_disk(out / "log.img", LOG_MB, fs=False)
-    result = vm.run(sf.guest_script("logwrites"), timeout_s=420, data_image=data, disks=[system.Disk(log_disk)], outdir=out,
+    result = vm.run(sf.guest_script("logwrites"), timeout_s=600, data_image=data, disks=[system.Disk(log_disk)], outdir=out,
                     name="logwrites")
     record = sf.record_of(result)
     assert result.ok and not record["errors"], sf.explain(result, record)
     return result, record, data, log_disk
+
+
+@launcher(__name__, order=0)
+def _start(request):
+    k = request.getfixturevalue("amd64")
+    return sf.Background(lambda: run_sweep(logged_ride(k)))
 
 
 def parse_mark(text: str) -> dict | None:
@@ -144,8 +148,12 @@ BIKECOMPUTER: list[pathlib.Path] = []
 
 
 @pytest.fixture(scope="module")
-def sweep(logged_ride):
-    result, record, data, log_disk = logged_ride
+def sweep(guests):
+    return prepared("the dm-log-writes ride and sweep", lambda: guest_result(guests, __name__))
+
+
+def run_sweep(logged):
+    result, record, data, log_disk = logged
     bikecomputer = sf.binaries() / "bikecomputer"
     BIKECOMPUTER[:] = [bikecomputer]
     started = time.monotonic()
