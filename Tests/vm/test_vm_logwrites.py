@@ -56,8 +56,8 @@ def _start(request):
 
 
 def parse_mark(text: str) -> dict | None:
-    """'s STATE t TIMER_MS l LAPS m MONO_MS' -> dict."""
-    parts = text.split()
+    """'s:STATE:t:TIMER_MS:l:LAPS:m:MONO_MS' (guest_system.status_mark) -> dict."""
+    parts = text.split(":")
     if len(parts) != 8 or parts[0] != "s":
         return None
     return {"state": parts[1], "timer_ms": int(parts[3]), "laps": int(parts[5]), "mono_ms": int(parts[7])}
@@ -197,7 +197,7 @@ def run_sweep(logged):
     seconds = time.monotonic() - started
     shutil.rmtree(work, ignore_errors=True)
     report = {"entries": len(log.entries), "barriers": sum(1 for e in log.entries if e.is_barrier),
-              "marks": len(marks), "points": len(points), "restarts": len(restart_at), "seconds": round(seconds, 1),
+              "marks": len(marks), "mark_errors": record.get("mark_errors"), "points": len(points), "restarts": len(restart_at), "seconds": round(seconds, 1),
               "vm_seconds": round(result.seconds, 1), "whole_log_matches_device": whole_log_matches, "rows": rows}
     SWEEP_REPORT.write_text(json.dumps(report, indent=1))
     return report
@@ -206,6 +206,7 @@ def run_sweep(logged):
 def test_the_replayer_reproduces_the_device_from_the_kernels_log(sweep):
     assert sweep["whole_log_matches_device"], "the whole log replayed onto zeros differs from the data disk"
     assert sweep["barriers"] > 20 and sweep["points"] > 20, {k: sweep[k] for k in ("entries", "barriers", "points")}
+    assert sweep["marks"] >= 40, f"status marks in the log: {sweep['marks']} (failed in the guest: {sweep['mark_errors']})"
 
 
 def test_every_replay_point_fscks_clean(sweep):
