@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import RideModel
 
 /// `bikecompanion` (also run as `bikecomputer companion`): follows the running bike computer
 /// over its control socket and serves paired phones over HTTP + WebSocket (docs/companion.md).
@@ -12,6 +13,7 @@ struct BikeCompanion: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bikecompanion",
         abstract: "Mirror a live ride to a paired phone or laptop (off unless [companion] enabled = true).",
+        version: ProjectVersion.text("bikecompanion"),
         subcommands: [Serve.self, Revoke.self, Tokens.self],
         defaultSubcommand: Serve.self)
 }

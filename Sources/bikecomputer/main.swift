@@ -1,5 +1,6 @@
 import ArgumentParser
 import Device
+import RideModel
 
 /// The device executable: `bikecomputer run` (the default) on the board, plus maintenance
 /// subcommands.
@@ -7,6 +8,7 @@ struct BikeComputer: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bikecomputer",
         abstract: "An open-source bike computer for Linux single-board computers.",
+        version: ProjectVersion.text("bikecomputer"),
         subcommands: [Run.self, Ctl.self, ConfigCommand.self, Decode.self, JournalCommand.self, ZonesCommand.self, Rides.self, UsbImage.self, CompanionCommand.self],
         defaultSubcommand: Run.self)
 }

@@ -14,6 +14,7 @@ struct BikeSim: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bikesim",
         abstract: "Bike computer simulator: a demo ride in the terminal, or headless for tests.",
+        version: ProjectVersion.text("bikesim"),
         subcommands: [Ride.self, ScreensCommand.self],
         defaultSubcommand: Ride.self)
 }
