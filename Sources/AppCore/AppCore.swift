@@ -31,7 +31,7 @@ public struct AppConfiguration: Sendable, Hashable {
                 liveStaleMs: Int64 = 3_000,
                 alertDisplayMs: Int64 = 4_000,
                 runningPageCount: Int = 3,
-                summaryPageCount: Int = 3,
+                summaryPageCount: Int = 6, // Screens' SummaryPage.standard (a DisplayTests test keeps them equal)
                 expectedSensors: [SensorRole] = SensorRole.allCases,
                 disabledQuantities: [Quantity] = [],
                 recordPowerSeries: Bool = true,
@@ -459,7 +459,8 @@ public struct AppCore: Sendable {
             heartRateZoneTimes: b.heartRateZoneTimes, powerZoneTimes: b.powerZoneTimes,
             recovered: recovered,
             heartRateZones: b.settings.heartRateZones, powerZones: b.settings.powerZones,
-            lapHeartRateZoneTimes: b.laps.map(\.heartRateZoneTimes), lapPowerZoneTimes: b.laps.map(\.powerZoneTimes))
+            lapHeartRateZoneTimes: b.laps.map(\.heartRateZoneTimes), lapPowerZoneTimes: b.laps.map(\.powerZoneTimes),
+            charts: SummaryCharts(b.intervals))
     }
 
     // MARK: Samples, sensors, clock, storage

@@ -86,6 +86,8 @@ public struct RideSummary: Sendable, Hashable {
     /// Time in zone per lap, in lap order.
     public var lapHeartRateZoneTimes: [ZoneTimes] = []
     public var lapPowerZoneTimes: [ZoneTimes] = []
+    /// Speed, heart rate, power, cadence and altitude over timer time (the chart pages).
+    public var charts = SummaryCharts()
 }
 
 /// The screen value: everything the renderer needs, and nothing it must compute. Updated in

@@ -286,6 +286,10 @@ public struct ScreenRenderer: Sendable {
                 drawZoneBars(summary, top: y)
                 return
             }
+            if case .chart(let q) = item {
+                SummaryChartView.draw(summary.charts, q, timerTimeMs: summary.timerTimeMs, top: y, into: &canvas, text: &text)
+                return
+            }
             item.write(summary, into: &text)
             canvas.drawText(item.label, font: .small, x: 0, y: y)
             canvas.drawText(text, font: .small, in: Rect(x: 0, y: y, width: width, height: 12), alignment: .right)

@@ -90,6 +90,13 @@ struct ScreensCommand: ParsableCommand {
         that does not fit its frame is drawn one font size smaller. The dots at the right edge show
         which data page is on screen.
 
+        The summary ends with chart pages (`SummaryChartView` in `Sources/Screens/SummaryChart.swift`):
+        speed, heart rate and power over the ride's timer time, drawn from the ride's interval table
+        (`IntervalTable`, one time-weighted average per 60 s of timer time). The labels left of the
+        axis are the chart's top and bottom (the highest and lowest minute average, in the unit of
+        the title); on 128x64 the timer time runs along the bottom. An altitude page joins them when
+        the GPS does (the interval table already buckets altitude; see `SummaryPage.standard`).
+
         Fonts: Terminus Font (SIL OFL 1.1), see [display.md](display.md#fonts).
 
 
