@@ -357,6 +357,7 @@ public struct AppCore: Sendable {
         trainingDidStart(at: start)
         journal(.event(RideEvent(.start, at: start)))
         emit(.syncJournal)
+        alertLowSensorBattery(at: start)
     }
 
     mutating func pause(at now: MonotonicInstant, trigger: Trigger, fromCommand: Bool) {
@@ -483,6 +484,7 @@ public struct AppCore: Sendable {
         let old = sensorStates[i]
         sensorStates[i] = status.state
         screen.sensors[i] = status.state
+        if let b = status.batteryPercent { screen.sensorBatteryPercent[i] = b }
         let riding = lifecycle.state == .running || lifecycle.state == .paused
         if riding && (old == .connected || old == .stale) && status.state == .lost { showOverlay(.sensorLost(status.role), at: now) }
         if riding && old == .lost && status.state == .connected { showOverlay(.sensorBack(status.role), at: now) }

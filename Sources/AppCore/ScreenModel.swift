@@ -103,6 +103,8 @@ public struct ScreenModel: Sendable, Hashable {
     public var metrics: [Double?] = Array(repeating: nil, count: Metric.countMax)
     /// Sensor states indexed by `SensorRole.rawValue`.
     public var sensors: [SensorState] = Array(repeating: .notConfigured, count: SensorRole.allCases.count)
+    /// Last battery level each sensor reported, %, indexed by `SensorRole.rawValue` (nil: none yet).
+    public var sensorBatteryPercent: [Int?] = Array(repeating: nil, count: SensorRole.allCases.count)
     public var overlay: Alert?
     public var storage: StorageCondition = .ok
     /// The ride on screen was recovered after a crash.

@@ -142,7 +142,13 @@ public enum ScreenCatalogue {
         idle.sensors[Int(SensorRole.heartRate.rawValue)] = .connected
         idle.sensors[Int(SensorRole.power.rawValue)] = .searching
         idle.sensors[Int(SensorRole.speed.rawValue)] = .connected
-        add("idle", "Idle: expected sensors (filled = connected), the least healthy one in words", idle)
+        idle.sensorBatteryPercent[Int(SensorRole.heartRate.rawValue)] = 82
+        idle.sensorBatteryPercent[Int(SensorRole.speed.rawValue)] = 100
+        add("idle", "Idle: expected sensors (filled = connected) with the battery each last reported, the least healthy one in words", idle)
+        var idleWeak = idle
+        idleWeak.sensors[Int(SensorRole.power.rawValue)] = .connected
+        idleWeak.sensorBatteryPercent[Int(SensorRole.power.rawValue)] = 9
+        add("idle-battery-low", "Idle: every sensor connected, the power meter's battery under 15 %", idleWeak)
         add("idle-no-sensors", "Idle with no sensors set up", ScreenModel())
         var idleLow = idle
         idleLow.storage = .low
@@ -192,6 +198,7 @@ public enum ScreenCatalogue {
             ("back-in-zone", .backInZone(.power)), ("low-storage", .lowStorage), ("storage-full", .storageFull),
             ("storage-error", .storageError), ("ride-recovered", .rideRecovered), ("ride-in-progress", .rideInProgress),
             ("ride-saved", .rideSaved), ("ride-discarded", .rideDiscarded),
+            ("low-sensor-battery", .lowSensorBattery(.heartRate, percent: 12)),
         ]
         for (name, alert) in alerts {
             var a = ride
