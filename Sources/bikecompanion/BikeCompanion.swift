@@ -67,6 +67,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "host:port to listen on (default: [companion] listen).")
     var listen: String?
 
+    @Option(help: "Chart.js for the page's charts (default: \(CompanionServer.defaultChartJSPath), from Debian's libjs-chart.js).")
+    var chartjs: String?
+
     func run() async throws {
         let config = try common.load()
         guard config.companion.enabled else {
@@ -86,7 +89,11 @@ struct Serve: AsyncParsableCommand {
         link.log = log
         let tokens = common.tokenStore(config)
         let pairing = Pairing()
-        let server = CompanionServer(link: link, tokens: tokens, pairing: pairing, log: log)
+        var server = CompanionServer(link: link, tokens: tokens, pairing: pairing, log: log)
+        if let chartjs { server.chartJSPath = chartjs }
+        if !FileManager.default.fileExists(atPath: server.chartJSPath) {
+            log("no Chart.js at \(server.chartJSPath): the page works without its charts; sudo apt-get install libjs-chart.js")
+        }
         link.start()
 
         // Once a second: end an expired pairing code, close connections of revoked tokens.
