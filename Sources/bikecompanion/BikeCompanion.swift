@@ -14,7 +14,7 @@ struct BikeCompanion: AsyncParsableCommand {
         commandName: "bikecompanion",
         abstract: "Mirror a live ride to a paired phone or laptop (off unless [companion] enabled = true).",
         version: ProjectVersion.text("bikecompanion"),
-        subcommands: [Serve.self, Revoke.self, Tokens.self],
+        subcommands: [Serve.self, Revoke.self, Tokens.self, CheckEnabled.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -165,5 +165,26 @@ struct Tokens: ParsableCommand {
             let date = Date(timeIntervalSince1970: TimeInterval(e.createdUnixS))
             print("\(e.id)  \(ISO8601DateFormatter().string(from: date))  \(e.name)")
         }
+    }
+}
+
+/// `bikecompanion check-enabled`: exit 0 when `[companion] enabled = true`, else 1 with the key to
+/// set. The systemd unit's ExecCondition (board/systemd/bikecompanion.service): the companion
+/// is skipped, not failed, until the config turns it on.
+struct CheckEnabled: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-enabled",
+        abstract: "Exit 0 if [companion] enabled = true in the config, else 1 (the systemd unit's condition).")
+
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        let config = try common.load()
+        let path = common.config ?? DeviceConfig.defaultPath
+        guard config.companion.enabled else {
+            print("bikecompanion: off: set `enabled = true` under [companion] in \(path), then `sudo systemctl start bikecompanion`")
+            throw ExitCode(1)
+        }
+        print("bikecompanion: on ([companion] enabled = true in \(path)); listening on \(config.companion.listen)")
     }
 }
