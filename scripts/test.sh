@@ -44,7 +44,7 @@ fi
 if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "test.sh: installing chromium for the companion's browser test"
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq chromium; } >/dev/null 2>&1 \
-        || echo "test.sh: could not install chromium; the companion browser test will be skipped" >&2
+        || echo "test.sh: could not install chromium; the companion browser test will fail (install it: sudo apt-get install chromium)" >&2
 fi
 
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from test_companion import Companion, free_port  # noqa: E402
 from test_companion import bikecompanion  # noqa: E402,F401  (fixture)
 
-websockets_sync = pytest.importorskip("websockets.sync.client")
+import websockets.sync.client as websockets_sync  # noqa: E402  (pinned in requirements.txt)
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CHART_JS = "/usr/share/javascript/chart.js/chart.min.js"
@@ -78,7 +78,7 @@ class DevTools:
 def browser():
     binary = chromium_binary()
     if not binary:
-        pytest.skip("headless browser test: no chromium on PATH (Debian: apt-get install chromium; scripts/test.sh installs it as root)")
+        pytest.fail("headless browser test cannot run: no chromium on PATH (Debian: apt-get install chromium; scripts/test.sh installs it as root)")
     port = free_port()
     profile = tempfile.mkdtemp(prefix="companion-chromium-")
     proc = subprocess.Popen([binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
@@ -95,7 +95,7 @@ def browser():
             except OSError:
                 time.sleep(0.2)
         if target is None:
-            pytest.skip("chromium started but offered no DevTools page within 30 s")
+            pytest.fail("chromium started but offered no DevTools page within 30 s")
         yield DevTools(target)
     finally:
         proc.terminate()
