@@ -6,7 +6,8 @@ date. guest_system.py `clock`: the ride starts on a clock 400 days stale and uns
 the clock is synchronised mid-ride, then stepped back 2 minutes; `clock-cut-1/2`: a ride on a
 synchronised clock, the plug pulled, the board booted again on its stale saved clock. The FIT
 file must be dated by the true start (the offset learnt when the clock became trusted) and its
-records must never go backwards."""
+records must never go backwards. Before issue 17 a clock after 2024 counted as trusted: the ride
+was dated 400 days early, and after the power cut re-anchored to the stale boot clock.""" 
 from __future__ import annotations
 
 import datetime
@@ -15,9 +16,6 @@ import pytest
 import system
 import system_fixtures as sf
 from conftest import guest_result, launcher, prepared
-
-TODAY = "issue 17: fails on today's code (a clock after 2024 counts as trusted)"
-
 
 def fit_times(path) -> dict:
     import fitdecode
@@ -66,7 +64,6 @@ def test_the_kernel_reports_an_unsynchronised_clock_at_boot(clock):
     assert record["boot_clock_unsynced"] and record["stale_unsynced"] and not record["synced_unsynced"], record
 
 
-@pytest.mark.xfail(strict=True, reason=TODAY)
 def test_a_ride_begun_on_a_stale_clock_is_dated_once_the_clock_is_trusted(clock):
     record, fit = clock
     got = ms(fit["start"])
@@ -93,7 +90,6 @@ def test_after_a_power_cut_the_board_boots_unsynchronised_and_behind(clock_cut):
     assert after["after_boot"]["recovered"]
 
 
-@pytest.mark.xfail(strict=True, reason=TODAY + "; the recovered ride is re-anchored to the stale clock")
 def test_a_ride_is_never_re_anchored_backwards_across_a_reboot(clock_cut):
     before, _, fit = clock_cut
     assert abs(ms(fit["start"]) - before["ride_start_true_ms"]) <= 3000, (fit["start"], before)
