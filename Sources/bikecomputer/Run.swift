@@ -101,6 +101,10 @@ final class BoardRunner {
 
     /// Wall-clock readings handed to the core this often (NTP may set the clock after boot).
     static let wallClockPeriodMs: Int64 = 60_000
+    /// How often the kernel's clock sync state is looked at (a trusted clock reaches the core this soon).
+    static let wallClockPollMs: Int64 = 1_000
+    var wallClockFedAt = MonotonicInstant.zero
+    var wallClockTrusted = false
 
     let config: DeviceConfig
     let settings: DeviceSettings
@@ -213,6 +217,8 @@ final class BoardRunner {
         // then the files of rides that ended before their file was durable.
         runtime.start(at: now)
         runtime.handle(.wallClock(wall, at: now))
+        wallClockFedAt = now
+        wallClockTrusted = wall.trusted
         for id in opened.report.finishedRidesAwaitingFile { runtime.writeRideFile(id, at: now) }
 
         let transport: BridgeLink.Transport = config.bridge.transport == .unix
@@ -245,8 +251,16 @@ final class BoardRunner {
 
         // The 1 Hz tick (which the core's own deadlines pull forward, see `tick`) and the wall clock.
         scheduleTick()
-        loop.scheduleRepeating("wallclock", everyMs: Self.wallClockPeriodMs) { [unowned self] in
-            self.runtime.handle(.wallClock(SystemWallClock.now(), at: self.now))
+        // The wall clock goes to the core every minute, and within a second of the kernel's
+        // clock becoming synchronised (or losing it): a ride begun on a stale clock is dated as
+        // soon as the clock is right (issue 17). Reading the sync state is one adjtimex call.
+        loop.scheduleRepeating("wallclock", everyMs: Self.wallClockPollMs) { [unowned self] in
+            let wall = SystemWallClock.now()
+            let due = self.now.milliseconds(since: self.wallClockFedAt) >= Self.wallClockPeriodMs
+            guard due || wall.trusted != self.wallClockTrusted else { return }
+            self.wallClockFedAt = self.now
+            self.wallClockTrusted = wall.trusted
+            self.runtime.handle(.wallClock(wall, at: self.now))
             self.afterInputs()
         }
 

@@ -140,9 +140,9 @@ def fit_records(path: pathlib.Path) -> dict:
                     out["laps"] += 1
                 elif frame.name == "session":
                     out["sessions"] += 1
-    decoder = Decoder(Stream.from_file(str(path)))
-    assert decoder.is_fit() and decoder.check_integrity(), f"{path}: Garmin's SDK finds it not a whole FIT file"
-    messages, errors = decoder.read()
+    check = Decoder(Stream.from_file(str(path)))
+    assert check.is_fit() and check.check_integrity(), f"{path}: Garmin's SDK finds it not a whole FIT file"
+    messages, errors = Decoder(Stream.from_file(str(path))).read()  # a fresh stream: the checks consumed it
     assert not errors, f"{path}: Garmin's SDK: {errors}"
     out["sdk_records"] = len(messages.get("record_mesgs", []))
     return out

@@ -74,7 +74,12 @@ def case(faults, name: str) -> dict:
 TODAY = "issue 17: fails on today's code (fixed by the storage-fault changes)"
 
 
-@pytest.mark.parametrize("name", CASES)
+WAITED = "observed on today's code: the resume press after a pause was not taken within 5 s on a flaky card"
+
+
+@pytest.mark.parametrize("name", ["full", "readonly",
+                                  pytest.param("flakey", marks=pytest.mark.xfail(raises=AssertionError, reason=WAITED)),
+                                  pytest.param("dropped", marks=pytest.mark.xfail(raises=AssertionError, reason=WAITED))])
 def test_the_ride_goes_on_through_the_fault(faults, name):
     r = case(faults, name)
     alive = r["alive"]
@@ -114,15 +119,25 @@ def test_a_failed_write_is_retried_once_the_card_heals(faults, name):
     assert r["files_after_heal"], f"no ride file 20 s after the card healed:\n{r['log_after'][-2000:]}"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=TODAY + ": the ride file is built from durable journal records only")
-@pytest.mark.parametrize("name", CASES)
-def test_the_ride_file_holds_everything_recorded(faults, name):
+def check_the_ride_file_holds_everything(faults, name):
     result, _ = faults
     r = case(faults, name)
     assert r["files_after_heal"], "no ride file"
     fit = sf.fit_records(result.outdir / f"{name}.fit")
     # One record a second while running: the file covers the whole ride, fault included.
     assert fit["records"] * 1000 >= r["end"]["final_timer_ms"] - 2000, (fit["records"], r["end"])
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=TODAY + ": the ride file is built from durable journal records only")
+@pytest.mark.parametrize("name", ["full", "readonly", "flakey"])
+def test_the_ride_file_holds_everything_recorded(faults, name):
+    check_the_ride_file_holds_everything(faults, name)
+
+
+def test_dropped_writes_still_give_the_whole_ride_file(faults):
+    """A card that drops writes silently: the app cannot tell; its file (written from what the
+    page cache still holds) must still cover the whole ride."""
+    check_the_ride_file_holds_everything(faults, "dropped")
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=TODAY + ": an unusable data directory stops bikecomputer run from starting")
