@@ -45,15 +45,32 @@ public struct ButtonDebouncer: Sendable {
     /// kernel's timestamp. Timestamps that go backwards are clamped to the previous edge.
     public mutating func edge(_ button: Button, pressed: Bool, at instant: MonotonicInstant) {
         let i = Int(button.rawValue)
+        // The level before this edge held for debounceMs by the kernel's timestamps: it counts,
+        // even though the loop reads this edge only now (a press shorter than a stall of the loop
+        // was lost when both its edges were read in one go: issue 17, found in the VM).
+        let previous = lines[i]
+        if previous.rawPressed != previous.stablePressed,
+           max(previous.lastEdge, instant).milliseconds(since: previous.lastEdge) >= debounceMs,
+           settled.count < Self.settledMax {
+            lines[i].stablePressed = previous.rawPressed
+            settled.append(ButtonEvent(button, previous.rawPressed ? .down : .up, at: previous.lastEdge.advanced(byMs: debounceMs)))
+            edgesIgnored += edgesSinceEvent[i] - 1
+            edgesSinceEvent[i] = 0
+        }
         if lines[i].rawPressed == pressed { edgesRepeated += 1 }
         lines[i].rawPressed = pressed
         lines[i].lastEdge = max(lines[i].lastEdge, instant)
         edgesSinceEvent[i] += 1
     }
 
+    /// Levels confirmed by a later edge's timestamp, not yet returned by `advance(to:)`.
+    private var settled: [ButtonEvent] = []
+    /// At most this many such events wait (a bounded buffer; beyond it the debounce timer decides).
+    public static let settledMax = 16
+
     /// When `advance(to:)` next has something to confirm (nil: nothing pending).
     public var nextDeadline: MonotonicInstant? {
-        var earliest: MonotonicInstant?
+        var earliest: MonotonicInstant? = settled.first?.instant
         for line in lines where line.rawPressed != line.stablePressed {
             let d = line.lastEdge.advanced(byMs: debounceMs)
             earliest = earliest.map { min($0, d) } ?? d
@@ -64,7 +81,8 @@ public struct ButtonDebouncer: Sendable {
     /// Confirms the levels that have settled by `now`; returns the events in time order (at
     /// most one per button).
     public mutating func advance(to now: MonotonicInstant) -> [ButtonEvent] {
-        var events: [ButtonEvent] = []
+        var events: [ButtonEvent] = settled
+        settled.removeAll(keepingCapacity: true)
         for button in Button.allCases {
             let i = Int(button.rawValue)
             let line = lines[i]

@@ -74,12 +74,7 @@ def case(faults, name: str) -> dict:
 TODAY = "issue 17: fails on today's code (fixed by the storage-fault changes)"
 
 
-WAITED = "observed on today's code: the resume press after a pause was not taken within 5 s on a flaky card"
-
-
-@pytest.mark.parametrize("name", ["full", "readonly",
-                                  pytest.param("flakey", marks=pytest.mark.xfail(raises=AssertionError, reason=WAITED)),
-                                  pytest.param("dropped", marks=pytest.mark.xfail(raises=AssertionError, reason=WAITED))])
+@pytest.mark.parametrize("name", CASES)
 def test_the_ride_goes_on_through_the_fault(faults, name):
     r = case(faults, name)
     alive = r["alive"]
