@@ -33,7 +33,7 @@ HR_ANT = 1234
 POWER_BLE = "C0:FF:EE:00:11:22"
 RECORDING = "/etc/bikecomputer/vm-ride.jsonl"
 record: dict = {"steps": [], "errors": []}
-LAPS = [0]  # laps the rider has taken (the status has no lap count)
+LAPS = [0, 0]  # laps the rider has taken for sure, and laps pressed (the status has no lap count)
 t0 = time.monotonic()
 
 
@@ -246,7 +246,7 @@ def scenario_ride(a) -> None:
 
 def status_mark(state: str, timer_ms: int, laps: int) -> str:
     """A dm-log-writes mark (one word: the target takes exactly one argument after `mark`)."""
-    return f"s:{state}:t:{timer_ms}:l:{laps}:m:{time.monotonic_ns() // 1_000_000}"
+    return f"s:{state}:t:{timer_ms}:l:{laps}:p:{LAPS[1]}:m:{time.monotonic_ns() // 1_000_000}"
 
 
 class Marker(threading.Thread):
@@ -295,9 +295,10 @@ def scenario_logwrites(a) -> None:
     plan = [("ride", 5), ("lap", 4), ("pause", 3), ("resume", 4), ("lap", 5), ("pause", 2), ("resume", 5)]
     for what, hold in plan:
         if what == "lap":
+            LAPS[1] += 1  # pressed: the app may journal it from now on
             press(LAP, hold_s=0.5)
-            time.sleep(0.3)
-            LAPS[0] += 1
+            time.sleep(1.0)
+            LAPS[0] += 1  # taken for sure
         elif what in ("pause", "resume"):
             want = "paused" if what == "pause" else "running"
             press_until(START, want, want)
@@ -374,7 +375,12 @@ def card_errors_until_read_only() -> None:
     # A metadata change and a sync make ext4 commit its journal now, which fails and aborts it.
     subprocess.run(["touch", f"{DATA}/.card-probe"], capture_output=True)
     subprocess.run(["sync", "-f", str(DATA)], capture_output=True)
-    wait_for(mounted_read_only, 30, "the data partition remounted read-only", poll_s=0.2)
+    try:
+        wait_for(mounted_read_only, 30, "the data partition remounted read-only", poll_s=0.2)
+    finally:
+        record["readonly_diagnostics"] = {"mounts": [l for l in open("/proc/mounts") if "bikecomputer" in l],
+                                          "dmesg": run("dmesg", check=False)[-3000:],
+                                          "table": run("dmsetup", "table", check=False)}
     record.setdefault("readonly_after_s", []).append(round(time.monotonic() - t0, 1))
 
 
@@ -400,13 +406,20 @@ def ride_alive(seconds: float) -> dict:
             seen["status_errors"] += 1
         time.sleep(0.5)
     for want in ["paused", "running"]:
-        t = time.monotonic()
-        press(START)
-        try:
-            wait_for(lambda: status()["state"] == want, 5, want, poll_s=0.05)
-            seen["button_s"].append(round(time.monotonic() - t, 2))
-        except TimeoutError:
-            seen["button_s"].append(None)
+        taken = None
+        for attempt in range(1, 4):  # a press not taken at all is recorded (seen["presses"])
+            t = time.monotonic()
+            press(START)
+            try:
+                wait_for(lambda: status()["state"] == want, 5, want, poll_s=0.05)
+                taken = round(time.monotonic() - t, 2)
+                break
+            except TimeoutError:
+                if status()["state"] == want:
+                    taken = round(time.monotonic() - t, 2)
+                    break
+        seen["button_s"].append(taken)
+        seen.setdefault("presses", []).append(attempt)
     seen["timer_end"] = status()["timer_ms"]
     return seen
 
