@@ -14,6 +14,8 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
     case rideInProgress
     case rideSaved
     case rideDiscarded
+    /// A pause, resume or lap refused because the ride's event table is full.
+    case rideTableFull
 
     public var description: String {
         switch self {
@@ -28,6 +30,7 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
         case .rideInProgress: "RIDE IN PROGRESS"
         case .rideSaved: "RIDE SAVED"
         case .rideDiscarded: "RIDE DISCARDED"
+        case .rideTableFull: "RIDE FULL"
         }
     }
 

@@ -175,6 +175,10 @@ public struct FITActivity: Sendable {
         public var avgCadence: Double?, maxCadence: Double?, avgPowerW: Double?, maxPowerW: Double?
         /// lap_trigger (laps only): manual 0, time 1, distance 2, session_end 7, ...
         public var trigger: UInt8? = nil
+        /// total_moving_time (lap 52, session 59), s.
+        public var movingS: Double? = nil
+        /// normalized_power (lap 33, session 34), W.
+        public var normalizedPowerW: Double? = nil
     }
 
     public var records: [Record] = []
@@ -207,6 +211,8 @@ public struct FITActivity: Sendable {
                                   avgPowerW: m.value(s ? 19 : 20), maxPowerW: m.value(s ? 20 : 21))
                 var summary = sum
                 if s { summary.trigger = m.values[24].flatMap { UInt8(exactly: $0) } }
+                summary.movingS = m.value(s ? 52 : 59, scale: 1000)
+                summary.normalizedPowerW = m.value(s ? 33 : 34)
                 if s { laps.append(summary) } else { sessions.append(summary) }
             default: break
             }

@@ -379,6 +379,7 @@ public struct ScreenRenderer: Sendable {
         case .rideInProgress: text.append("RIDE IN PROGRESS")
         case .rideSaved: text.append("RIDE SAVED")
         case .rideDiscarded: text.append("RIDE DISCARDED")
+        case .rideTableFull: text.append("RIDE FULL")
         }
     }
 
