@@ -142,6 +142,8 @@ public struct AppCore: Sendable {
     var recordValues: [Double?] = [nil, nil, nil]
     /// While replaying: the instant of the record whose samples are being replayed.
     var replayRecordInstant: MonotonicInstant?
+    /// How far the last distance auto-lap ran past its mark (the next lap ends on the next mark).
+    var autoLapCarryM = 0.0
     /// Journaled training settings that could not be read back (ignored, counted).
     public internal(set) var unreadableSettings: UInt64 = 0
     var wallAnchor: WallClockAnchor?
@@ -363,12 +365,13 @@ public struct AppCore: Sendable {
         }
     }
 
-    /// Counter readings (distance, energy) at a pause, resume or stop instant between two 1 Hz
-    /// records, so that the distance ridden up to a pause and from a resume is counted.
+    /// Counter readings (distance, energy) at a pause, resume or stop instant, so that the
+    /// distance ridden up to a pause and from a resume is counted to the instant (a record at the
+    /// same instant reads the counter again: a repeated reading adds nothing).
     mutating func takeBoundaryReadings(at instant: MonotonicInstant) {
-        guard let b = builder, let start = b.startInstant, instant.milliseconds(since: start) % 1000 != 0 else { return }
+        guard builder?.startInstant != nil else { return }
         for q in [Quantity.distance, .energy] {
-            guard let v = freshLiveValue(q, at: instant) else { continue }
+            guard let v = recordValue(q, at: instant) else { continue }
             let s = Sample(q, q.recordedValue(v), at: instant, origin: .generated)
             do {
                 try builder!.add(s)
@@ -422,6 +425,7 @@ public struct AppCore: Sendable {
             replayMetadata(key: key, value: value)
         }
         applyChecked { b throws(BuilderRejection) in try b.start(at: start) }
+        autoLapCarryM = 0
         trainingDidStart(at: start)
         journal(.event(RideEvent(.start, at: start)))
         emit(.syncJournal)
@@ -432,8 +436,8 @@ public struct AppCore: Sendable {
         applyChecked { b throws(BuilderRejection) in try b.pause(at: now, trigger: trigger) }
         trainingDidPause(at: now, trigger: trigger)
         journal(.event(RideEvent(.pause, at: now, trigger: trigger)))
-        takeBoundaryReadings(at: now)
         emit(.syncJournal)
+        takeBoundaryReadings(at: now)
         if fromCommand { reply(true, "paused") }
     }
 
@@ -442,14 +446,15 @@ public struct AppCore: Sendable {
         applyChecked { b throws(BuilderRejection) in try b.resume(at: now, trigger: trigger) }
         trainingDidResume(at: now, trigger: trigger)
         journal(.event(RideEvent(.resume, at: now, trigger: trigger)))
-        takeBoundaryReadings(at: now)
         emit(.syncJournal)
+        takeBoundaryReadings(at: now)
         if fromCommand { reply(true, "resumed") }
     }
 
     mutating func lap(at now: MonotonicInstant, trigger: Trigger, fromCommand: Bool) {
         guard transition(.lap, at: now, fromCommand: fromCommand, event: .lap) else { return }
         applyChecked { b throws(BuilderRejection) in try b.lap(at: now, trigger: trigger) }
+        noteLapForAutoLap(trigger)
         journal(.event(RideEvent(.lap, at: now, trigger: trigger)))
         emit(.syncJournal)
         if fromCommand { reply(true, "lap \(builder?.laps.count ?? 0)") }
@@ -483,7 +488,10 @@ public struct AppCore: Sendable {
         applyChecked { b throws(BuilderRejection) in try b.stop(at: now) }
         autoPause.didStop()
         journal(.event(RideEvent(.stop, at: now)))
-        if wasRunning { takeBoundaryReadings(at: now) }
+        if wasRunning {
+            emit(.syncJournal)
+            takeBoundaryReadings(at: now)
+        }
         _ = transition(saving ? .save : .discard, at: now, fromCommand: false)
         journal(.finished(saved: saving, at: now))
         emit(.syncJournal)
@@ -635,10 +643,15 @@ public struct AppCore: Sendable {
     }
 
     /// The value a record at `instant` carries for `q`: a frame received within
-    /// `recordWindowMs` before it and not recorded yet.
+    /// `recordWindowMs` before it and not recorded yet. A counter (distance, energy) is read at
+    /// every record while its sensor is not reported stale or lost: the newest reading stays
+    /// true until the next (a repeated reading adds nothing), and the distance covered while its
+    /// sensor was quiet is counted when it speaks again.
     func recordValue(_ q: Quantity, at instant: MonotonicInstant) -> Double? {
         let i = q.index
-        guard liveSeen[i], configuration.enabledQuantities[i], liveInstant[i] > liveRecorded[i],
+        guard liveSeen[i], configuration.enabledQuantities[i] else { return nil }
+        if q.isCumulative { return liveValue[i] }
+        guard liveInstant[i] > liveRecorded[i],
               instant.milliseconds(since: liveInstant[i]) <= configuration.recordWindowMs else { return nil }
         return liveValue[i]
     }

@@ -23,18 +23,15 @@ extension AppCore {
         case .event(let e):
             replayEvent(e)
         case .sample(let s):
+            // A counter reading taken with a pause, resume or stop (not in a record being
+            // replayed): not a record, so the monitors do not see it (as live).
+            let boundary = s.quantity.isCumulative && s.instant == builder?.lastEventInstant && replayRecordInstant != s.instant
             do {
                 try builder?.add(s)
+                if boundary { return }
                 noteRecordValue(s)
                 replayRecordInstant = s.instant
             } catch {}
-            if let start = builder?.startInstant, s.quantity.isCumulative, s.instant == builder?.lastEventInstant,
-               s.instant.milliseconds(since: start) % 1000 != 0 {
-                // A boundary reading taken with a pause, resume or stop between records: not a
-                // record, so the monitors do not see it (as live).
-                replayRecordInstant = nil
-                return
-            }
             if let start = builder?.startInstant {
                 let aligned = start.advanced(byMs: (s.instant.milliseconds(since: start) / 1000) * 1000)
                 nextRecordInstant = aligned.advanced(byMs: 1000)
@@ -74,6 +71,7 @@ extension AppCore {
         }
         switch e.kind {
         case .start:
+            autoLapCarryM = 0
             lifecycle = SessionLifecycle(restoring: .running, lastTransition: e.instant)
             trainingDidStart(at: e.instant)
             nextRecordInstant = e.instant
@@ -83,7 +81,9 @@ extension AppCore {
         case .resume:
             lifecycle = SessionLifecycle(restoring: .running, lastTransition: e.instant)
             trainingDidResume(at: e.instant, trigger: e.trigger)
-        case .lap, .marker:
+        case .lap:
+            noteLapForAutoLap(e.trigger)
+        case .marker:
             break
         case .stop:
             autoPause.didStop()

@@ -130,13 +130,33 @@ struct TrainingFeatureTests {
     @Test func autoLapByDistance() {
         var h = Harness(AppConfiguration(training: TrainingSettings(autoLap: AutoLapSettings(everyDistanceM: 100))))
         h.startRide()
-        // 10 m/s; the first record (4 s) is the distance baseline, so the lap reaches 100 m at 14 s.
+        // 10 m/s; the first reading (the record of 4 s: the samples begin after the start's
+        // record at 3 s) is the distance baseline, so the lap reaches 100 m at 14 s.
         Self.ride(&h, from: 3_000, to: 35_000) { t in [(.speed, 10), (.distance, Double(t - 3_000) / 100)] }
         let laps = h.events.filter { $0.kind == .lap }
         #expect(laps.map(\.instant.milliseconds) == [14_000, 24_000, 34_000])
         #expect(laps.allSatisfy { $0.trigger == .distance })
         let b = h.core.builder!
         #expect(b.laps.dropLast().allSatisfy { $0.statistics.distanceM == 100 && $0.trigger == .distance })
+    }
+
+    /// 7.3 m/s with 100 m laps: each lap overshoots its mark by up to a record's worth; the next
+    /// lap ends on the next true mark (200, 300, 400 m of the ride), not 100 m after the
+    /// overshoot (which drifted: the 4th lap came at 408.8 m). Failed before the fix.
+    @Test func distanceLapsStayOnTheTrueMarks() {
+        var h = Harness(AppConfiguration(training: TrainingSettings(autoLap: AutoLapSettings(everyDistanceM: 100))))
+        h.startRide()
+        Self.ride(&h, from: 3_000, to: 120_000) { t in [(.speed, 7.3), (.distance, Double(t - 3_000) / 1000 * 7.3)] }
+        let laps = h.events.filter { $0.kind == .lap }.map(\.instant.milliseconds)
+        // The first record at or past each mark: the baseline is the record of 4 s, so the ride's
+        // distance at record k (k s after it) is 7.3 k.
+        var expected: [Int64] = []
+        var mark = 100.0
+        for k in 1...115 where 7.3 * Double(k) >= mark - 1e-9 {
+            expected.append(4_000 + Int64(k) * 1_000)
+            mark += 100
+        }
+        #expect(laps == expected, "laps at \(laps), expected \(expected)")
     }
 
     @Test func autoLapByTimeCountsTimerTimeOnly() {

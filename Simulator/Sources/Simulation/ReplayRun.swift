@@ -22,6 +22,9 @@ public final class ReplayRun {
     enum Step {
         case input(AppInput)
         case command(ControlCommand)
+        /// A command handled after the tick of its instant (the end comes after the record of
+        /// the stop's second).
+        case commandAfterTick(ControlCommand)
     }
 
     public let activity: FITActivity
@@ -47,7 +50,7 @@ public final class ReplayRun {
         runtime = DeviceRuntime(core: opened.core, journal: opened.journal, archive: archive, screen: screen, log: log)
         runtime.start(at: .zero)
         runtime.handle(.wallClock(wall, at: .zero))
-        plan(t0: t0, timerEvents: timerEvents)
+        plan(t0: t0, timerEvents: timerEvents, countdownMs: Int64(configuration.countdownSeconds) * 1000)
     }
 
     func ms(_ fitTimestamp: UInt32, t0: Int64) -> Int64 { (Int64(fitTimestamp) - t0) * 1000 + Self.leadMs }
@@ -79,11 +82,14 @@ public final class ReplayRun {
         return min(3_600, longest + 1) * 1000
     }
 
-    func plan(t0: Int64, timerEvents: [FITActivity.Event]) {
+    func plan(t0: Int64, timerEvents: [FITActivity.Event], countdownMs: Int64) {
         let zero = MonotonicInstant.zero
         for role in SensorRole.allCases { add(0, .input(.sensor(SensorStatus(role, .connected), at: zero))) }
-        add(0, .input(.button(ButtonEvent(.startPause, .down, at: zero))))
-        add(100, .input(.button(ButtonEvent(.startPause, .up, at: MonotonicInstant(milliseconds: 100)))))
+        // START acts on its press: pressed one countdown before the recording's first timer start,
+        // the ride starts exactly then.
+        let press = max(0, Self.leadMs - countdownMs)
+        add(press, .input(.button(ButtonEvent(.startPause, .down, at: MonotonicInstant(milliseconds: press)))))
+        add(press + 100, .input(.button(ButtonEvent(.startPause, .up, at: MonotonicInstant(milliseconds: press + 100)))))
         // Pauses and resumes: a stop pauses (the press acts on the down edge); a start resumes
         // (while paused the button acts on release, so it goes down 120 ms earlier). Both come
         // before the record of the same second (steps at one instant keep their order).
@@ -99,20 +105,22 @@ public final class ReplayRun {
                 running = true
                 resumes.append(t)
                 runningAt.append((t, true))
-            } else if Self.stopTypes.contains(e.eventType), running {
+            } else if Self.stopTypes.contains(e.eventType) {
+                lastStopMs = t // the file's own last stop, also one repeated while stopped
+                guard running else { continue }
                 add(t, .input(.button(ButtonEvent(.startPause, .down, at: MonotonicInstant(milliseconds: t)))))
                 add(t + 100, .input(.button(ButtonEvent(.startPause, .up, at: MonotonicInstant(milliseconds: t + 100)))))
                 running = false
-                lastStopMs = t
                 runningAt.append((t, false))
             }
         }
         func isRunning(at t: Int64) -> Bool { runningAt.last { $0.0 <= t }?.1 ?? false }
-        // Laps: every lap but the last ends with a press of LAP; a lap that ended while the
+        // Laps: every lap but the last ends with a press of LAP just after the record of its last
+        // second (a lap message's timestamp is its last record's); a lap that ended while the
         // timer was stopped is made when it starts again (a lap needs a running ride).
         for lap in activity.laps.dropLast() {
             guard let ts = lap.timestamp else { continue }
-            var t = ms(ts, t0: t0)
+            var t = ms(ts, t0: t0) + 1
             if !isRunning(at: t) {
                 guard let r = resumes.first(where: { $0 >= t }) else { continue }
                 t = r + 1
@@ -125,6 +133,13 @@ public final class ReplayRun {
         // without distance gets the distance its speeds add up to (as the unit counted it).
         let records = activity.records.sorted { $0.timestamp < $1.timestamp }
         let hasDistance = records.contains { $0.distanceM != nil }
+        // A record's distance is the activity's distance: 0 when its timer started. The ride's
+        // first record (at the start) reads that 0; a record of the start's own second is read
+        // by the next record.
+        let startMs = ms(UInt32(clamping: t0), t0: t0)
+        if hasDistance, !records.contains(where: { Int64($0.timestamp) < t0 && $0.distanceM != nil }) {
+            add(startMs - 1, .input(.sample(Sample(.distance, 0, at: MonotonicInstant(milliseconds: startMs - 1)))))
+        }
         var derivedDistance = 0.0
         var previous: FITActivity.Record?
         var present = Array(repeating: false, count: Quantity.countMax)
@@ -145,7 +160,10 @@ public final class ReplayRun {
                 present[q.index] = v != nil
                 if let v { add(t, .input(.sample(Sample(q, v, at: at)))) }
             }
-            if let v = distance { add(t, .input(.sample(Sample(.distance, v, at: at)))) }
+            if let v = distance {
+                let dt = t == startMs && hasDistance ? t + 1 : t
+                add(dt, .input(.sample(Sample(.distance, v, at: MonotonicInstant(milliseconds: dt)))))
+            }
             previous = r
         }
         // The end: at the file's own last timer stop; a file still running at its end stops at
@@ -160,7 +178,7 @@ public final class ReplayRun {
                 endAt = max(endAt, ms(ts, t0: t0))
             }
         }
-        add(endAt, .command(.end))
+        add(endAt, .commandAfterTick(.end))
         endMs = endAt + 1_000
         steps.sort { ($0.atMs, $0.order) < ($1.atMs, $1.order) }
     }
@@ -176,17 +194,20 @@ public final class ReplayRun {
             if let d = runtime.nextDeadline { t = min(t, max(nowMs, d.milliseconds)) }
             nowMs = max(nowMs, t)
             let now = MonotonicInstant(milliseconds: nowMs)
+            var late: [ControlCommand] = []
             while i < steps.count, steps[i].atMs <= nowMs {
                 switch steps[i].step {
                 case .input(let input): runtime.handle(input)
                 case .command(let c): runtime.command(c, at: now)
+                case .commandAfterTick(let c): late.append(c)
                 }
                 i += 1
             }
-            if nowMs >= nextTickMs || (runtime.nextDeadline.map { $0.milliseconds <= nowMs } ?? false) {
+            if nowMs >= nextTickMs || (runtime.nextDeadline.map { $0.milliseconds <= nowMs } ?? false) || !late.isEmpty {
                 runtime.handle(.tick(now))
                 if nowMs >= nextTickMs { nextTickMs = (nowMs / 1000 + 1) * 1000 }
             }
+            for c in late { runtime.command(c, at: now) }
             if i >= steps.count && nowMs >= endMs { break }
         }
     }
