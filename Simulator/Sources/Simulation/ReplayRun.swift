@@ -117,13 +117,14 @@ public final class ReplayRun {
         func isRunning(at t: Int64) -> Bool { runningAt.last { $0.0 <= t }?.1 ?? false }
         // Laps: every lap but the last ends with a press of LAP just after the record of its last
         // second (a lap message's timestamp is its last record's); a lap that ended while the
-        // timer was stopped is made when it starts again (a lap needs a running ride).
+        // timer was stopped (or as it stopped) is made when it starts again, right after the
+        // resume and before the record of that second (a lap needs a running ride).
         for lap in activity.laps.dropLast() {
             guard let ts = lap.timestamp else { continue }
             var t = ms(ts, t0: t0) + 1
             if !isRunning(at: t) {
                 guard let r = resumes.first(where: { $0 >= t }) else { continue }
-                t = r + 1
+                t = r
             }
             add(t, .input(.button(ButtonEvent(.lap, .down, at: MonotonicInstant(milliseconds: t)))))
             add(t + 100, .input(.button(ButtonEvent(.lap, .up, at: MonotonicInstant(milliseconds: t + 100)))))
