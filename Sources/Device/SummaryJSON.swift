@@ -13,6 +13,7 @@ public enum SummaryJSON {
         w.number("moving_time_s", s.movingTime.map { Double($0) / 1000 })
         w.number("distance_m", s[.distance].hasData ? s.distanceM : nil, decimals: 2)
         w.number("avg_speed_mps", s.averageSpeedMps)
+        w.number("avg_moving_speed_mps", s.averageMovingSpeedMps)
         w.number("max_speed_mps", s[.speed].max)
         w.number("avg_hr_bpm", s[.heartRate].average, decimals: 1)
         w.number("max_hr_bpm", s[.heartRate].max, decimals: 1)

@@ -146,6 +146,41 @@ def test_simulated_ride_is_listed_exported_and_on_the_usb_image(bikesim, bikecom
     assert any(ride_id in line and line.endswith(".fit") for line in listing.splitlines()), listing
 
 
+def test_rides_show_prints_lap_and_interval_tables(bikesim, bikecomputer, tmp_path):
+    """`rides show` prints the ride's laps (from its FIT laps) and its interval statistics
+    (rebuilt through the app's statistics), states the averaging conventions, shows the moving
+    time beside the timer time, and gives the same as JSON for charts."""
+    data = tmp_path / "data"
+    out = run_headless(bikesim, tmp_path, "out", "--data-dir", str(data))
+    summary = json.loads((out / "summary.json").read_text())
+    ride_id = summary["ride_id"]
+    assert summary["averaging"] == {"cadence": "without_zeros", "power": "with_zeros"}
+    assert 0 < summary["moving_time_s"] <= summary["timer_time_s"]
+    text = subprocess.run([str(bikecomputer), "rides", "show", ride_id, "--data-dir", str(data)],
+                          check=True, capture_output=True, text=True).stdout
+    assert "averages: cadence without zeros, power with zeros" in text
+    assert "moving:" in text
+    lines = text.splitlines()
+    laps_at = lines.index("LAPS")
+    lap_rows = lines[laps_at + 2:lines.index("", laps_at)]
+    assert len(lap_rows) == len(summary["laps"])
+    intervals_at = next(i for i, l in enumerate(lines) if l.startswith("INTERVALS"))
+    interval_rows = [l for l in lines[intervals_at + 2:] if l.strip()]
+    minutes = -(-summary["timer_time_s"] // 60)
+    assert len(interval_rows) == minutes, (len(interval_rows), summary["timer_time_s"])
+    doc = json.loads(subprocess.run([str(bikecomputer), "rides", "show", ride_id, "--json", "--data-dir", str(data)],
+                                    check=True, capture_output=True, text=True).stdout)
+    assert doc["averaging"]["cadence"] == "without_zeros"
+    assert len(doc["laps"]) == len(summary["laps"])
+    buckets = doc["intervals"]["buckets"]
+    assert len(buckets) == minutes
+    assert [b["start_timer_s"] for b in buckets] == [60.0 * i for i in range(len(buckets))]
+    # The buckets' time with heart-rate data adds up to the ride's, and their maxima to its maximum.
+    assert abs(sum(b["heart_rate"]["data_s"] for b in buckets) - summary["timer_time_s"]) <= 2
+    assert max(b["heart_rate"]["max"] for b in buckets if b["heart_rate"]["max"] is not None) == summary["max_hr_bpm"]
+    assert abs(doc["session"]["moving_time_s"] - summary["moving_time_s"]) < 0.01
+
+
 CRASH_RIDE = """seed 11
 duration 12m
 at 2s press start
