@@ -263,6 +263,33 @@ def test_sigkill_mid_ride_recovers_through_the_real_journal(bikesim, bikecompute
     assert not missing, f"{len(missing)} samples lost before the last second, first {missing[:3]}"
     changed = [ts for ts, v in expected.items() if recovered[ts] != v]
     assert not changed, f"samples changed by recovery: {changed[:3]}"
+    # The downtime is not timer time: the file's session and laps agree with its own timer events
+    # (a stop where the device went down, a start when it came back).
+    import io
+
+    import fitdecode
+    events, session, laps = [], None, []
+    with fitdecode.FitReader(io.BytesIO((b / f"{whole_id}.fit").read_bytes())) as reader:
+        for frame in reader:
+            if not isinstance(frame, fitdecode.FitDataMessage):
+                continue
+            if frame.name == "event" and frame.get_value("event") == "timer":
+                events.append((frame.get_value("timestamp"), frame.get_value("event_type")))
+            elif frame.name == "session":
+                session = frame
+            elif frame.name == "lap":
+                laps.append(frame)
+    running_s, since = 0.0, None
+    for ts, kind in events:
+        if kind == "start" and since is None:
+            since = ts
+        elif kind in ("stop", "stop_all") and since is not None:
+            running_s += (ts - since).total_seconds()
+            since = None
+    assert len(events) >= 4, "start, the stop where the device went down, the start after it, the end"
+    assert abs(session.get_value("total_timer_time") - running_s) <= 2.0, (session.get_value("total_timer_time"), running_s)
+    assert abs(sum(l.get_value("total_timer_time") for l in laps) - session.get_value("total_timer_time")) < 0.01
+    assert session.get_value("total_elapsed_time") - session.get_value("total_timer_time") >= 10, "the downtime is elapsed time"
 
 
 FIXTURES = ["garmin-edge-500-activity.fit", "garmin-edge-820-bike.fit", "sample-activity-indoor-trainer.fit"]
