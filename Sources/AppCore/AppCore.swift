@@ -524,7 +524,7 @@ public struct AppCore: Sendable {
     }
 
     static func makeSummary(_ b: RideBuilder, header: RideHeader, saved: Bool?, recovered: Bool, at now: MonotonicInstant) -> RideSummary {
-        let r = b.ride
+        let r = b.statistics(at: now)
         return RideSummary(
             rideID: header.rideID, saved: saved,
             timerTimeMs: b.timerTimeMs(at: now), elapsedTimeMs: b.elapsedTimeMs(at: now),
