@@ -80,6 +80,10 @@ struct Rides: ParsableCommand {
         @Argument(help: "The ride id (or its first characters).") var id: String
         @Flag(help: "Print the summary, laps and intervals as JSON (for charts).") var json = false
         @Flag(name: .customLong("no-intervals"), help: "Leave out the per-interval table.") var noIntervals = false
+        @Option(help: ArgumentHelp("Also draw the ride as an SVG picture: speed, heart rate, power, cadence (and altitude) over time, laps marked, zones shaded.", valueName: "FILE.svg"))
+        var plot: String?
+
+        func validate() throws { try validatePlotPath(plot) }
 
         func run() throws {
             let lib = data.library()
@@ -89,6 +93,7 @@ struct Rides: ParsableCommand {
                 let file: FITFile
                 do { file = try FITFile(bytes: bytes) } catch { throw CommandFailure("\(lib.path(r, .fit)): \(error.description)") }
                 print(try Self.tablesJSON(FITActivity(file), rideID: r.rideID))
+                if let plot { try writePlot(r, lib, to: plot) }
                 return
             }
             print("id:       \(r.rideID)")
@@ -126,6 +131,7 @@ struct Rides: ParsableCommand {
                 print("")
                 print(Self.intervalTable(ride.builder.intervals))
             }
+            if let plot { try writePlot(r, lib, to: plot) }
         }
     }
 
