@@ -364,7 +364,15 @@ def fresh_card(size_sectors: int | None = None) -> str:
 
 
 def mounted_read_only() -> bool:
-    return any(l.split()[1] == str(DATA) and l.split()[3].split(",")[0] == "ro" for l in open("/proc/mounts"))
+    """The data partition refuses writes with EROFS (ext4 aborted its journal: the kernel logs
+    "Remounting filesystem read-only"; /proc/mounts of 6.1 may still say rw)."""
+    try:
+        fd = os.open(f"{DATA}/.ro-probe", os.O_WRONLY | os.O_CREAT, 0o600)
+        os.close(fd)
+        os.unlink(f"{DATA}/.ro-probe")
+        return False
+    except OSError as e:
+        return e.errno == 30  # EROFS
 
 
 def card_errors_until_read_only() -> None:
