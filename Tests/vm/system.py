@@ -34,6 +34,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 import vmlib
@@ -331,6 +332,35 @@ def make_data_disk(path: pathlib.Path, size_mb: int, fs: bool = True) -> pathlib
     return path
 
 
+# The 2-core machine runs every VM test's guests side by side (conftest.launcher). The
+# system guests are the heavy ones: at most this many boot at once, and they wait for the
+# lighter guests that share the host root (test_vm_hardware, test_vm_run, ...) to finish, so
+# those keep their short timeouts.
+SYSTEM_GUESTS_MAX = 3
+_slots = threading.Semaphore(SYSTEM_GUESTS_MAX)
+OTHER_GUESTS_WAIT_S = 900
+
+
+def other_guests_running() -> bool:
+    """Whether a QEMU of the host-root harness (vmlib.Machine: -virtfs ...mount_tag=hostroot) runs."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"qemu-system" in cmdline and b"mount_tag=hostroot" in cmdline:
+            return True
+    return False
+
+
+def wait_for_other_guests() -> None:
+    deadline = time.monotonic() + OTHER_GUESTS_WAIT_S
+    while other_guests_running() and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
 @dataclasses.dataclass
 class Disk:
     path: pathlib.Path
@@ -381,6 +411,11 @@ class System:
         again to boot the same root overlay a second time (after a power cut)."""
         if not shutil.which(self.kernel.arch.qemu):
             raise VMUnavailable(f"{self.kernel.arch.qemu} is not installed")
+        wait_for_other_guests()
+        with _slots:
+            return self._run(script, timeout_s, data_image, disks, name, outdir, kill_when, append, env, rtc)
+
+    def _run(self, script, timeout_s, data_image, disks, name, outdir, kill_when, append, env, rtc) -> vmlib.Result:
         if outdir is None:
             runs = CACHE / "runs"
             runs.mkdir(parents=True, exist_ok=True)
