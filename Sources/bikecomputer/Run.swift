@@ -3,11 +3,13 @@ import ArgumentParser
 import BoardHardware
 import BoardIO
 import Configuration
+import Control
 import Device
 import DeviceAdapters
 import Display
 import Glibc
 import Journal
+import RideFiles
 import RideModel
 
 /// `bikecomputer run` (the default): loads the config, opens the journal (recovering an
@@ -120,7 +122,6 @@ final class BoardRunner {
     var probeScreen: DisplayScreen<LatencyProbeBus>?
     var buttons: GPIOButtons?
     var buzzer: BuzzerAlert?
-    var debouncer: ButtonDebouncer
     var debounceTimer: TimerID?
     var coreDeadlineTimer: TimerID?
     var armedCoreDeadline: MonotonicInstant?
@@ -160,12 +161,10 @@ final class BoardRunner {
         let opened = try BoardJournal.open(directory: settings.journalDirectory, configuration: settings.app, randomSeed: seed,
                                            deviceNow: now, wallNow: wall, policy: settings.commitPolicy)
         journal = opened.journal
-        for line in opened.report.lines { log.log(opened.report.recoveredRide == nil ? .info : .warning, "journal: \(line)") }
         recoveredRide = opened.report.recoveredRide
         archive = RideLibrary(dataDirectory: settings.dataDirectory, ops: BoardRideFiles())
         rideFlag = RideActiveFlag(path: options.rideActiveFile)
         rideFlag.removeStale()
-        debouncer = ButtonDebouncer(debounceMs: Int64(config.buttons.debounceMs))
 
         // The display (missing hardware is logged and counted; the ride goes on without it).
         var screen: ScreenPort?
@@ -205,20 +204,26 @@ final class BoardRunner {
             }
         }
 
-        runtime = DeviceRuntime(core: opened.core, journal: journal, archive: archive, screen: screen,
-                                alertOutput: alertOutput, log: log)
+        // The buttons' initial levels, read before the runtime's debouncer starts.
+        var initiallyPressed: [Button: Bool] = [:]
+        var buttonsNow = "disabled (--no-buttons)"
+        var errorsNow: UInt64 = 0
+        if options.buttons {
+            buttons = Self.openButtons(config, settings, log: log, state: &buttonsNow, errors: &errorsNow, initial: &initiallyPressed)
+        }
+        runtime = DeviceRuntime.boot((opened.journal, opened.core, opened.report), archive: archive, screen: screen,
+                                     alertOutput: alertOutput, log: log, sensors: settings.dataSource,
+                                     buttonDebounceMs: Int64(config.buttons.debounceMs), initiallyPressed: initiallyPressed,
+                                     wall: wall, at: now)
         // A stream id new at every start, so a reconnecting companion knows the device restarted.
         stream = ControlStream(streamID: UInt64(bitPattern: wall.unixMs) ^ MonotonicClock.nowNs)
         _ = runtime.addObserver(stream)
-        // The recovered core's pending effects (gap event, "ride recovered"), then the wall clock,
-        // then the files of rides that ended before their file was durable.
-        runtime.start(at: now)
-        runtime.handle(.wallClock(wall, at: now))
-        for id in opened.report.finishedRidesAwaitingFile { runtime.writeRideFile(id, at: now) }
 
         let transport: BridgeLink.Transport = config.bridge.transport == .unix
             ? .unixSocket(path: settings.bridgePath) : .serial(path: settings.bridgePath, baud: config.bridge.baud)
-        bridge = BridgeLink(transport: transport, configuration: settings.dataSource, loop: loop, runtime: runtime, log: log)
+        bridge = BridgeLink(transport: transport, loop: loop, runtime: runtime, log: log)
+        buttonsState = buttonsNow
+        hardwareErrors += errorsNow
         try wire()
     }
 
@@ -246,12 +251,21 @@ final class BoardRunner {
         // The 1 Hz tick (which the core's own deadlines pull forward, see `tick`) and the wall clock.
         scheduleTick()
         loop.scheduleRepeating("wallclock", everyMs: Self.wallClockPeriodMs) { [unowned self] in
-            self.runtime.handle(.wallClock(SystemWallClock.now(), at: self.now))
+            self.runtime.wallClock(SystemWallClock.now(), at: self.now)
             self.afterInputs()
         }
 
         // Buttons.
-        if options.buttons { attachButtons() }
+        if let b = buttons {
+            do {
+                try b.attach(to: loop) { [unowned self] index, active, timestampNs in self.edge(index, active, timestampNs) }
+            } catch {
+                hardwareErrors += 1
+                buttonsState = "failed: \(error)"
+                log.log(.error, "buttons: \(error); running without the buttons (use `bikecomputer ctl` to control the ride)")
+                buttons = nil
+            }
+        }
         buzzer?.loop = loop
         buzzer?.log = log
 
@@ -270,7 +284,10 @@ final class BoardRunner {
         afterInputs()
     }
 
-    func attachButtons() {
+    /// Requests the button lines and reads their levels (a button held at boot gives no press
+    /// until it is released). Missing hardware is logged and counted; the ride goes on.
+    static func openButtons(_ config: DeviceConfig, _ settings: DeviceSettings, log: StderrLog, state: inout String,
+                            errors: inout UInt64, initial: inout [Button: Bool]) -> GPIOButtons? {
         let c = config.buttons
         let bias: GPIOBias
         switch c.bias {
@@ -282,21 +299,17 @@ final class BoardRunner {
         let lines = settings.buttonLines
         do {
             let b = try GPIOButtons(chip: c.chip, offsets: lines.map(\.offset), activeLow: c.activeLow, bias: bias)
-            var initial: [Button: Bool] = [:]
             if let levels = try? b.currentLevels() {
                 for (i, l) in levels.enumerated() where i < lines.count { initial[lines[i].button] = l }
             }
-            debouncer = ButtonDebouncer(debounceMs: Int64(c.debounceMs), initiallyPressed: initial)
-            try b.attach(to: loop) { [unowned self] index, active, timestampNs in
-                self.edge(index, active, timestampNs)
-            }
-            buttons = b
-            buttonsState = "ok (\(c.chip) lines \(lines.map { String($0.offset) }.joined(separator: ",")))"
-            log.log(.info, "buttons: \(buttonsState)")
+            state = "ok (\(c.chip) lines \(lines.map { String($0.offset) }.joined(separator: ",")))"
+            log.log(.info, "buttons: \(state)")
+            return b
         } catch {
-            hardwareErrors += 1
-            buttonsState = "failed: \(error)"
+            errors += 1
+            state = "failed: \(error)"
             log.log(.error, "buttons: \(error); running without the buttons (use `bikecomputer ctl` to control the ride)")
+            return nil
         }
     }
 
@@ -308,17 +321,17 @@ final class BoardRunner {
         var ms = Int64(timestampNs / 1_000_000)
         let nowMs = loop.nowMs
         if ms > nowMs || nowMs - ms > 10_000 { ms = nowMs } // a timestamp on another clock
-        debouncer.edge(lines[index].button, pressed: active, at: MonotonicInstant(milliseconds: ms))
+        runtime.buttonEdge(lines[index].button, pressed: active, at: MonotonicInstant(milliseconds: ms))
         armDebounce()
     }
 
     func armDebounce() {
         if let t = debounceTimer { loop.cancelTimer(t) }
         debounceTimer = nil
-        guard let d = debouncer.nextDeadline else { return }
+        guard let d = runtime.buttonsDeadline else { return }
         debounceTimer = loop.scheduleTimer("buttons.debounce", atMs: d.milliseconds, periodMs: nil) { [unowned self] in
             self.debounceTimer = nil
-            for e in self.debouncer.advance(to: self.now) { self.runtime.handle(.button(e)) }
+            self.runtime.settleButtons(at: self.now)
             self.armDebounce()
             self.afterInputs()
         }
@@ -329,8 +342,7 @@ final class BoardRunner {
     /// after the last one, so a riding device wakes once a second for it, not twice.
     func tick() {
         let t = now
-        bridge.tick(at: t)
-        runtime.handle(.tick(t))
+        runtime.tick(at: t)
         // The metrics line at most about once a second, and only built when somebody follows.
         let metricsDue = lastMetricsAtMs.map { t.milliseconds - $0 >= Self.metricsPeriodMs } ?? true
         let followed = metricsDue && (control?.subscriberCount ?? 0) > 0
@@ -405,44 +417,10 @@ final class BoardRunner {
     // MARK: Control socket
 
     func controlLine(_ line: String) -> ControlSocketServer.Reply {
-        // Subscriptions and the companion's pairing code (docs/companion.md).
-        if let special = ControlProtocol.parseStreamRequest(line) {
-            switch special {
-            case .failure(let e):
-                return .init(ControlProtocol.format(e), isError: true)
-            case .success(.subscribe(let from, let id)):
-                let sub = stream.subscribe(from: from, streamID: id, core: runtime.core, at: now)
-                return .subscribing(sub.reply, then: sub.lines)
-            case .success(.pairingCode(let code)):
-                // The unit draws six-digit codes (the companion issues those).
-                var shown: UInt32?
-                if let code {
-                    guard code.count <= 6, let n = UInt32(code) else {
-                        return .init("error \(runtime.core.state): the unit shows pairing codes of up to six digits", isError: true)
-                    }
-                    shown = n
-                }
-                stream.setPairingCode(code)
-                runtime.command(.showPairingCode(shown), at: now)
-                afterInputs()
-                return .init(code == nil ? "ok pairing code cleared" : "ok pairing code shown")
-            }
-        }
-        switch ControlProtocol.parse(line) {
-        case .failure(let e):
-            return .init(ControlProtocol.format(e), isError: true)
-        case .success(.help):
-            return .init(ControlProtocol.formatHelp())
-        case .success(.status):
-            return .init("ok " + statusJSON())
-        case .success(.command(let c)):
-            let t = now
-            let reply = runtime.command(c, at: t)
-            afterInputs()
-            log.log(reply?.ok == false ? .warning : .info, "control: \(ControlProtocol.word(c)) → \(reply.map { $0.message } ?? "accepted")")
-            if let reply { return .init(ControlProtocol.format(reply)) }
-            return .init(ControlProtocol.formatAccepted(c, state: runtime.core.state))
-        }
+        let answer = runtime.control(line, stream: stream, at: now) { statusJSON() }
+        afterInputs()
+        if let lines = answer.subscription { return .subscribing(answer.line, then: lines) }
+        return .init(answer.line, isError: answer.isError)
     }
 
     func statusJSON() -> String {
@@ -476,7 +454,7 @@ final class BoardRunner {
             w.number(m.description, screen.metrics[Int(m.rawValue)], decimals: 2)
         }
         w.endObject()
-        let src = bridge.sensors.status
+        let src = runtime.sensorStatus
         w.beginObject("bridge")
         w.bool("connected", bridge.isConnected)
         w.int("connections", Int64(clamping: bridge.connectionsAccepted))
@@ -542,7 +520,7 @@ final class BoardRunner {
         w.int("slowest_handler_max_us", slowest.map { Int64(clamping: $0.maxEverNs / 1000) })
         w.int("turn_max_us", Int64(clamping: stats.turnMaxNs / 1000))
         w.int("turns", Int64(clamping: stats.turns))
-        w.int("frames", Int64(clamping: bridge.sensors.status.framesReceived))
+        w.int("frames", Int64(clamping: runtime.sensorStatus.framesReceived))
         w.endObject()
         let bytes = Array((w.text + "\n").utf8)
         _ = bytes.withUnsafeBytes { Glibc.write(1, $0.baseAddress, $0.count) }

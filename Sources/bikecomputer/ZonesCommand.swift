@@ -1,4 +1,5 @@
 import ArgumentParser
+import Control
 import Device
 import RideModel
 import Training

@@ -21,6 +21,7 @@ public final class ReplayRun {
 
     enum Step {
         case input(AppInput)
+        case button(Button, pressed: Bool)
         case command(ControlCommand)
     }
 
@@ -28,6 +29,7 @@ public final class ReplayRun {
     public let runtime: DeviceRuntime
     public let archive: MemoryArchive
     public let log = MemoryLog(capacity: 256)
+    let summaries = SummaryRecorder()
     public private(set) var startUnixMs: Int64 = 0
     public private(set) var endMs: Int64 = 0
     var steps: [(atMs: Int64, order: Int, step: Step)] = []
@@ -42,9 +44,8 @@ public final class ReplayRun {
         startUnixMs = (t0 + Self.fitEpochUnixS) * 1000 - Self.leadMs
         let wall = WallClockTime(unixMs: startUnixMs, trusted: true)
         let opened = storage.open(configuration: configuration, seed: seed, deviceNow: .zero, wallNow: wall)
-        runtime = DeviceRuntime(core: opened.core, journal: opened.journal, archive: archive, screen: screen, log: log)
-        runtime.start(at: .zero)
-        runtime.handle(.wallClock(wall, at: .zero))
+        runtime = DeviceRuntime.boot(opened, archive: archive, screen: screen, log: log, wall: wall, at: .zero)
+        _ = runtime.addObserver(summaries)
         plan(t0: t0, timerEvents: timerEvents)
     }
 
@@ -55,8 +56,8 @@ public final class ReplayRun {
     func plan(t0: Int64, timerEvents: [FITActivity.Event]) {
         let zero = MonotonicInstant.zero
         for role in SensorRole.allCases { add(0, .input(.sensor(SensorStatus(role, .connected), at: zero))) }
-        add(0, .input(.button(ButtonEvent(.startPause, .down, at: zero))))
-        add(100, .input(.button(ButtonEvent(.startPause, .up, at: MonotonicInstant(milliseconds: 100)))))
+        add(0, .button(.startPause, pressed: true))
+        add(100, .button(.startPause, pressed: false))
         // Pauses and resumes: a stop pauses (the press acts on the down edge); a start resumes
         // (while paused the button acts on release, so it goes down 120 ms earlier).
         var running = true
@@ -64,12 +65,12 @@ public final class ReplayRun {
         for e in timerEvents.dropFirst() {
             let t = ms(e.timestamp, t0: t0)
             if e.eventType == 0, !running {
-                add(t - 120, .input(.button(ButtonEvent(.startPause, .down, at: MonotonicInstant(milliseconds: t - 120)))))
-                add(t, .input(.button(ButtonEvent(.startPause, .up, at: MonotonicInstant(milliseconds: t)))))
+                add(t - 120, .button(.startPause, pressed: true))
+                add(t, .button(.startPause, pressed: false))
                 running = true
             } else if e.eventType == 1 || e.eventType == 4, running {
-                add(t, .input(.button(ButtonEvent(.startPause, .down, at: MonotonicInstant(milliseconds: t)))))
-                add(t + 100, .input(.button(ButtonEvent(.startPause, .up, at: MonotonicInstant(milliseconds: t + 100)))))
+                add(t, .button(.startPause, pressed: true))
+                add(t + 100, .button(.startPause, pressed: false))
                 running = false
                 lastStopMs = t
             }
@@ -78,8 +79,8 @@ public final class ReplayRun {
         for lap in activity.laps.dropLast() {
             guard let ts = lap.timestamp else { continue }
             let t = ms(ts, t0: t0)
-            add(t, .input(.button(ButtonEvent(.lap, .down, at: MonotonicInstant(milliseconds: t)))))
-            add(t + 100, .input(.button(ButtonEvent(.lap, .up, at: MonotonicInstant(milliseconds: t + 100)))))
+            add(t, .button(.lap, pressed: true))
+            add(t + 100, .button(.lap, pressed: false))
         }
         // Samples at their timestamps.
         for r in activity.records {
@@ -95,7 +96,7 @@ public final class ReplayRun {
         // The end: pause if still running, then end and save.
         let lastRecordMs = ms(activity.records.last!.timestamp, t0: t0)
         let endAt = max(lastStopMs ?? lastRecordMs, running ? lastRecordMs + 1 : 0)
-        if running { add(endAt, .input(.button(ButtonEvent(.startPause, .down, at: MonotonicInstant(milliseconds: endAt))))) }
+        if running { add(endAt, .button(.startPause, pressed: true)) }
         add(endAt + 200, .command(.end))
         endMs = endAt + 1_000
         steps.sort { ($0.atMs, $0.order) < ($1.atMs, $1.order) }
@@ -115,12 +116,13 @@ public final class ReplayRun {
             while i < steps.count, steps[i].atMs <= nowMs {
                 switch steps[i].step {
                 case .input(let input): runtime.handle(input)
+                case .button(let b, let pressed): runtime.buttonEdge(b, pressed: pressed, at: MonotonicInstant(milliseconds: steps[i].atMs))
                 case .command(let c): runtime.command(c, at: now)
                 }
                 i += 1
             }
             if nowMs >= nextTickMs || (runtime.nextDeadline.map { $0.milliseconds <= nowMs } ?? false) {
-                runtime.handle(.tick(now))
+                runtime.coreTick(at: now)
                 if nowMs >= nextTickMs { nextTickMs = (nowMs / 1000 + 1) * 1000 }
             }
             if i >= steps.count && nowMs >= endMs { break }
@@ -128,7 +130,7 @@ public final class ReplayRun {
     }
 
     /// summary.json of the replayed ride.
-    public var summaryJSON: String? { runtime.lastFinishedSummaryJSON }
+    public var summaryJSON: String? { summaries.lastFinishedJSON }
 
     /// The recording device's own session summary, for comparison.
     public var deviceSession: FITActivity.Summary? { activity.sessions.first }
