@@ -6,8 +6,15 @@ import Screens
 
 /// The board's `ScreenPort`: renders the screen value into the display pipeline (no I/O) and
 /// leaves the changed pages queued; the run loop sends them with `flushStep`, at most one page
-/// per loop turn, so no flush blocks the loop for long. Dims while idle. A failing bus is
-/// counted and retried after `retryAfterErrorMs` (the ride never stops for the display).
+/// per loop turn, so no flush blocks the loop for long. Dims while idle.
+///
+/// The ride never stops for the display (docs/display.md, "Recovery"):
+/// - a bus error (or a display that is missing when `start` runs) is counted, the display is
+///   left alone for `retryAfterErrorMs`, and the next attempt resends the init table, the whole
+///   frame and display on: a display plugged in late or back from a brown-out is used as soon as
+///   it answers;
+/// - every `DisplayDriver.refreshPeriodMs` the state commands are re-asserted and the frame
+///   rewritten, so a controller that lost power without any bus error is back within 5 s.
 public final class DisplayScreen<Bus: DisplayBus>: ScreenPort {
     public static var retryAfterErrorMs: Int64 { 5_000 }
 
@@ -15,23 +22,39 @@ public final class DisplayScreen<Bus: DisplayBus>: ScreenPort {
     public var bus: Bus
     public private(set) var busErrors: UInt64 = 0
     public private(set) var lastError: DisplayBusError?
+    /// Whether the last transaction was acknowledged (false before `start` and after an error
+    /// until an attempt succeeds).
+    public private(set) var isAnswering = false
+    /// Times the display came back after errors.
+    public private(set) var recoveries: UInt64 = 0
     public private(set) var pagesSent: UInt64 = 0
     public private(set) var frames: UInt64 = 0
     var suspendedUntil: MonotonicInstant?
     var lastNow = MonotonicInstant.zero
     /// Called from `show` when pages are waiting to be sent (the loop schedules a flush step).
     public var onPagesPending: (() -> Void)?
-    /// Called with each bus error (for the log).
+    /// Called when the display stops answering, or fails with a different error than before
+    /// (not at every retry: a display missing for a whole ride logs once).
     public var onError: ((DisplayBusError) -> Void)?
+    /// Called when the display answers again after errors.
+    public var onRecovered: (() -> Void)?
 
     public init(bus: Bus, panel: PanelConfiguration) {
         self.bus = bus
         pipeline = DisplayPipeline(panel: panel)
     }
 
-    /// Init sequence and a cleared screen (start-up only: one full frame of bus time).
+    /// Init sequence and a cleared screen (start-up only: one full frame of bus time). On an
+    /// error the screen stays usable: the error is counted and reported, and the display is
+    /// retried every `retryAfterErrorMs` from the following `show` calls.
     public func start() throws(DisplayBusError) {
-        try pipeline.start(bus: &bus)
+        do {
+            try pipeline.start(bus: &bus)
+            isAnswering = true
+        } catch {
+            failed(error)
+            throw error
+        }
     }
 
     public func show(_ screen: ScreenModel, at now: MonotonicInstant) {
@@ -39,7 +62,14 @@ public final class DisplayScreen<Bus: DisplayBus>: ScreenPort {
         frames &+= 1
         pipeline.show(screen)
         if !isSuspended {
-            do { try pipeline.applyBrightness(for: screen, bus: &bus) } catch { failed(error) }
+            pipeline.refreshIfDue(atMs: lastNow.milliseconds)
+            let sent = transactions
+            do {
+                try pipeline.applyBrightness(for: screen, bus: &bus)
+                if transactions != sent { answered() }
+            } catch {
+                failed(error)
+            }
         }
         if pipeline.hasPendingPages && !isSuspended { onPagesPending?() }
     }
@@ -52,13 +82,16 @@ public final class DisplayScreen<Bus: DisplayBus>: ScreenPort {
 
     public var hasPendingPages: Bool { pipeline.hasPendingPages && !isSuspended }
 
-    /// Sends at most one changed page; returns the pages sent (0 or 1).
+    /// Sends at most one changed page (or one recovery command step); returns the pages sent
+    /// (0 or 1).
     @discardableResult
     public func flushStep(at now: MonotonicInstant) -> Int {
         lastNow = max(lastNow, now)
-        guard !isSuspended else { return 0 }
+        guard !isSuspended, pipeline.hasPendingPages else { return 0 }
+        let sent = transactions
         do {
             let n = try pipeline.flushStep(bus: &bus)
+            if transactions != sent { answered() }
             pagesSent &+= UInt64(n)
             return n
         } catch {
@@ -67,12 +100,30 @@ public final class DisplayScreen<Bus: DisplayBus>: ScreenPort {
         }
     }
 
+    /// What `ctl status` shows: "ok", or "failed: " and why the display is not in use.
+    public var status: String {
+        if isAnswering { return "ok" }
+        guard let e = lastError else { return "not started" }
+        return "failed: \(e); not in use, retrying every \(Self.retryAfterErrorMs / 1000) s (\(busErrors) errors so far)"
+    }
+
+    private var transactions: Int { pipeline.driver.statistics.transactions }
+
+    private func answered() {
+        guard !isAnswering, lastError != nil else { return }
+        isAnswering = true
+        recoveries &+= 1
+        onRecovered?()
+    }
+
     func failed(_ error: DisplayBusError) {
         busErrors &+= 1
+        let news = isAnswering || lastError != error
+        isAnswering = false
         lastError = error
         suspendedUntil = lastNow.advanced(byMs: Self.retryAfterErrorMs)
-        pipeline.invalidate() // everything is resent once the bus answers again
-        onError?(error)
+        pipeline.reinitialize() // init table, every page, display on once the bus answers again
+        if news { onError?(error) }
     }
 
     /// Turns the panel off (shutdown): one command, best effort.

@@ -26,12 +26,29 @@ public struct DisplayStatistics: Sendable, Hashable {
 /// one target image, not a queue). The driver also remembers what the controller holds, so a
 /// page that changed and changed back sends nothing, and a changed page sends only the columns
 /// from its first to its last differing byte. No allocation after `init`.
+///
+/// Recovery (docs/display.md, "Recovery"). A controller that browned out or whose connector
+/// glitched comes back dark (display and charge pump off, page addressing, memory cleared) while
+/// later writes are acknowledged, and nothing on I²C can read its state back. So:
+/// - after a bus error the owner calls `reinitialize()`: the next flush steps send the init
+///   table, then every page, then display on (each step still one bounded piece);
+/// - `refreshIfDue(atMs:)` re-asserts the state commands (the init table without its display
+///   off, with the current contrast and display on/off) and rewrites the whole frame every
+///   `refreshPeriodMs`, so a reset nobody saw is repaired within that period plus one call
+///   interval.
 public struct DisplayDriver: Sendable {
     /// Pages written per `flushStep` call.
     public static let pagesPerFlushStepMax = 1
+    /// Period of the state re-assertion and full rewrite that repair a controller that lost
+    /// power without a bus error. Called at least once a second (the board's 1 Hz tick), a reset
+    /// is back on screen within this period + 1 s + the 8 flush steps: under 5 s.
+    public static let refreshPeriodMs: Int64 = 3_000
+    /// Flush steps that send commands rather than pages: init table, state, display on.
+    static let commandStepsMax = 3
 
     public let panel: PanelConfiguration
     public private(set) var statistics = DisplayStatistics()
+    /// Whether the display is meant to be on (set by `start` and `setDisplayOn`).
     public private(set) var isOn = false
     public private(set) var contrast: UInt8
 
@@ -46,6 +63,25 @@ public struct DisplayDriver: Sendable {
     private var nextPage = 0
     private var scratch: [UInt8]
 
+    /// The init table flattened (one transaction per row), built once; `initRowEnds[i]` is the
+    /// end of row i; the contrast argument sits at `initContrastIndex`.
+    private let initBytes: [UInt8]
+    private let initRowEnds: [Int]
+    private let initContrastIndex: Int
+    /// The state commands: the init table without its display off (one transaction; the display
+    /// on/off byte is appended when sent), contrast argument at `stateContrastIndex`.
+    private let stateBytes: [UInt8]
+    private let stateContrastIndex: Int
+
+    /// Commands still to send, in this order, before (init, state) or after (display on) the pages.
+    public private(set) var reinitPending = false
+    public private(set) var statePending = false
+    public private(set) var displayOnPending = false
+    private var nextRefreshAtMs: Int64?
+    /// Times the init table was resent (`reinitialize`) and the state re-asserted (refresh).
+    public private(set) var reinitializations = 0
+    public private(set) var refreshes = 0
+
     public init(panel: PanelConfiguration) {
         self.panel = panel
         contrast = panel.contrastActive
@@ -53,26 +89,78 @@ public struct DisplayDriver: Sendable {
         shown = target
         pendingPages = UInt8(truncatingIfNeeded: (1 << panel.pageCount) - 1)
         scratch = Array(repeating: 0, count: DisplayBusLimits.transactionBytesMax)
+        var bytes: [UInt8] = [], ends: [Int] = [], state: [UInt8] = []
+        var contrastAt = -1, stateContrastAt = -1
+        for row in panel.initSequence {
+            precondition(row.count <= DisplayBusLimits.transactionBytesMax)
+            if row[0] == OLEDCommand.contrast {
+                contrastAt = bytes.count + 1
+                stateContrastAt = state.count + 1
+            }
+            bytes += row
+            ends.append(bytes.count)
+            if row != [OLEDCommand.displayOff] { state += row }
+        }
+        precondition(contrastAt > 0 && state.count < DisplayBusLimits.transactionBytesMax, "the state commands fit one transaction")
+        initBytes = bytes
+        initRowEnds = ends
+        initContrastIndex = contrastAt
+        stateBytes = state
+        stateContrastIndex = stateContrastAt
     }
 
-    public var hasPendingPages: Bool { pendingPages != 0 }
+    /// Whether flush steps are waiting: changed pages, or recovery commands.
+    public var hasPendingPages: Bool { pendingPages != 0 || reinitPending || statePending || displayOnPending }
     private var allPages: UInt8 { UInt8(truncatingIfNeeded: (1 << panel.pageCount) - 1) }
 
     /// Sends the init table (display off), clears the memory, then switches the display on.
-    /// Takes one full frame of bus time (~25 ms at 400 kHz): call it at start-up only.
+    /// Takes one full frame of bus time (~25 ms at 400 kHz): call it at start-up only; after a
+    /// bus error use `reinitialize()`, which spreads the same work over flush steps.
     public mutating func start<B: DisplayBus>(bus: inout B) throws(DisplayBusError) {
-        for row in panel.initSequence { try sendCommands(row, bus: &bus) }
+        isOn = true
         contrast = panel.contrastActive
+        reinitPending = false
+        statePending = false
+        displayOnPending = false
+        try sendInitTable(bus: &bus)
         invalidate()
         try flushAll(bus: &bus)
         try setDisplayOn(true, bus: &bus)
     }
 
-    /// Forgets what the controller holds (after a bus error or a controller reset): the next
-    /// flushes resend every page in full.
+    /// Forgets what the controller holds (the next flushes resend every page in full) without
+    /// touching its configuration.
     public mutating func invalidate() {
         shownValid = 0
         pendingPages = allPages
+    }
+
+    /// After a bus error (the controller may have been reset): the next flush steps send the
+    /// init table, every page in full, then display on if it is meant to be on.
+    public mutating func reinitialize() {
+        reinitPending = true
+        statePending = false
+        displayOnPending = isOn
+        invalidate()
+    }
+
+    /// Queues the state commands and a full rewrite when `refreshPeriodMs` has passed since the
+    /// last one (on a fixed grid from the first call, so call jitter does not add up). Returns
+    /// whether it queued one. Time comes in as a value.
+    @discardableResult
+    public mutating func refreshIfDue(atMs nowMs: Int64) -> Bool {
+        guard let due = nextRefreshAtMs else {
+            nextRefreshAtMs = nowMs + Self.refreshPeriodMs
+            return false
+        }
+        guard nowMs >= due else { return false }
+        var next = due + Self.refreshPeriodMs
+        if next <= nowMs { next = nowMs + Self.refreshPeriodMs }  // after a long pause: restart the grid
+        nextRefreshAtMs = next
+        if !reinitPending { statePending = true }
+        invalidate()
+        refreshes += 1
+        return true
     }
 
     /// Takes the framebuffer's dirty pages as the newest frame.
@@ -91,11 +179,32 @@ public struct DisplayDriver: Sendable {
         }
     }
 
-    /// Sends at most one pending page (only its changed columns). Returns the number of pages
-    /// written (0 or 1).
+    /// Sends at most one pending page (only its changed columns), or one recovery command step
+    /// (the init table, the state commands, display on). Returns the number of pages written
+    /// (0 or 1); loop while `hasPendingPages`.
     @discardableResult
     public mutating func flushStep<B: DisplayBus>(bus: inout B) throws(DisplayBusError) -> Int {
-        guard pendingPages != 0 else { return 0 }
+        if reinitPending {
+            try sendInitTable(bus: &bus)
+            reinitPending = false
+            reinitializations += 1
+            return 0
+        }
+        if statePending {
+            for i in 0..<stateBytes.count { scratch[i] = stateBytes[i] }
+            scratch[stateContrastIndex] = contrast
+            scratch[stateBytes.count] = isOn ? OLEDCommand.displayOn : OLEDCommand.displayOff
+            try transmit(control: OLEDControl.commands, count: stateBytes.count + 1, bus: &bus)
+            statePending = false
+            return 0
+        }
+        guard pendingPages != 0 else {
+            if displayOnPending {
+                try setDisplayOn(true, bus: &bus)
+                displayOnPending = false
+            }
+            return 0
+        }
         var page = nextPage
         for _ in 0..<panel.pageCount {
             if pendingPages & (1 << UInt8(page)) != 0 { break }
@@ -126,7 +235,7 @@ public struct DisplayDriver: Sendable {
 
     /// Sends everything pending (tests, start-up, the simulator's screenshots).
     public mutating func flushAll<B: DisplayBus>(bus: inout B) throws(DisplayBusError) {
-        for _ in 0..<panel.pageCount where hasPendingPages { try flushStep(bus: &bus) }
+        for _ in 0..<panel.pageCount + Self.commandStepsMax where hasPendingPages { try flushStep(bus: &bus) }
     }
 
     public mutating func setContrast(_ level: UInt8, bus: inout some DisplayBus) throws(DisplayBusError) {
@@ -144,6 +253,7 @@ public struct DisplayDriver: Sendable {
     public mutating func setDisplayOn(_ on: Bool, bus: inout some DisplayBus) throws(DisplayBusError) {
         try sendCommands([on ? OLEDCommand.displayOn : OLEDCommand.displayOff], bus: &bus)
         isOn = on
+        displayOnPending = false
     }
 
     // MARK: Wire
@@ -179,7 +289,17 @@ public struct DisplayDriver: Sendable {
         }
     }
 
-    /// Sends a short command list (init, contrast, on/off: not on the per-frame path).
+    /// The init table, one transaction per row, with the current contrast.
+    private mutating func sendInitTable<B: DisplayBus>(bus: inout B) throws(DisplayBusError) {
+        var start = 0
+        for end in initRowEnds {
+            for i in start..<end { scratch[i - start] = i == initContrastIndex ? contrast : initBytes[i] }
+            try transmit(control: OLEDControl.commands, count: end - start, bus: &bus)
+            start = end
+        }
+    }
+
+    /// Sends a short command list (contrast, on/off: not on the per-frame path).
     private mutating func sendCommands<B: DisplayBus>(_ bytes: [UInt8], bus: inout B) throws(DisplayBusError) {
         precondition(bytes.count <= DisplayBusLimits.transactionBytesMax)
         for i in 0..<bytes.count { scratch[i] = bytes[i] }

@@ -15,7 +15,16 @@
 ///   start page and the column advances; past the end column it returns to the start column.
 /// - Segment remap (A0/A1), COM scan direction (C0/C8), start line (40-7F), display offset (D3),
 ///   inverse (A6/A7), entire display on (A4/A5), display on/off (AE/AF), contrast (81).
+/// - The panel's supply: the SSD1306's charge pump (8D 14 on, 8D 10 off; off after reset) and the
+///   SH1106's DC-DC (AD 8B on, AD 8A off; on after reset). The glass lights only with the display
+///   on AND its supply on: a module without external VCC stays dark until 8D 14.
+/// - Power-on reset (`powerOnReset()`, a brown-out or a connector glitch): every register back to
+///   its reset value (display off, supply as above, page addressing, full windows, contrast 7F, no
+///   remap, normal COM scan, start line and offset 0, 64 rows) and GDDRAM cleared.
 /// The panel is taken to be mounted as on common modules: A1 + C8 shows memory upright.
+///
+/// The project's kernel module (Tests/vm/ssd1306-sim) implements the same model; the VM tests
+/// feed both the same byte streams and compare GDDRAM and state, so neither drifts unseen.
 public struct SSD1306Emulator: DisplayBus, Sendable {
     public enum AddressingMode: UInt8, Sendable { case horizontal = 0, vertical = 1, page = 2 }
 
@@ -34,6 +43,8 @@ public struct SSD1306Emulator: DisplayBus, Sendable {
     public private(set) var page = 0
 
     public private(set) var displayOn = false
+    /// The SSD1306's charge pump or the SH1106's DC-DC converter.
+    public private(set) var chargePumpOn: Bool
     public private(set) var contrast: UInt8 = 0x7F
     public private(set) var inverse = false
     public private(set) var entireDisplayOn = false
@@ -50,6 +61,8 @@ public struct SSD1306Emulator: DisplayBus, Sendable {
     public private(set) var commandsExecuted = 0
     public private(set) var unknownCommands = 0
     public private(set) var droppedDataBytes = 0
+    /// Power-on resets (`powerOnReset()`).
+    public private(set) var resets = 0
 
     // Command parser: an opcode waiting for `argumentsNeeded` more argument bytes.
     private var opcode: UInt8 = 0
@@ -64,8 +77,40 @@ public struct SSD1306Emulator: DisplayBus, Sendable {
         pageCount = 8  // the controller always has 8 pages of memory; a 32-row panel shows 4
         pageEnd = 7
         multiplexRows = 64
+        chargePumpOn = controller == .sh1106
         memory = Array(repeating: 0, count: 8 * controller.memoryColumns)
     }
+
+    /// The controller loses power and comes back: display off, charge pump off (SSD1306; the
+    /// SH1106's DC-DC is on after reset), every register at its reset value, GDDRAM cleared, a
+    /// half-received command forgotten. Counters other than `resets` keep counting.
+    public mutating func powerOnReset() {
+        for i in memory.indices { memory[i] = 0 }
+        addressingMode = .page
+        columnStart = 0
+        columnEnd = 127
+        pageStart = 0
+        pageEnd = 7
+        column = 0
+        page = 0
+        displayOn = false
+        chargePumpOn = controller == .sh1106
+        contrast = 0x7F
+        inverse = false
+        entireDisplayOn = false
+        segmentRemap = false
+        comScanRemapped = false
+        startLine = 0
+        displayOffset = 0
+        multiplexRows = 64
+        opcode = 0
+        argumentCount = 0
+        argumentsNeeded = 0
+        resets += 1
+    }
+
+    /// Whether the glass shows anything: display on and its supply on.
+    public var isLit: Bool { displayOn && chargePumpOn }
 
     // MARK: Bus
 
@@ -210,7 +255,9 @@ public struct SSD1306Emulator: DisplayBus, Sendable {
         case 0xC0: comScanRemapped = false
         case 0xC8: comScanRemapped = true
         case 0xD3: displayOffset = a0 & 0x3F
-        case 0x8D, 0xAD, 0xD5, 0xD9, 0xDA, 0xDB, 0xE3, 0x2E, 0x2F, 0x26, 0x27, 0x29, 0x2A, 0xA3:
+        case 0x8D: chargePumpOn = arguments.0 & 0x04 != 0  // 14 on, 10 off
+        case 0xAD: chargePumpOn = arguments.0 & 0x01 != 0  // 8B on, 8A off
+        case 0xD5, 0xD9, 0xDA, 0xDB, 0xE3, 0x2E, 0x2F, 0x26, 0x27, 0x29, 0x2A, 0xA3:
             break  // electrical settings and scrolling: accepted, no effect on the image
         case 0x30...0x33:
             break  // SH1106 pump voltage
@@ -229,10 +276,11 @@ public struct SSD1306Emulator: DisplayBus, Sendable {
     /// The memory byte at `column` of `page` (memory coordinates, not panel ones).
     public func memoryByte(page: Int, column: Int) -> UInt8 { memory[page * controller.memoryColumns + column] }
 
-    /// The panel as the rider sees it (128 wide, `height` tall), in framebuffer layout.
+    /// The panel as the rider sees it (128 wide, `height` tall), in framebuffer layout: dark
+    /// unless the display and its supply are on.
     public func panelImage() -> Framebuffer {
         var image = Framebuffer(width: 128, height: height)
-        guard displayOn else { return image }
+        guard isLit else { return image }
         for y in 0..<height {
             let line = comScanRemapped ? y : multiplexRows - 1 - y
             let row = (line + startLine + displayOffset) & 63

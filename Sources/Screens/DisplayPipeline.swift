@@ -44,6 +44,13 @@ public struct DisplayPipeline: Sendable {
         try driver.setDimmed(model.mode == .idle, bus: &bus)
     }
 
-    /// After a bus error and reconnection: resend everything on the next flushes.
+    /// Resend every page on the next flushes (the controller's configuration is kept).
     public mutating func invalidate() { driver.invalidate() }
+
+    /// After a bus error: the next flush steps resend the init table, every page, display on.
+    public mutating func reinitialize() { driver.reinitialize() }
+
+    /// The periodic state re-assertion and full rewrite (`DisplayDriver.refreshIfDue`).
+    @discardableResult
+    public mutating func refreshIfDue(atMs nowMs: Int64) -> Bool { driver.refreshIfDue(atMs: nowMs) }
 }

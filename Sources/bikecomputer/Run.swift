@@ -176,18 +176,17 @@ final class BoardRunner {
             screen = s
             displayState = "emulated (measurement mode, \(options.emulatedBusHz) Hz)"
         } else if options.display {
-            do {
-                let bus = try I2CBus(bus: config.display.bus, address: UInt8(config.display.address))
-                let s = DisplayScreen(bus: bus, panel: settings.panel)
-                try s.start()
-                i2cScreen = s
-                screen = s
-                displayState = "ok (/dev/i2c-\(config.display.bus) 0x\(String(config.display.address, radix: 16)))"
-            } catch {
+            // Opened at the first write and retried every few seconds while it does not answer
+            // (a loose connector at power-on): the ride goes on, `ctl status` says why.
+            let bus = I2CBus(deferredPath: "/dev/i2c-\(config.display.bus)", address: UInt8(config.display.address))
+            let s = DisplayScreen(bus: bus, panel: settings.panel)
+            do { try s.start() } catch {
                 hardwareErrors += 1
-                displayState = "failed: \(error)"
-                log.log(.error, "display: \(error); running without the display")
+                log.log(.error, "display: \(error); running without the display until it answers (retrying every \(DisplayScreen<I2CBus>.retryAfterErrorMs / 1000) s)")
             }
+            i2cScreen = s
+            screen = s
+            displayState = "ok (/dev/i2c-\(config.display.bus) 0x\(String(config.display.address, radix: 16)))"
         }
 
         // The buzzer/LED line for alerts (optional hardware, like the display).
@@ -234,7 +233,8 @@ final class BoardRunner {
     func wire() throws {
         // Display flushes and latency probes.
         i2cScreen?.onPagesPending = { [unowned self] in self.scheduleFlush() }
-        i2cScreen?.onError = { [unowned self] e in self.hardwareErrors += 1; self.log.log(.error, "display: \(e); retrying in 5 s") }
+        i2cScreen?.onError = { [unowned self] e in self.hardwareErrors += 1; self.log.log(.error, "display: \(e); retrying every 5 s") }
+        i2cScreen?.onRecovered = { [unowned self] in self.log.log(.info, "display: answering again; init table and frame resent") }
         if let p = probeScreen {
             p.onPagesPending = { [unowned self] in self.scheduleFlush() }
             p.bus.onData = { [unowned self] in self.latency.pageHandedToBus(nowNs: MonotonicClock.nowNs) }
@@ -464,7 +464,7 @@ final class BoardRunner {
         w.string("counters", src.logLine)
         w.endObject()
         w.beginObject("hardware")
-        w.string("display", displayState)
+        w.string("display", i2cScreen.map { $0.isAnswering ? displayState : $0.status } ?? displayState)
         w.string("buttons", buttonsState)
         w.int("errors", Int64(clamping: hardwareErrors))
         w.endObject()

@@ -82,6 +82,8 @@ import Testing
         var e = SSD1306Emulator()
         try send(&e, 0x00, [0xAF, 0xB0, 0x00, 0x10])
         try send(&e, 0x40, [0x01])                     // memory column 0, row 0
+        #expect(e.panelImage().bytes.allSatisfy { $0 == 0 }, "charge pump off after reset: the glass stays dark")
+        try send(&e, 0x00, [0x8D, 0x14])
         // Reset orientation (A0, C0) shows memory rotated by 180 degrees on these modules.
         #expect(e.panelImage()[127, 63])
         try send(&e, 0x00, [0xA1, 0xC8])

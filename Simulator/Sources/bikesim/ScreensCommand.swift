@@ -117,6 +117,8 @@ struct ScreensCommand: ParsableCommand {
     /// heart rate/power/cadence on the other fields), frames presented at 1 Hz, flushed one page
     /// per loop turn; compared with sending the full frame every second.
     private func printMeasurement() {
+        for refresh in [false, true] {
+        if refresh { print("with the recovery refresh (state commands + full frame every \(DisplayDriver.refreshPeriodMs) ms, as on the board):") }
         for page in 0..<3 {
             let panel = PanelConfiguration()
             var renderer = ScreenRenderer()
@@ -136,7 +138,9 @@ struct ScreensCommand: ParsableCommand {
                 state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
                 return Double(state >> 33) / Double(1 << 31) - 0.5
             }
-            for _ in 0..<seconds {
+            if refresh { driver.refreshIfDue(atMs: 0) }
+            for second in 0..<seconds {
+                if refresh { driver.refreshIfDue(atMs: Int64(second + 1) * 1000) }
                 model.timerMs += 1000
                 model.elapsedMs += 1000
                 model.lapTimerMs += 1000
@@ -162,6 +166,7 @@ struct ScreensCommand: ParsableCommand {
             let perSecond = Double(wire) / Double(seconds)
             let pageWrites = Double(s.pageWrites - before.pageWrites) / Double(seconds)
             print("running page \(page + 1): \(fmt(perSecond)) bytes/s on the wire (\(fmt(pageWrites)) page writes/s), longest flush step \(maxStepUs) us at 400 kHz")
+        }
         }
         var full = DisplayDriver(panel: PanelConfiguration())
         var bus = CountingBus()
