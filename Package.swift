@@ -52,9 +52,14 @@ let package = Package(
         .target(name: "CI2CShim", path: "Sources/CI2CShim", linkerSettings: [.linkedLibrary("i2c")]),
         .target(name: "BoardHardware", dependencies: ["BoardIO", "Display", "CGpiodShim", "CI2CShim"], swiftSettings: swift6),
 
-        // Board-side adapters of the Device ports (ride files, journal storage on a directory),
-        // the bridge transport and the display screen, shared by the executables.
-        .target(name: "DeviceAdapters", dependencies: ["AppCore", "BoardIO", "Device", "Display", "Journal", "RideFiles", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
+        // Board-side adapters of the Device ports on a real directory (ride files, journal
+        // segments), the system's wall clock and stderr log: shared by the executables.
+        .target(name: "DeviceAdapters", dependencies: ["AppCore", "BoardIO", "Device", "Journal", "RideFiles", "RideModel"], swiftSettings: swift6),
+
+        // The board's wiring: the runtime on any `EventLoop` with the bridge, buttons, display,
+        // buzzer, control socket and companion link as components (`bikecomputer run` puts it on
+        // epoll; BoardWiringTests run it on ManualEventLoop).
+        .target(name: "BoardWiring", dependencies: ["AppCore", "BoardHardware", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
 
         // The simulator's library: synthetic rides, scenarios, simulated adapters, headless runner.
         .target(name: "Simulation", dependencies: ["AppCore", "Control", "Device", "Display", "Journal", "RideFiles", "RideModel", "Screens", "Sensors"], path: "Simulator/Sources/Simulation", swiftSettings: swift6),
@@ -63,7 +68,7 @@ let package = Package(
         .executableTarget(
             name: "bikecomputer",
             dependencies: [
-                "AppCore", "BoardHardware", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display",
+                "AppCore", "BoardIO", "BoardWiring", "Configuration", "Control", "Device", "DeviceAdapters",
                 "Journal", "RideFiles", "RideModel", "Sensors", "Training",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -115,6 +120,9 @@ let package = Package(
         // A process the board tests signal and run as another user (Tests/BoardTestHelper).
         .executableTarget(name: "board-test-helper", dependencies: ["BoardIO"], path: "Tests/BoardTestHelper", swiftSettings: swift6),
         .testTarget(name: "DeviceTests", dependencies: ["TestSupport", "AppCore", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
+        // The board's wiring in process, on ManualEventLoop (ticks, deadlines, flush steps,
+        // buttons, the control socket and status), and its display screen.
+        .testTarget(name: "BoardWiringTests", dependencies: ["AppCore", "BoardIO", "BoardWiring", "Configuration", "Control", "Device", "Display", "Journal", "RideModel", "Sensors"], swiftSettings: swift6),
         // The control stream's socket side and the companion. swift-configuration (in
         // hummingbird's package graph) also names a module Configuration: aliased here so it does
         // not clash with ours (SwiftPM needs one product dependency that names the alias).

@@ -198,6 +198,15 @@ public struct BridgeFrame: Sendable, Hashable {
         out.appendLE(code)
     }
 
+    /// The bridge's send time of a data frame, read from its header alone (latency measurements;
+    /// the runtime parses the frame as usual); nil for any other frame.
+    public static func dataFrameTimeUs(_ b: UnsafeRawBufferPointer) -> UInt64? {
+        guard b.count >= headerBytes, b[0] == version, b[1] == Kind.data.rawValue else { return nil }
+        var us: UInt64 = 0
+        for i in (2..<10).reversed() { us = us << 8 | UInt64(b[i]) }
+        return us
+    }
+
     /// Parses one frame; every way it can be wrong is a typed `DecodeError`.
     public static func parse(_ b: UnsafeRawBufferPointer) throws(DecodeError) -> BridgeFrame {
         guard b.count >= headerBytes else { throw DecodeError(.malformedFrame, need: headerBytes, have: b.count) }

@@ -1,5 +1,6 @@
 import AppCore
 import BoardIO
+import Control
 import Device
 import RideModel
 import Sensors
@@ -248,5 +249,30 @@ public final class BridgeLink {
         transportErrors &+= 1
         lastError = message
         log.log(.error, message)
+    }
+}
+
+extension BridgeLink: BoardComponent {
+    /// Starts listening (or opening the serial device); after every wake-up that fed the runtime
+    /// the wiring re-arms its deadlines.
+    public func start(_ board: BoardWiring) throws {
+        onInputs = { [unowned board] in board.afterInputs() }
+        try start()
+    }
+
+    public var state: String { isConnected ? "connected" : "waiting for the bridge" }
+    /// The bridge is a process or a dongle, not board hardware: its errors are in `bridge`.
+    public var hardwareErrors: UInt64 { 0 }
+
+    public func writeStatus(into w: inout JSONWriter) {
+        let src = runtime.sensorStatus
+        w.beginObject("bridge")
+        w.bool("connected", isConnected)
+        w.int("connections", Int64(clamping: connectionsAccepted))
+        w.int("disconnections", Int64(clamping: disconnections))
+        w.int("frames", Int64(clamping: src.framesReceived))
+        w.int("samples", Int64(clamping: src.samplesEmitted))
+        w.string("counters", src.logLine)
+        w.endObject()
     }
 }
