@@ -25,7 +25,7 @@ public protocol DisplayUnit: ScreenPort {
     func blank()
 }
 
-extension DisplayScreen: DisplayUnit {}
+extension PanelScreen: DisplayUnit {}
 
 /// The display on the run loop: started (init table) when it is made, before the runtime's
 /// first screen; each `show` that left pages pending schedules a `display.flush` step, one page

@@ -4,6 +4,7 @@ import BoardWiring
 import Device
 import Display
 import RideModel
+import Screens
 import Testing
 
 /// A bus that fails while `failing` is set (an unplugged display) and otherwise passes writes
@@ -106,3 +107,50 @@ struct DisplayScreenTests {
     }
 }
 
+
+/// The board's screen is panel-agnostic: a memory LCD behind the same `PanelScreen` (here a
+/// 128×64 one, the size the standard layouts are drawn for) gets the renderer's picture.
+struct PanelScreenTests {
+    struct Recorder: SPIWriter {
+        var transactions: [[UInt8]] = []
+        mutating func write(_ bytes: UnsafeBufferPointer<UInt8>) throws(DisplayBusError) { transactions.append(Array(bytes)) }
+    }
+
+    @Test func aMemoryLCDBehindTheBoardScreen() throws {
+        let driver = SharpMemoryDriver(model: .init(width: 128, height: 64))
+        let screen = PanelScreen(bus: SPIDisplayLink(port: Recorder()), pipeline: PanelPipeline(driver: driver, layouts: .standard128x64))
+        try screen.start()
+        var m = ScreenModel()
+        m.mode = .running(page: 0)
+        m.timerMs = 754_000
+        m[.speed] = 9.1
+        screen.show(m, at: MonotonicInstant(milliseconds: 1_000))
+        var steps = 0
+        while screen.hasPendingPages && steps < 20 { screen.flushStep(at: MonotonicInstant(milliseconds: 1_000)); steps += 1 }
+        #expect(!screen.hasPendingPages && steps <= 64 / SharpMemoryDriver.linesPerFlushStepMax + 1)
+        // Rebuild the panel's picture from the wire and compare it with what was rendered.
+        var white = Array(repeating: Array(repeating: true, count: 128), count: 64)
+        for t in screen.bus.port.transactions where t[0] & 0x80 != 0 {
+            var i = 1
+            while i + 18 <= t.count - 1 {
+                var address = 0
+                for k in 0..<8 where t[i] & (0x80 >> UInt8(k)) != 0 { address |= 1 << k }
+                for x in 0..<128 { white[address - 1][x] = t[i + 1 + x / 8] & (0x80 >> UInt8(x % 8)) != 0 }
+                i += 18
+            }
+        }
+        let fb = screen.pipeline.framebuffer
+        var mismatches = 0
+        var blackPixels = 0
+        for y in 0..<64 {
+            for x in 0..<128 {
+                let drawn: Bool = fb[x, y]
+                let isWhite: Bool = white[y][x]
+                if isWhite == drawn { mismatches += 1 }
+                if !isWhite { blackPixels += 1 }
+            }
+        }
+        #expect(mismatches == 0)
+        #expect(blackPixels > 100, "something was drawn")
+    }
+}
