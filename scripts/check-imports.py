@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
-"""Checks that Package.swift's target dependencies are exactly the modules each target imports
-(docs/architecture.md: "Package.swift = the imports"). Prints the differences; exit 1 if any.
+"""Checks the module graph (docs/architecture.md):
+- Package.swift's target dependencies are exactly the modules each target imports;
+- every library module has its header (`<Module>.swift` opening with `// <Module>: ...`) with a
+  `// Must not import: A, B.` line, and imports none of those.
+Prints what is wrong; exit 1 if anything is.
 
 Run: python3 scripts/check-imports.py   (no build needed; reads `swift package dump-package`)."""
 import json, os, re, subprocess, sys
@@ -37,6 +40,19 @@ for t in dump["targets"]:
                 m = re.match(r"\s*(?:@testable\s+|@_implementationOnly\s+)?import\s+(?:struct\s+|class\s+|enum\s+)?(\w+)", line)
                 if m: imported.add(m.group(1))
     imported_local = (imported & local)
+    if t["type"] == "regular" and not name.startswith("C") and name != "TestSupport":
+        header = os.path.join(root, path, name + ".swift")
+        forbidden = None
+        if os.path.exists(header):
+            text = open(header, encoding="utf-8").read()
+            if not text.startswith(f"// {name}:"):
+                print(f"{name}: {header} does not open with its header (// {name}: what it owns)"); bad = True
+            m = re.search(r"^// Must not import: (.*)\.$", text, re.M)
+            if m: forbidden = {w.strip() for w in m.group(1).split(",")}
+        if forbidden is None:
+            print(f"{name}: no header with a 'Must not import:' line in {header}"); bad = True
+        elif imported & forbidden:
+            print(f"{name}: imports {sorted(imported & forbidden)}, which its header forbids"); bad = True
     if t["type"] in ("regular", "executable", "test"):
         c_targets = {d for d in declared if d.startswith("C")}
         missing = imported_local - declared

@@ -67,10 +67,17 @@ struct FrameStream {
     var atMs: [Int64] = []
     var count: Int { atMs.count }
 
+    /// One simulated sensor's schedule: heart rate at 1 Hz, the others at 4 Hz, out of step.
+    struct Schedule {
+        let role: SensorRole
+        let periodMs: Int64
+        var nextMs: Int64
+    }
+
     init(durationMs: Int64, seed: UInt64 = 3) {
         var ride = SyntheticRide(seed: seed)
-        let periodMs: [Int64] = [1_000, 250, 250, 250]
-        var next: [Int64] = [130, 60, 170, 210]
+        var schedules = [Schedule(role: .heartRate, periodMs: 1_000, nextMs: 130), Schedule(role: .power, periodMs: 250, nextMs: 60),
+                         Schedule(role: .speed, periodMs: 250, nextMs: 170), Schedule(role: .cadence, periodMs: 250, nextMs: 210)]
         var payload: [UInt8] = []
         payload.reserveCapacity(SensorPayloads.payloadBytesMax)
         var lastSentBeatMs: Int64 = 0
@@ -80,25 +87,25 @@ struct FrameStream {
         bytes.reserveCapacity(expected * 32)
         while true {
             var i = 0
-            for k in 1..<4 where next[k] < next[i] { i = k }
-            let t = next[i]
+            for k in 1..<schedules.count where schedules[k].nextMs < schedules[i].nextMs { i = k }
+            let t = schedules[i].nextMs
             guard t <= durationMs else { break }
-            next[i] += periodMs[i]
+            schedules[i].nextMs += schedules[i].periodMs
             ride.advance(toMs: t)
             let who: SourceIdentity
             let code: UInt16
-            switch i {
-            case 0:
+            switch schedules[i].role {
+            case .heartRate:
                 SensorPayloads.bleHeartRate(ride, lastSentBeatMs: lastSentBeatMs, into: &payload)
                 lastSentBeatMs = ride.lastBeatMs
                 who = Self.heartRate; code = 0x2A37
-            case 1:
+            case .power:
                 SensorPayloads.blePower(ride, into: &payload)
                 who = Self.power; code = 0x2A63
-            case 2:
+            case .speed:
                 SensorPayloads.bleSpeed(ride, into: &payload)
                 who = Self.speed; code = 0x2A5B
-            default:
+            case .cadence:
                 SensorPayloads.bleCadence(ride, into: &payload)
                 who = Self.cadence; code = 0x2A5B
             }

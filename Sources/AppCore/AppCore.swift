@@ -1,3 +1,9 @@
+// AppCore: the device as a deterministic state machine — one entry point (`handle(AppInput)`),
+// the screen value (`ScreenModel`) and effects out; the lifecycle, countdown, buttons, 1 Hz
+// records, alerts, training features and crash-recovery replay. Same inputs, same outputs; time
+// comes in with every input.
+//
+// Must not import: Foundation, Glibc, Sensors, Journal, RideFiles, Display, Screens, Configuration, Control, Device, BoardIO, BoardHardware, BoardWiring, DeviceAdapters, Simulation.
 import RideModel
 import Training
 

@@ -4,8 +4,10 @@
 // written against the `EventLoop` protocol only, so `bikecomputer run` puts it on the epoll loop
 // and the tests run the same wiring on `ManualEventLoop`, in process. It owns scheduling (the
 // 1 Hz tick, the core's deadline timer, flush steps, debounce timers) and hardware lifecycles;
-// it decides nothing about rides (that is AppCore's, through `DeviceRuntime`). It must not import
-// the simulator or parse any input itself (the runtime does).
+// it decides nothing about rides (that is AppCore's, through `DeviceRuntime`), and parses no
+// input itself (the runtime does).
+//
+// Must not import: Simulation, Foundation, Training, RideFiles.
 import AppCore
 import BoardIO
 import Control

@@ -1,8 +1,3 @@
-// Control: the control socket's language, shared by the device and its clients (`ctl`, the
-// companion). It owns the line protocol (requests, replies), the event stream for subscribers,
-// the status report and the JSON writer they are written with. Pure: no I/O, no clock; it reads
-// AppCore's values (commands, effects, the screen value) and must not import the device stack
-// (Device, Journal, RideFiles, Screens, Display) or the board layer, so a client links it alone.
 import AppCore
 import RideModel
 
