@@ -215,7 +215,7 @@ public final class BoardWiring {
         let jc = journal.counters
         let report = StatusReport(
             state: core.state, timerMs: screen.timerMs, distanceM: screen[.distance],
-            sensors: SensorRole.allCases.map { SensorStatus($0, screen.sensor($0)) },
+            sensors: SensorRole.allCases.map { SensorStatus($0, screen.sensor($0), batteryPercent: screen.sensorBatteryPercent[Int($0.rawValue)]) },
             loopTurns: stats.turns, loopTurnMaxUs: stats.turnMaxNs / 1000,
             handlers: stats.handlers.map {
                 StatusReport.HandlerLatency(name: $0.name, calls: $0.calls, windowMaxUs: $0.windowMaxNs / 1000, windowP99Us: $0.windowP99Ns / 1000)
@@ -233,6 +233,16 @@ public final class BoardWiring {
         for m in [Metric.heartRate, .power, .speed, .cadence] { w.number(m.description, screen[m], decimals: 2) }
         w.endObject()
         for c in components { c.writeStatus(into: &w) }
+        // Every paired sensor: its state and last battery level (`bikecomputer sensors`).
+        w.beginArray("paired")
+        for r in runtime.sensorReports {
+            w.beginObject()
+            w.string("sensor", r.sensor.identity.description)
+            w.string("state", r.state.description)
+            w.int("battery_percent", r.batteryPercent.map(Int64.init))
+            w.endObject()
+        }
+        w.endArray()
         w.beginObject("hardware")
         w.string("display", display.state)
         w.string("buttons", buttons.state)
