@@ -21,7 +21,6 @@ public final class ReplayRun {
 
     enum Step {
         case input(AppInput)
-        case button(Button, pressed: Bool)
         case command(ControlCommand)
     }
 
@@ -56,8 +55,8 @@ public final class ReplayRun {
     func plan(t0: Int64, timerEvents: [FITActivity.Event]) {
         let zero = MonotonicInstant.zero
         for role in SensorRole.allCases { add(0, .input(.sensor(SensorStatus(role, .connected), at: zero))) }
-        add(0, .button(.startPause, pressed: true))
-        add(100, .button(.startPause, pressed: false))
+        add(0, .input(.button(ButtonEvent(.startPause, .down, at: zero))))
+        add(100, .input(.button(ButtonEvent(.startPause, .up, at: MonotonicInstant(milliseconds: 100)))))
         // Pauses and resumes: a stop pauses (the press acts on the down edge); a start resumes
         // (while paused the button acts on release, so it goes down 120 ms earlier).
         var running = true
@@ -65,12 +64,12 @@ public final class ReplayRun {
         for e in timerEvents.dropFirst() {
             let t = ms(e.timestamp, t0: t0)
             if e.eventType == 0, !running {
-                add(t - 120, .button(.startPause, pressed: true))
-                add(t, .button(.startPause, pressed: false))
+                add(t - 120, .input(.button(ButtonEvent(.startPause, .down, at: MonotonicInstant(milliseconds: t - 120)))))
+                add(t, .input(.button(ButtonEvent(.startPause, .up, at: MonotonicInstant(milliseconds: t)))))
                 running = true
             } else if e.eventType == 1 || e.eventType == 4, running {
-                add(t, .button(.startPause, pressed: true))
-                add(t + 100, .button(.startPause, pressed: false))
+                add(t, .input(.button(ButtonEvent(.startPause, .down, at: MonotonicInstant(milliseconds: t)))))
+                add(t + 100, .input(.button(ButtonEvent(.startPause, .up, at: MonotonicInstant(milliseconds: t + 100)))))
                 running = false
                 lastStopMs = t
             }
@@ -79,8 +78,8 @@ public final class ReplayRun {
         for lap in activity.laps.dropLast() {
             guard let ts = lap.timestamp else { continue }
             let t = ms(ts, t0: t0)
-            add(t, .button(.lap, pressed: true))
-            add(t + 100, .button(.lap, pressed: false))
+            add(t, .input(.button(ButtonEvent(.lap, .down, at: MonotonicInstant(milliseconds: t)))))
+            add(t + 100, .input(.button(ButtonEvent(.lap, .up, at: MonotonicInstant(milliseconds: t + 100)))))
         }
         // Samples at their timestamps.
         for r in activity.records {
@@ -96,7 +95,7 @@ public final class ReplayRun {
         // The end: pause if still running, then end and save.
         let lastRecordMs = ms(activity.records.last!.timestamp, t0: t0)
         let endAt = max(lastStopMs ?? lastRecordMs, running ? lastRecordMs + 1 : 0)
-        if running { add(endAt, .button(.startPause, pressed: true)) }
+        if running { add(endAt, .input(.button(ButtonEvent(.startPause, .down, at: MonotonicInstant(milliseconds: endAt))))) }
         add(endAt + 200, .command(.end))
         endMs = endAt + 1_000
         steps.sort { ($0.atMs, $0.order) < ($1.atMs, $1.order) }
@@ -116,13 +115,12 @@ public final class ReplayRun {
             while i < steps.count, steps[i].atMs <= nowMs {
                 switch steps[i].step {
                 case .input(let input): runtime.handle(input)
-                case .button(let b, let pressed): runtime.buttonEdge(b, pressed: pressed, at: MonotonicInstant(milliseconds: steps[i].atMs))
                 case .command(let c): runtime.command(c, at: now)
                 }
                 i += 1
             }
             if nowMs >= nextTickMs || (runtime.nextDeadline.map { $0.milliseconds <= nowMs } ?? false) {
-                runtime.coreTick(at: now)
+                runtime.handle(.tick(now))
                 if nowMs >= nextTickMs { nextTickMs = (nowMs / 1000 + 1) * 1000 }
             }
             if i >= steps.count && nowMs >= endMs { break }
