@@ -451,11 +451,11 @@ poweroff -f
 
 GUEST_HELPERS = r"""# Helpers for /out/cmd.sh (sourced first; see docs/testing.md).
 # inhost CMD ARGS...: run a host program in the host root (read-only), with /run and /tmp on
-# tmpfs, /run/vm = this run's output directory, cwd = the repository.
+# tmpfs, /run/vm = this run's output directory, cwd = the repository, the run's env passed on.
 inhost() {
     chroot /host /usr/bin/env -i HOME=/run/vm-home TMPDIR=/tmp LANG=C.UTF-8 SWIFT_BACKTRACE=interactive=no \
-        PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin $VM_HOST_ENV \
-        /bin/sh -c 'cd "$0" && exec "$@"' "$VM_CWD" "$@"
+        PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin @HOST_ENV@ \
+        /bin/sh -c 'cd "$0" && exec "$@"' @CWD@ "$@"
 }
 # sysw FILE VALUE: write a sysfs/configfs/debugfs file with one open/write.
 sysw() { printf '%s' "$2" > "$1"; }
@@ -638,11 +638,15 @@ class Machine:
         runs.mkdir(parents=True, exist_ok=True)
         outdir = pathlib.Path(tempfile.mkdtemp(prefix=f"{name}-", dir=runs))
         outdir.chmod(0o777)
+        import shlex
         env = dict(env or {})
-        exports = "".join(f"export {k}='{v}'\n" for k, v in env.items())
-        host_env = " ".join(f"{k}='{v}'" for k, v in env.items())
-        (outdir / "cmd.sh").write_text(f"{exports}export VM_CWD='{REPO}'\nVM_HOST_ENV=\"{host_env}\"\n"
-                                       f"{GUEST_HELPERS}\n{script}\n")
+        for k in env:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+                raise ValueError(f"not an environment variable name: {k!r}")
+        exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
+        helpers = GUEST_HELPERS.replace("@HOST_ENV@", " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())) \
+                               .replace("@CWD@", shlex.quote(str(REPO)))
+        (outdir / "cmd.sh").write_text(f"{exports}{helpers}\n{script}\n")
         console = None if console_to_stdout else outdir / "console.log"
         cmd = self.command(outdir, str(console) if console else None)
         log(f"starting guest {outdir.name} ({self.kernel.arch.name})")
