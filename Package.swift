@@ -104,6 +104,11 @@ let package = Package(
         .testTarget(name: "JournalTests", dependencies: ["TestSupport", "Journal", "RideModel", "AppCore", "BoardIO", "Device", "DeviceAdapters"], swiftSettings: swift6),
         .testTarget(name: "RideFilesTests", dependencies: ["TestSupport", "RideFiles", "RideModel", "AppCore", "Device"], swiftSettings: swift6),
         .testTarget(name: "BoardTests", dependencies: ["TestSupport", "BoardIO", "BoardHardware", "Configuration", "Device", "AppCore", "RideModel", "board-test-helper"], swiftSettings: swift6),
+        // The VM tests (Tests/vm, docs/testing.md): hardware checks run in the guest against the
+        // kernel's simulated display and GPIO chip (built against libgpiod v1 and again v2), and
+        // the screen oracle that renders a screen value through the driver and the emulator.
+        .executableTarget(name: "board-vm-checks", dependencies: ["BoardHardware", "BoardIO", "Display"], path: "Tests/vm/BoardVMChecks", swiftSettings: swift6),
+        .executableTarget(name: "screen-oracle", dependencies: ["Screens", "Display", "AppCore"], path: "Tests/vm/ScreenOracle", swiftSettings: swift6),
         // A process the board tests signal and run as another user (Tests/BoardTestHelper).
         .executableTarget(name: "board-test-helper", dependencies: ["BoardIO"], path: "Tests/BoardTestHelper", swiftSettings: swift6),
         .testTarget(name: "DeviceTests", dependencies: ["Device", "DeviceAdapters", "BoardIO"], swiftSettings: swift6),
