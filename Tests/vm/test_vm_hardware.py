@@ -19,6 +19,7 @@ import vmlib
 from conftest import GUEST_SETUP, guest_result, launcher, prepared
 
 STEPS = ["display", "streams", "gpio-v1", "gpio-v2", "shim-v1", "shim-v2"]
+PROBE = "with spaces, 'quotes' and $dollars"
 
 
 @launcher("test_vm_hardware", order=1)
@@ -38,9 +39,10 @@ simchip gpio1 32 && step gpio-v1 inhost {v1} gpio --chip $CHIP --sim $SIM --line
 simchip gpio2 32 && step gpio-v2 inhost {gpiod2_checks} gpio --chip $CHIP --sim $SIM --lines 32 --api 2
 simchip shim1 32 && step shim-v1 inhost {shim1} --api 1 --chip $CHIP --sim $SIM --i2c /dev/i2c-$I2C --debugfs $D
 simchip shim2 32 && step shim-v2 inhost {shim2} --api 2 --chip $CHIP --sim $SIM --i2c /dev/i2c-$I2C --debugfs $D
+step env inhost /bin/sh -c 'printf "%s|%s" "$VM_PROBE" "$PWD"'
 dmesg | grep -iE "ssd1306|gpio-sim|bug|oops|warn" | head -20
 """
-    return vm.start(script, timeout_s=240, name="hardware")
+    return vm.start(script, timeout_s=240, name="hardware", env={"VM_PROBE": PROBE})
 
 
 @pytest.fixture(scope="module")
@@ -119,3 +121,8 @@ def test_c_shims_with_libgpiod_v1(hardware_run):
 
 def test_c_shims_with_libgpiod_v2(hardware_run):
     check_step(hardware_run, "shim-v2", SHIM_REQUIRED, minimum_ok=18)
+
+
+def test_the_run_environment_reaches_host_programs(hardware_run):
+    status, text = step(hardware_run, "env")
+    assert status == 0 and text == f"{PROBE}|{vmlib.REPO}", text

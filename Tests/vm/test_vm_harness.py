@@ -40,7 +40,7 @@ def test_status_output_and_files_come_back(runs):
 def test_a_hung_guest_is_killed_and_reported(runs):
     r = runs["hangs"]
     assert r.timed_out and r.status is None and not r.ok
-    assert 12 <= r.seconds < 30, r.seconds
+    assert 12 <= r.seconds < 15, f"killed at its 12 s timeout, not when somebody waited: {r.seconds}"
     assert "did not finish within its timeout and was killed" in r.describe()
 
 

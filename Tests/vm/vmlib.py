@@ -451,11 +451,11 @@ poweroff -f
 
 GUEST_HELPERS = r"""# Helpers for /out/cmd.sh (sourced first; see docs/testing.md).
 # inhost CMD ARGS...: run a host program in the host root (read-only), with /run and /tmp on
-# tmpfs, /run/vm = this run's output directory, cwd = the repository.
+# tmpfs, /run/vm = this run's output directory, cwd = the repository, the run's env passed on.
 inhost() {
     chroot /host /usr/bin/env -i HOME=/run/vm-home TMPDIR=/tmp LANG=C.UTF-8 SWIFT_BACKTRACE=interactive=no \
-        PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin $VM_HOST_ENV \
-        /bin/sh -c 'cd "$0" && exec "$@"' "$VM_CWD" "$@"
+        PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin @HOST_ENV@ \
+        /bin/sh -c 'cd "$0" && exec "$@"' @CWD@ "$@"
 }
 # sysw FILE VALUE: write a sysfs/configfs/debugfs file with one open/write.
 sysw() { printf '%s' "$2" > "$1"; }
@@ -638,11 +638,15 @@ class Machine:
         runs.mkdir(parents=True, exist_ok=True)
         outdir = pathlib.Path(tempfile.mkdtemp(prefix=f"{name}-", dir=runs))
         outdir.chmod(0o777)
+        import shlex
         env = dict(env or {})
-        exports = "".join(f"export {k}='{v}'\n" for k, v in env.items())
-        host_env = " ".join(f"{k}='{v}'" for k, v in env.items())
-        (outdir / "cmd.sh").write_text(f"{exports}export VM_CWD='{REPO}'\nVM_HOST_ENV=\"{host_env}\"\n"
-                                       f"{GUEST_HELPERS}\n{script}\n")
+        for k in env:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+                raise ValueError(f"not an environment variable name: {k!r}")
+        exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
+        helpers = GUEST_HELPERS.replace("@HOST_ENV@", " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())) \
+                               .replace("@CWD@", shlex.quote(str(REPO)))
+        (outdir / "cmd.sh").write_text(f"{exports}{helpers}\n{script}\n")
         console = None if console_to_stdout else outdir / "console.log"
         cmd = self.command(outdir, str(console) if console else None)
         log(f"starting guest {outdir.name} ({self.kernel.arch.name})")
@@ -650,39 +654,47 @@ class Machine:
 
 
 class GuestRun:
-    """A guest that was started; `wait()` returns its Result (killing it past its timeout)."""
+    """A guest that was started. A watcher thread kills it at its deadline (whether or not
+    anybody is waiting yet); `wait()` returns its Result."""
 
     def __init__(self, cmd: list[str], outdir: pathlib.Path, timeout_s: float, console_to_stdout: bool,
                  interactive: bool = False) -> None:
+        import threading
         self.cmd, self.outdir, self.timeout_s = cmd, outdir, timeout_s
         self.started = time.monotonic()
         self.proc = subprocess.Popen(cmd, stdin=None if interactive else subprocess.DEVNULL,
                                      stdout=None if console_to_stdout else subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, start_new_session=True)
+        self.timed_out = False
+        self.qemu_err = b""
+        self.seconds = 0.0
         self.result: Result | None = None
+        self.watcher = threading.Thread(target=self._watch, daemon=True)
+        self.watcher.start()
+
+    def _watch(self) -> None:
+        try:
+            _, self.qemu_err = self.proc.communicate(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            self.timed_out = True
+            self.proc.kill()
+            _, self.qemu_err = self.proc.communicate()
+        self.seconds = time.monotonic() - self.started
 
     def wait(self) -> Result:
         if self.result:
             return self.result
-        timed_out = False
-        remaining = max(0.0, self.timeout_s - (time.monotonic() - self.started))
-        try:
-            _, qemu_err = self.proc.communicate(timeout=remaining)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            self.proc.kill()
-            _, qemu_err = self.proc.communicate()
-        seconds = time.monotonic() - self.started
+        self.watcher.join()
         outdir = self.outdir
-        log(f"guest {outdir.name} {'timed out' if timed_out else 'finished'} after {seconds:.1f} s")
+        log(f"guest {outdir.name} {'timed out' if self.timed_out else 'finished'} after {self.seconds:.1f} s")
         status_file = outdir / "status"
         text = status_file.read_text().strip() if status_file.exists() else ""
         status = int(text) if text else None
         read = lambda n: (outdir / n).read_text(errors="replace") if (outdir / n).exists() else ""
         console_text = read("console.log")
-        if qemu_err:
-            console_text += "\n--- qemu stderr\n" + qemu_err.decode(errors="replace")
-        self.result = Result(status, read("stdout"), read("stderr"), console_text, seconds, timed_out, outdir, self.cmd)
+        if self.qemu_err:
+            console_text += "\n--- qemu stderr\n" + self.qemu_err.decode(errors="replace")
+        self.result = Result(status, read("stdout"), read("stderr"), console_text, self.seconds, self.timed_out, outdir, self.cmd)
         return self.result
 
 
