@@ -1,12 +1,17 @@
 #!/bin/sh
 # Installs bikecomputer on a Raspberry Pi (or any Debian-like board):
 #   sudo board/install.sh [--binary PATH] [--companion PATH | --no-companion] [--boot-config] [--user NAME]
+#                         [--bridge-wheels DIR | --no-bridge]
 # - the binary to /usr/local/bin/bikecomputer
 # - a system user (default `bike`) in the gpio, i2c and dialout groups
 # - udev rules for /dev/gpiochip* and /dev/i2c-* (group access, no root needed)
 # - /etc/bikecomputer/config.toml (kept if it exists) and the systemd unit
 # - the phone companion (/usr/local/bin/bikecompanion, Chart.js, its own unit), which stays off
 #   until the config says [companion] enabled = true
+# - the sensor bridge: its own user `bikebridge` (in the service user's group, so it may use the
+#   app's bridge socket, and in plugdev/bluetooth for the radios), /opt/bikebridge with a venv
+#   of board/bridge/requirements-board.txt (from PyPI, or offline from --bridge-wheels DIR), and
+#   its unit; its sensors are set in /etc/default/bikebridge
 # - with --boot-config: the I2C/button lines appended once to the boot config.txt
 # Run it again after an update: it only replaces the binaries and the units.
 #
@@ -20,9 +25,12 @@ companion=""            # default: bikecompanion beside the binary
 with_companion=yes
 user=bike
 boot_config=no
+with_bridge=yes
+bridge_wheels=""        # a directory of wheels for an offline install (default: PyPI)
+bridge_user=bikebridge
 doc_dir=/usr/local/share/doc/bikecomputer
 
-usage() { sed -n '2,14p' "$0"; }
+usage() { sed -n '2,20p' "$0"; }
 
 parse_args() {
     while [ $# -gt 0 ]; do
@@ -32,6 +40,8 @@ parse_args() {
             --no-companion) with_companion=no; shift ;;
             --user) user=$2; shift 2 ;;
             --boot-config) boot_config=yes; shift ;;
+            --bridge-wheels) bridge_wheels=$2; shift 2 ;;
+            --no-bridge) with_bridge=no; shift ;;
             -h|--help) usage; exit 0 ;;
             *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 64 ;;
         esac
@@ -52,6 +62,10 @@ check_prerequisites() {
         echo "install.sh: no companion at $companion; build it with 'scripts/build-release.sh --static-swift-stdlib --product bikecompanion', pass --companion PATH, or install without it: --no-companion" >&2
         exit 1
     fi
+    if [ "$with_bridge" = yes ] && [ -n "$bridge_wheels" ] && [ ! -d "$bridge_wheels" ]; then
+        echo "install.sh: no wheel directory at $bridge_wheels; make one on a machine with network: pip download -d WHEELS -r board/bridge/requirements-board.txt" >&2
+        exit 1
+    fi
 }
 
 install_packages() {
@@ -59,6 +73,9 @@ install_packages() {
     # the companion page's charts (served by the companion: the phone has no internet on a ride).
     packages="gpiod i2c-tools"
     if [ "$with_companion" = yes ]; then packages="$packages libjs-chart.js"; fi
+    # python3-venv for the bridge's venv; libusb-1.0-0 is what pyusb (openant) opens the ANT+
+    # stick with: without it the bridge fails with "No backend available".
+    if [ "$with_bridge" = yes ]; then packages="$packages python3-venv libusb-1.0-0"; fi
     echo "* packages: $packages"
     if command -v apt-get >/dev/null 2>&1; then
         # shellcheck disable=SC2086
@@ -130,6 +147,46 @@ install_companion() {
     fi
 }
 
+install_bridge() {
+    [ "$with_bridge" = yes ] || { echo "* bridge: skipped (--no-bridge)"; return 0; }
+    echo "* bridge: the $bridge_user user, /opt/bikebridge (venv) and bikebridge.service"
+    # The app's bridge socket is /run/bikecomputer/bridge.sock, mode 0660, owned by $user:$user,
+    # in a directory of mode 0750: the bridge reaches it as a member of the group $user. The
+    # control socket (0600) stays the service user's only.
+    for g in plugdev bluetooth; do
+        getent group "$g" >/dev/null || groupadd --system "$g"
+    done
+    if ! id "$bridge_user" >/dev/null 2>&1; then
+        useradd --system --home-dir /opt/bikebridge --no-create-home --shell /usr/sbin/nologin "$bridge_user"
+    fi
+    usermod -aG "$user,plugdev,bluetooth" "$bridge_user"
+    install -d -m 0755 /opt/bikebridge
+    rm -rf /opt/bikebridge/bikebridge
+    cp -r "$here/bridge/bikebridge" /opt/bikebridge/bikebridge
+    find /opt/bikebridge/bikebridge -name __pycache__ -prune -exec rm -rf {} +
+    install -m 0644 "$here/bridge/requirements-board.txt" /opt/bikebridge/requirements-board.txt
+    if [ ! -x /opt/bikebridge/.venv/bin/python ] || ! cmp -s "$here/bridge/requirements-board.txt" /opt/bikebridge/.venv/requirements.installed; then
+        rm -rf /opt/bikebridge/.venv
+        python3 -m venv /opt/bikebridge/.venv
+        if [ -n "$bridge_wheels" ]; then
+            /opt/bikebridge/.venv/bin/pip install -q --no-index --find-links "$bridge_wheels" -r /opt/bikebridge/requirements-board.txt
+        else
+            /opt/bikebridge/.venv/bin/pip install -q -r /opt/bikebridge/requirements-board.txt
+        fi
+        cp "$here/bridge/requirements-board.txt" /opt/bikebridge/.venv/requirements.installed
+    fi
+    /opt/bikebridge/.venv/bin/python -m compileall -q /opt/bikebridge/bikebridge >/dev/null
+    if [ ! -e /etc/default/bikebridge ]; then
+        install -m 0644 "$here/bridge/bikebridge.default" /etc/default/bikebridge
+    else
+        echo "  keeping the existing /etc/default/bikebridge (its sensors)"
+    fi
+    sed "s/^SupplementaryGroups=bike$/SupplementaryGroups=$user/" "$here/bridge/bikebridge.service" > /etc/systemd/system/bikebridge.service
+    chmod 0644 /etc/systemd/system/bikebridge.service
+    systemctl daemon-reload
+    systemctl enable bikebridge.service
+}
+
 install_boot_config() {
     [ "$boot_config" = yes ] || return 0
     cfg=/boot/firmware/config.txt
@@ -153,6 +210,7 @@ main() {
     install_udev
     install_device
     install_companion
+    install_bridge
     install_boot_config
     echo "done: reboot (boot config), then 'systemctl start bikecomputer' and 'bikecomputer ctl status'"
 }

@@ -75,6 +75,12 @@ fi
 echo "test.sh: oracle tests (pytest)"
 BIKE_BIN="$(swift build --show-bin-path)" .venv/bin/python -m pytest -q Tests/oracle
 
+# --- The sensor bridge's own tests (board/bridge/tests: framing, replay, faked radios).
+# The installed system around it (board/install.sh, the units, power cuts, storage faults, the
+# clock) is tested in the VM below (Tests/vm/test_vm_system.py and the rest of issue 17's files).
+echo "test.sh: bridge tests (board/bridge/tests)"
+.venv/bin/python -m pytest -q -p no:cacheprovider board/bridge/tests
+
 # --- The board on a real kernel (docs/testing.md): Debian's own kernel booted in QEMU (TCG)
 # with the project's simulated SSD1306, i2c-stub and gpio-sim; BoardHardware and the C shims
 # against libgpiod v1 and v2, `bikecomputer run` end to end, the shims on arm64. Installs what

@@ -49,6 +49,9 @@ public final class BoardWiring {
         public var rideActiveFile: String?
         /// Wall-clock readings handed to the core this often (NTP may set the clock after boot).
         public var wallClockPeriodMs: Int64 = 60_000
+        /// How often the wall clock's trust (the kernel's sync state) is looked at: a change
+        /// reaches the core this soon (a ride begun on a stale clock is dated once it is right).
+        public var wallClockPollMs: Int64 = 1_000
         /// The wall clock (the system's on the board; a fixed one in tests).
         public var wallClock: () -> WallClockTime = SystemWallClock.now
         /// Measurement mode: after this long, print the latency figures and stop.
@@ -83,6 +86,8 @@ public final class BoardWiring {
     var armedCoreDeadline: MonotonicInstant?
     var tickTimer: TimerID?
     var lastSyncs: UInt64 = 0
+    var wallClockFedAtMs: Int64 = 0
+    var wallClockTrusted = false
     var lastSyncAtMs: Int64?
     /// Ticks run (the fallback second and the core's deadlines).
     public private(set) var ticks: UInt64 = 0
@@ -133,8 +138,17 @@ public final class BoardWiring {
         for c in components { try c.start(self) }
         // The 1 Hz tick (which the core's own deadlines pull forward, see `tick`) and the wall clock.
         scheduleTick()
-        loop.scheduleRepeating("wallclock", everyMs: options.wallClockPeriodMs) { [unowned self] in
-            self.runtime.wallClock(self.options.wallClock(), at: self.now)
+        // The wall clock goes to the core every wallClockPeriodMs, and within wallClockPollMs of
+        // the kernel's clock becoming synchronised or losing it (issue 17: a Pi has no RTC).
+        wallClockFedAtMs = loop.nowMs
+        wallClockTrusted = options.wallClock().trusted
+        loop.scheduleRepeating("wallclock", everyMs: min(options.wallClockPollMs, options.wallClockPeriodMs)) { [unowned self] in
+            let wall = self.options.wallClock()
+            let due = self.loop.nowMs - self.wallClockFedAtMs >= self.options.wallClockPeriodMs
+            guard due || wall.trusted != self.wallClockTrusted else { return }
+            self.wallClockFedAtMs = self.loop.nowMs
+            self.wallClockTrusted = wall.trusted
+            self.runtime.wallClock(wall, at: self.now)
             self.afterInputs()
         }
         if let ms = options.measureLatencyMs { startMeasurement(ms) }

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
+#include <sys/timex.h>
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -144,4 +145,11 @@ int cbs_path_mode(const char *path, mode_t *mode, uid_t *owner) {
     *mode = st.st_mode & 07777;
     *owner = st.st_uid;
     return 0;
+}
+
+int cbs_clock_synchronised(void) {
+    struct timex tx;
+    memset(&tx, 0, sizeof tx); /* modes = 0: read only, no privilege needed */
+    if (adjtimex(&tx) < 0) return -1;
+    return (tx.status & STA_UNSYNC) ? 0 : 1;
 }

@@ -52,16 +52,16 @@ public enum BoardJournal {
     }
 }
 
-/// The system's wall clock. Trusted when it reads a plausible date (after 2024-01-01): a board
-/// without an RTC that boots at 1970 is not. (A fake-hwclock's stale time can only make a gap
-/// shorter, never longer: the gap is clamped at 0.)
+/// The system's wall clock. Trusted only while the kernel says it is synchronised to a time
+/// source (`KernelClock`: adjtimex, STA_UNSYNC clear), never because it reads a plausible date:
+/// a board without an RTC boots at its last saved time, which is plausible and wrong (issue 17).
+/// An untrusted reading never dates a ride; the first trusted one dates it by the offset, and a
+/// trusted anchor is never moved backwards (WallClockAnchor.updated).
 public enum SystemWallClock {
-    public static let plausibleAfterUnixMs: Int64 = 1_704_067_200_000
-
     public static func now() -> WallClockTime {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         let ms = Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-        return WallClockTime(unixMs: ms, trusted: ms > plausibleAfterUnixMs)
+        return WallClockTime(unixMs: ms, trusted: KernelClock.isSynchronised())
     }
 }

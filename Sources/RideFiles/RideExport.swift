@@ -35,6 +35,9 @@ public struct RideExport: Sendable {
     public private(set) var builder: RideBuilder
     /// The wall-clock anchor for the whole ride (the last one journaled, as summary.json uses).
     public private(set) var anchor: WallClockAnchor
+    /// The trusted anchors, header's first, in journal order (`unixMs` dates by them).
+    public private(set) var trustedAnchors: [WallClockAnchor] = []
+    public static let trustedAnchorsMax = 256
     public let startInstant: MonotonicInstant
     public private(set) var stopInstant: MonotonicInstant
     /// Whether the ride was saved (nil: never finished, e.g. exported while recovering).
@@ -88,6 +91,7 @@ public struct RideExport: Sendable {
         self.startInstant = start
         self.stopInstant = start
         self.anchor = header.anchor
+        if header.anchor.wall.trusted { trustedAnchors.append(header.anchor) }
         self.builder = RideBuilder(settings: header.settings)
         let spanSeconds = Int(min(Int64(Self.rideSecondsMax), max(0, last.milliseconds(since: start) / 1000 + 1)))
         rowSecond.reserveCapacity(spanSeconds)
@@ -129,7 +133,10 @@ public struct RideExport: Sendable {
                 rrInstantMs.append(s.instant.milliseconds)
                 rrSeconds.append(s.value)
             case .wallClock(let a):
-                if headersSeen == 1 { anchor = a }
+                if headersSeen == 1 {
+                    anchor = a
+                    if a.wall.trusted && trustedAnchors.count < Self.trustedAnchorsMax { trustedAnchors.append(a) }
+                }
             case .finished(let s, _):
                 if headersSeen == 1 { saved = s }
             case .metadata(let k, let v):
@@ -195,8 +202,16 @@ public struct RideExport: Sendable {
 
     // MARK: Time
 
-    /// Unix milliseconds of `instant` by the ride's anchor.
-    public func unixMs(_ instant: MonotonicInstant) -> Int64 { anchor.wallTime(at: instant).unixMs }
+    /// Unix milliseconds of `instant`: by the trusted anchor in force at that instant (the last
+    /// trusted anchor at or before it; before the first, the first: a ride begun on an untrusted
+    /// clock is dated by the offset learnt when the clock became trusted), else by the ride's
+    /// anchor. Trusted anchors only move forward (WallClockAnchor.updated), so the times never
+    /// run back.
+    public func unixMs(_ instant: MonotonicInstant) -> Int64 {
+        guard var inForce = trustedAnchors.first else { return anchor.wallTime(at: instant).unixMs }
+        for a in trustedAnchors.dropFirst() where a.monotonic <= instant { inForce = a }
+        return inForce.wallTime(at: instant).unixMs
+    }
 
     /// FIT date_time (seconds since 1989-12-31T00:00:00Z), floored. A ride whose wall clock
     /// lies before the FIT epoch (a board that booted at 1970 and never got the time) is written

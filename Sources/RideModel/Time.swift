@@ -58,13 +58,15 @@ public struct WallClockAnchor: Hashable, Sendable {
 
     /// Returns the anchor to use after observing `observed` at `instant`: a trusted reading
     /// replaces an untrusted anchor; an untrusted reading never replaces a trusted one; a trusted
-    /// reading that disagrees with a trusted anchor by more than `toleranceMs` (a manual clock
-    /// change) replaces it too.
+    /// reading ahead of a trusted anchor's prediction by more than `toleranceMs` (a gap of
+    /// unknown length after a power cut, a clock corrected forward) replaces it. A trusted
+    /// reading behind the prediction never does: time in a ride is never re-anchored backwards,
+    /// so the ride's record times never run back (issue 17).
     public func updated(observed: WallClockTime, at instant: MonotonicInstant, toleranceMs: Int64 = 2_000) -> WallClockAnchor {
         if observed.trusted && !wall.trusted { return WallClockAnchor(monotonic: instant, wall: observed) }
         if !observed.trusted { return self }
         let predicted = wallTime(at: instant).unixMs
-        if abs(predicted - observed.unixMs) > toleranceMs { return WallClockAnchor(monotonic: instant, wall: observed) }
+        if observed.unixMs - predicted > toleranceMs { return WallClockAnchor(monotonic: instant, wall: observed) }
         return self
     }
 }

@@ -13,6 +13,11 @@ int cbs_fdatasync(int fd);
 /// clock_gettime(CLOCK_MONOTONIC) in nanoseconds.
 uint64_t cbs_monotonic_ns(void);
 
+/// Whether the kernel's clock is synchronised to a time source: adjtimex(2) read-only, 1 when
+/// STA_UNSYNC is clear (an NTP client, systemd-timesyncd or a GPS time daemon set it), 0 when
+/// set (the boot default; any step of the clock sets it again), -1 on error (errno).
+int cbs_clock_synchronised(void);
+
 // MARK: epoll (event loop)
 
 /// One ready descriptor: the epoll event mask and the 64-bit token given at registration.

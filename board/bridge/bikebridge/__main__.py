@@ -30,6 +30,9 @@ def main(argv=None) -> int:
     ap.add_argument("--ble", action="append", default=[], metavar="ADDRESS", help="a BLE sensor to connect to")
     ap.add_argument("--ant", action="append", default=[], type=parse_ant, metavar="TYPE[:NUMBER[:TX]]")
     ap.add_argument("--replay", metavar="FILE", help="send a recording (JSON lines) instead of using radios")
+    ap.add_argument("--realtime", action="store_true",
+                    help="with --replay: send each record at its recorded time, stamped with the current time")
+    ap.add_argument("--repeat", action="store_true", help="with --replay --realtime: start again at the end, forever")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(name)s: %(message)s")
@@ -46,19 +49,27 @@ def main(argv=None) -> int:
     if args.serial:
         bridge.hello()
 
-    if args.replay:
-        with open(args.replay) as f:
-            for frame in replay.frames(f):
-                bridge.send(frame)
-        return 0
-
-    if not args.ant and not args.ble:
-        ap.error("nothing to do: give --ble ADDRESS and/or --ant TYPE[:NUMBER], or --replay FILE")
-
+    if args.repeat and not args.realtime:
+        ap.error("--repeat needs --realtime (a recording sent at once, forever, would flood the app)")
     def heartbeats():
         while True:
             time.sleep(Bridge.HEARTBEAT_S)
             bridge.heartbeat()
+
+    if args.replay:
+        with open(args.replay) as f:
+            if args.realtime:
+                threading.Thread(target=heartbeats, daemon=True).start()
+                # A live-like sensor feed: the app restarting meanwhile loses frames, as with radios.
+                for frame in replay.paced(f, args.repeat, lambda: time.monotonic_ns() // 1000, time.sleep):
+                    bridge.send(frame)
+            else:
+                for frame in replay.frames(f):
+                    bridge.send(frame)
+        return 0
+
+    if not args.ant and not args.ble:
+        ap.error("nothing to do: give --ble ADDRESS and/or --ant TYPE[:NUMBER], or --replay FILE")
 
     threading.Thread(target=heartbeats, daemon=True).start()
     if args.ant:

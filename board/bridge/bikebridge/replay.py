@@ -33,11 +33,40 @@ def sensor_of(r: dict) -> Tuple[protocol.SensorId, int]:
     raise ValueError(f"record {r} names no sensor: give \"ble\": address or \"ant\": [number, type, transmission]")
 
 
+def frame(t_us: int, r: dict) -> bytes:
+    """One recorded notification as a frame stamped `t_us`."""
+    sensor, profile = sensor_of(r)
+    if "link" in r:
+        return protocol.link(t_us, sensor, profile, LINKS[r["link"]])
+    return protocol.data(t_us, sensor, profile, bytes.fromhex(r["hex"]))
+
+
 def frames(lines: Iterable[str]) -> Iterator[bytes]:
     """Frames for a recording, timestamped with the recording's times."""
     for t_ms, r in records(lines):
-        sensor, profile = sensor_of(r)
-        if "link" in r:
-            yield protocol.link(t_ms * 1000, sensor, profile, LINKS[r["link"]])
-        else:
-            yield protocol.data(t_ms * 1000, sensor, profile, bytes.fromhex(r["hex"]))
+        yield frame(t_ms * 1000, r)
+
+
+REPEAT_GAP_MS = 250  # with `repeat`, the recording starts again this long after its last record
+
+
+def paced(lines: Iterable[str], repeat: bool, clock_us, sleep) -> Iterator[bytes]:
+    """The recording in real time: each record is due at its t_ms after the start (after the
+    previous pass's end + REPEAT_GAP_MS when repeating) and stamped with `clock_us()` when sent,
+    like a live radio. `sleep(seconds)` waits. Without `repeat` it ends after one pass."""
+    recorded = list(records(lines))
+    if not recorded:
+        return
+    span_ms = recorded[-1][0] + REPEAT_GAP_MS
+    start_us = clock_us()
+    passes = 0
+    while True:
+        for t_ms, r in recorded:
+            due_us = start_us + (passes * span_ms + t_ms) * 1000
+            wait_us = due_us - clock_us()
+            if wait_us > 0:
+                sleep(wait_us / 1e6)
+            yield frame(clock_us(), r)
+        passes += 1
+        if not repeat:
+            return

@@ -176,3 +176,26 @@ def test_swift_corpus_stream_is_what_the_bridge_writes():
     if os.environ.get("BIKEBRIDGE_WRITE_CORPUS"):
         SWIFT_CORPUS.write_text(text)
     assert SWIFT_CORPUS.read_text() == text
+
+
+def test_paced_replay_sends_each_record_at_its_time_stamped_now_and_repeats():
+    lines = ['{"t_ms": 0, "ant": [1234, 120, 1], "hex": "04ff00fe00010748"}',
+             '{"t_ms": 500, "ant": [1234, 120, 1], "hex": "04ff00fe00020748"}']
+    now = [1_000_000]
+    slept = []
+
+    def sleep(s):
+        slept.append(s)
+        now[0] += int(s * 1e6)
+
+    out = []
+    for f in replay.paced(lines, True, lambda: now[0], sleep):
+        out.append(protocol.parse(f))
+        if len(out) == 5:
+            break
+    stamps = [f.time_us for f in out]
+    span = (500 + replay.REPEAT_GAP_MS) * 1000
+    assert stamps == [1_000_000, 1_500_000, 1_000_000 + span, 1_500_000 + span, 1_000_000 + 2 * span]
+    assert all(s > 0 for s in slept)
+    once = list(replay.paced(lines, False, lambda: now[0], sleep))
+    assert len(once) == 2, "without repeat: one pass"
