@@ -58,9 +58,9 @@ def gpiod_prefix(arch: str, api: int) -> pathlib.Path:
         packages.append(f"libgpiod-dev:{arch}=" + re.search(r"(1\.6[^\s]*) 500", apt.query("policy", f"libgpiod-dev:{arch}")).group(1))
     if arch == "arm64":
         packages.append("libi2c-dev:arm64")
-    vmlib.log(f"downloading {' '.join(packages)}")
-    apt.download(packages, prefix / "debs")
-    _unpack(prefix / "debs", prefix, arch)
+    with vmlib.timed(f"downloading {' '.join(packages)}"):
+        apt.download(packages, prefix / "debs")
+        _unpack(prefix / "debs", prefix, arch)
     shutil.rmtree(prefix / "debs")
     if not (prefix / "lib" / "libgpiod.a").exists():
         raise VMUnavailable(f"no libgpiod.a in {packages}")
@@ -86,8 +86,8 @@ def shim_tests(arch: str, api: int) -> pathlib.Path:
         includes += ["-I", str(prefix / "include")]
         libs = ["-L", str(prefix / "lib"), *libs]
     cmd = [cc, "-static", "-O1", "-Wall", "-D_GNU_SOURCE", *includes, *[str(s) for s in sources[:3]], *libs, "-o", f"{out}.tmp"]
-    vmlib.log(f"building shim tests for {arch}, libgpiod v{api}")
-    sh(cmd, timeout=300)
+    with vmlib.timed(f"building shim tests for {arch}, libgpiod v{api}"):
+        sh(cmd, timeout=300)
     pathlib.Path(f"{out}.tmp").rename(out)
     return out
 
@@ -111,7 +111,8 @@ def swift_products(products: list[str]) -> pathlib.Path:
     if not shutil.which("swift"):
         raise VMUnavailable("no swift on PATH")
     for p in products:
-        sh(["swift", "build", "--product", p], cwd=REPO, timeout=3600)
+        with vmlib.timed(f"swift build --product {p}"):
+            sh(["swift", "build", "--product", p], cwd=REPO, timeout=3600)
     return swift_bin_path()
 
 
@@ -122,8 +123,8 @@ def swift_gpiod2_checks() -> pathlib.Path:
     prefix = gpiod_prefix("amd64", 2)
     cmd = ["swift", "build", "--scratch-path", str(GPIOD2_SCRATCH), "--product", "board-vm-checks",
            "-Xcc", f"-I{prefix / 'include'}", "-Xlinker", f"-L{prefix / 'lib'}"]
-    vmlib.log("building board-vm-checks against libgpiod 2 (.build-gpiod2)")
-    sh(cmd, cwd=REPO, timeout=3600)
+    with vmlib.timed("swift build board-vm-checks against libgpiod 2 (.build-gpiod2)"):
+        sh(cmd, cwd=REPO, timeout=3600)
     binary = swift_bin_path(GPIOD2_SCRATCH) / "board-vm-checks"
     # The binary must not need a shared libgpiod at run time (v2 is linked statically).
     ldd = subprocess.run(["ldd", str(binary)], capture_output=True, text=True).stdout

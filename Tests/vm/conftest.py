@@ -76,7 +76,8 @@ def guests(request):
     for name, (_, launch) in sorted(LAUNCHERS.items(), key=lambda kv: kv[1][0]):
         if name in selected:
             try:
-                started[name] = launch(request)
+                with vmlib.timed(f"launching the guests of {name}", quiet=True):
+                    started[name] = launch(request)
             except BaseException as e:  # noqa: BLE001 - reported by that module's tests
                 started[name] = e
     return started
@@ -119,3 +120,9 @@ step() {
     echo $? > /out/$name.status
 }
 """
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Where the run's time went (vmlib.timing_summary): the last thing Tests/vm/run prints."""
+    terminalreporter.write_sep("=", "VM timings")
+    terminalreporter.write_line(vmlib.timing_summary())

@@ -70,10 +70,10 @@ def rootfs() -> pathlib.Path:
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     mirror, _ = vmlib.system_mirrors()
-    log(f"debootstrap --variant=minbase {SUITE} ({len(ROOTFS_PACKAGES)} packages) from {mirror}")
     started = time.monotonic()
-    sh(["debootstrap", "--variant=minbase", f"--include={','.join(ROOTFS_PACKAGES)}", SUITE, str(root), mirror],
-       timeout=1800)
+    with vmlib.timed(f"debootstrap --variant=minbase {SUITE} ({len(ROOTFS_PACKAGES)} packages) from {mirror}"):
+        sh(["debootstrap", "--variant=minbase", f"--include={','.join(ROOTFS_PACKAGES)}", SUITE, str(root), mirror],
+           timeout=1800)
     # apt in the guest has no network: empty the lists and caches (install.sh's apt-get then finds
     # everything already installed in dpkg's status).
     shutil.rmtree(root / "var" / "cache" / "apt" / "archives", ignore_errors=True)
@@ -92,10 +92,10 @@ def bridge_wheels() -> pathlib.Path:
     out.mkdir(parents=True)
     pip = REPO / ".venv" / "bin" / "pip"
     cmd = [str(pip)] if pip.exists() else ["python3", "-m", "pip"]
-    log(f"pip download the bridge's wheels for Python {GUEST_PYTHON}")
-    sh([*cmd, "download", "-q", "--only-binary", ":all:", "--python-version", GUEST_PYTHON, "--implementation", "cp",
-        "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64",
-        "--no-deps", "-d", str(out), "-r", str(req)], timeout=900)
+    with vmlib.timed(f"pip download the bridge's wheels for Python {GUEST_PYTHON}"):
+        sh([*cmd, "download", "-q", "--only-binary", ":all:", "--python-version", GUEST_PYTHON, "--implementation", "cp",
+            "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64",
+            "--no-deps", "-d", str(out), "-r", str(req)], timeout=900)
     (out / "ready").write_text("")
     return out
 
@@ -174,7 +174,7 @@ After=multi-user.target
 [Service]
 Type=simple
 ExecStartPre=/bin/sh -c 'modprobe 9pnet_virtio; modprobe 9p; mkdir -p /out; mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 vmout /out'
-ExecStart=/bin/sh -c 'echo "vm-test: running /out/cmd.sh"; sh /out/cmd.sh > /out/stdout 2> /out/stderr; echo $? > /out/status; echo "vm-test: exit $(cat /out/status)"; sync; if [ -e /out/clean-poweroff ]; then systemctl poweroff; else systemctl poweroff -ff; fi'
+ExecStart=/bin/sh -c 'echo "vm-test: running /out/cmd.sh"; cat /proc/uptime > /out/uptime-start; sh /out/cmd.sh > /out/stdout 2> /out/stderr; echo $? > /out/status; cat /proc/uptime > /out/uptime-end; echo "vm-test: exit $(cat /out/status)"; sync; if [ -e /out/clean-poweroff ]; then systemctl poweroff; else systemctl poweroff -ff; fi'
 StandardOutput=journal+console
 StandardError=journal+console
 [Install]
@@ -288,7 +288,7 @@ def installed_image(k: vmlib.Kernel, bin_dir: pathlib.Path, modules: list[pathli
         old.unlink()  # one installed image at a time (2 GB sparse each)
     log("making the installed system image")
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(dir=SYSTEM) as tmp:
+    with vmlib.timed("installed system image (all)"), tempfile.TemporaryDirectory(dir=SYSTEM) as tmp:
         root = pathlib.Path(tmp) / "root"
         sh(["cp", "-a", str(base), str(root)], timeout=600)
         _write_guest_files(root)
@@ -411,9 +411,14 @@ class System:
         again to boot the same root overlay a second time (after a power cut)."""
         if not shutil.which(self.kernel.arch.qemu):
             raise VMUnavailable(f"{self.kernel.arch.qemu} is not installed")
-        wait_for_other_guests()
-        with _slots:
+        with vmlib.waited(f"{name}: for the host-root guests to finish"):
+            wait_for_other_guests()
+        with vmlib.waited(f"{name}: for a system guest slot"):
+            _slots.acquire()
+        try:
             return self._run(script, timeout_s, data_image, disks, name, outdir, kill_when, append, env, rtc)
+        finally:
+            _slots.release()
 
     def _run(self, script, timeout_s, data_image, disks, name, outdir, kill_when, append, env, rtc) -> vmlib.Result:
         if outdir is None:
@@ -452,6 +457,11 @@ class System:
         console_text = read("console.log")
         if qemu_err:
             console_text += "\n--- qemu stderr\n" + qemu_err.decode(errors="replace")
+        boot, script_s = vmlib.guest_uptimes(outdir)
+        vmlib.record_timing("guest", f"{outdir.name}{' (2nd boot)' if self.overlay and (outdir / 'booted-once').exists() else ''}",
+                            started, seconds, boot_s=boot, script_s=script_s,
+                            note="timed out" if timed_out else "power cut" if killed else "")
+        (outdir / "booted-once").write_text("")
         r = vmlib.Result(status, read("stdout"), read("stderr"), console_text, seconds, timed_out, outdir, cmd)
         r.killed = killed  # type: ignore[attr-defined]
         return r

@@ -6,6 +6,7 @@ import json
 import pathlib
 import struct
 import threading
+import time
 
 import builds
 import system
@@ -74,12 +75,15 @@ def once(key: str, fn):
     """fn() computed once per test session, whichever thread asks first; the others wait for it."""
     with _once_lock:
         lock, box = _once.setdefault(key, (threading.Lock(), {}))
+    asked = time.monotonic()
     with lock:
         if "value" not in box and "error" not in box:
             try:
                 box["value"] = fn()
             except BaseException as e:  # noqa: BLE001
                 box["error"] = e
+        elif time.monotonic() - asked > 0.5:
+            vmlib.record_timing("wait", f"for {key} (computed by another test)", asked)
         if "error" in box:
             raise box["error"]
         return box["value"]

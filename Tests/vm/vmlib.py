@@ -54,6 +54,110 @@ def log(msg: str) -> None:
     print(f"vm: [{time.monotonic() - _T0:6.1f} s] {msg}", file=sys.stderr, flush=True)
 
 
+# ---------------------------------------------------------------------------------- timings
+# Where a VM test run's time goes: preparation steps (downloads, builds, images), guests (host
+# seconds from QEMU's start to its exit, the guest's own uptime when the test script started =
+# its boot), and waits (a lock, a semaphore, a guest that must finish first). Tests/vm/run prints
+# the summary at the end (conftest.pytest_terminal_summary) and writes .build/vm/timings.json.
+
+@dataclasses.dataclass
+class TimingEntry:
+    kind: str  # "step", "guest" or "wait"
+    name: str
+    start_s: float  # since the session started (vmlib's import)
+    seconds: float
+    boot_s: float | None = None  # guests: the guest's uptime when its script started
+    script_s: float | None = None  # guests: the script's own time (guest uptime at its end - at its start)
+    note: str = ""
+
+
+TIMINGS: list[TimingEntry] = []
+_timings_lock = __import__("threading").Lock()
+
+
+def record_timing(kind: str, name: str, started: float, seconds: float | None = None, **fields) -> TimingEntry:
+    """Adds one entry (`started` is a time.monotonic() value)."""
+    e = TimingEntry(kind, name, started - _T0, (time.monotonic() - started) if seconds is None else seconds, **fields)
+    with _timings_lock:
+        TIMINGS.append(e)
+    return e
+
+
+class timed:
+    """`with timed("building X"):` records a preparation step (and logs its start). As a
+    decorator factory too: `@timed("step")`."""
+
+    def __init__(self, name: str, kind: str = "step", quiet: bool = False) -> None:
+        self.name, self.kind, self.quiet = name, kind, quiet
+
+    def __enter__(self):
+        self.started = time.monotonic()
+        if not self.quiet:
+            log(f"{self.name} ...")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        e = record_timing(self.kind, self.name, self.started, note="failed" if exc[0] else "")
+        if not self.quiet:
+            log(f"{self.name}: {e.seconds:.1f} s{' (failed)' if exc[0] else ''}")
+
+
+class waited:
+    """`with waited("slot for a system guest"):` records the time spent waiting (only when it
+    was more than `min_s`)."""
+
+    def __init__(self, name: str, min_s: float = 0.5) -> None:
+        self.name, self.min_s = name, min_s
+
+    def __enter__(self):
+        self.started = time.monotonic()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if time.monotonic() - self.started >= self.min_s:
+            record_timing("wait", self.name, self.started)
+
+
+def guest_uptimes(outdir: pathlib.Path) -> tuple[float | None, float | None]:
+    """(boot_s, script_s) from the uptime files the guest's init writes around the script."""
+    def read(n: str) -> float | None:
+        try:
+            return float((outdir / n).read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+    start, end = read("uptime-start"), read("uptime-end")
+    return start, (end - start) if start is not None and end is not None else None
+
+
+def timing_summary(wall_s: float | None = None) -> str:
+    """The table Tests/vm/run prints last; also written to .build/vm/timings.json."""
+    import json
+    with _timings_lock:
+        entries = sorted(TIMINGS, key=lambda e: e.start_s)
+    wall_s = time.monotonic() - _T0 if wall_s is None else wall_s
+    lines = [f"VM timings (wall {wall_s:.0f} s since the harness loaded; load average now "
+             f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs)"]
+    for kind, title in [("step", "preparation (host)"), ("guest", "guests (QEMU start to exit; boot = guest uptime when its script started)"),
+                        ("wait", "waits")]:
+        group = [e for e in entries if e.kind == kind]
+        if not group:
+            continue
+        lines.append(f"  {title}: {len(group)}, {sum(e.seconds for e in group):.0f} s in all")
+        for e in group:
+            extra = ""
+            if kind == "guest":
+                extra = (f"  boot {e.boot_s:5.1f} s" if e.boot_s is not None else "  boot     ? ") + \
+                        (f"  script {e.script_s:6.1f} s" if e.script_s is not None else "")
+            lines.append(f"    {e.start_s:6.1f} +{e.seconds:6.1f} s  {e.name}{extra}{('  ' + e.note) if e.note else ''}")
+    try:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        (CACHE / "timings.json").write_text(json.dumps({"wall_s": round(wall_s, 1), "loadavg": os.getloadavg(),
+                                                        "entries": [dataclasses.asdict(e) for e in entries]}, indent=1))
+    except OSError:
+        pass
+    return "\n".join(lines)
+
+
 def sh(cmd: list[str] | str, *, cwd=None, env=None, check=True, quiet=True, timeout=None) -> subprocess.CompletedProcess:
     """Runs a command; on failure raises VMUnavailable with its output."""
     shell = isinstance(cmd, str)
@@ -91,8 +195,8 @@ def apt_update() -> None:
     global _updated
     if _updated:
         return
-    log("apt-get update")
-    sh(["apt-get", *LOCK_TIMEOUT, "update", "-qq"], timeout=900)
+    with timed("apt-get update"):
+        sh(["apt-get", *LOCK_TIMEOUT, "update", "-qq"], timeout=900)
     _updated = True
 
 
@@ -104,13 +208,13 @@ def ensure_packages(packages: list[str]) -> None:
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         raise VMUnavailable(f"missing Debian packages {' '.join(missing)}: install them with "
                             f"`sudo apt-get install {' '.join(missing)}` (the VM tests need them)")
-    log(f"installing {' '.join(missing)}")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     cmd = ["apt-get", *LOCK_TIMEOUT, "install", "-y", "-qq", "--no-install-recommends", *missing]
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
-    if r.returncode != 0:
-        apt_update()
-        sh(cmd, env=env, timeout=1800)
+    with timed(f"apt-get install {' '.join(missing)}"):
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+        if r.returncode != 0:
+            apt_update()
+            sh(cmd, env=env, timeout=1800)
 
 
 def apt_download(apt: list[str], packages: list[str], dest: pathlib.Path) -> None:
@@ -163,8 +267,8 @@ class PrivateApt:
         (self.lists / "partial").mkdir(parents=True, exist_ok=True)
         (self.root / "cache" / "archives" / "partial").mkdir(parents=True, exist_ok=True)
         sources.write_text(self.sources_text)
-        log("apt-get update (private arm64 + backports configuration)")
-        sh(["apt-get", *self.options, "update", "-qq"], timeout=900)
+        with timed("apt-get update (private arm64 + backports configuration)"):
+            sh(["apt-get", *self.options, "update", "-qq"], timeout=900)
         stamp.write_text(time.ctime())
 
     def query(self, *args: str) -> str:
@@ -218,6 +322,7 @@ class Kernel:
         out = self.root / "boot" / f"vmlinux-{self.version}"
         if out.exists():
             return out
+        started = time.monotonic()
         data = self.image.read_bytes()
         if self.arch.name == "amd64":
             import lzma
@@ -234,6 +339,7 @@ class Kernel:
             raw = gzip.decompress(data)
         out.with_suffix(".tmp").write_bytes(raw)
         os.replace(out.with_suffix(".tmp"), out)
+        record_timing("step", f"uncompressed kernel image ({self.arch.name})", started)
         return out
 
 
@@ -299,6 +405,7 @@ def kernel(arch: str = "amd64") -> Kernel:
         kbuild = base / "headers" / "usr" / "lib" / f"linux-kbuild-{series}"
         if not (base / "headers.ready").exists():
             dl = base / "downloads"
+            started = time.monotonic()
             private_apt().download([f"linux-headers-{version}:arm64={package_version}"], dl)
             shutil.rmtree(base / "headers", ignore_errors=True)
             for deb in dl.glob("linux-headers-*.deb"):
@@ -312,17 +419,18 @@ def kernel(arch: str = "amd64") -> Kernel:
                 kbuild.unlink()
             kbuild.symlink_to(host_kbuild)
             (base / "headers.ready").write_text(package_version)
+            record_timing("step", f"arm64 kernel headers {version}", started)
     if not (base / "image.ready").exists():
         dl = base / "downloads"
-        log(f"downloading {name} {package_version} ({arch})")
-        if arch == "amd64":
-            apt_download([], [f"{name}={package_version}"], dl)
-        else:
-            private_apt().download([f"{name}:arm64={package_version}"], dl)
-        shutil.rmtree(root, ignore_errors=True)
-        deb = next(dl.glob(f"{name}_*.deb"))
-        sh(["dpkg-deb", "-x", str(deb), str(root)])
-        sh(["depmod", "-b", str(root), version])
+        with timed(f"downloading and extracting {name} {package_version} ({arch})"):
+            if arch == "amd64":
+                apt_download([], [f"{name}={package_version}"], dl)
+            else:
+                private_apt().download([f"{name}:arm64={package_version}"], dl)
+            shutil.rmtree(root, ignore_errors=True)
+            deb = next(dl.glob(f"{name}_*.deb"))
+            sh(["dpkg-deb", "-x", str(deb), str(root)])
+            sh(["depmod", "-b", str(root), version])
         deb.unlink()  # 60-70 MB; the extracted tree is what is used
         (base / "image.ready").write_text(package_version)
     k = Kernel(a, version, package_version, root, headers)
@@ -349,8 +457,8 @@ def build_module(k: Kernel, source: pathlib.Path | str, patch=None) -> pathlib.P
     cmd = ["make", "-s", "-C", str(k.headers), f"M={out}", "modules"]
     if k.arch.cross:
         cmd += [f"ARCH={k.arch.kernel_arch}", f"CROSS_COMPILE={k.arch.cross}"]
-    log(f"building {source.name} for {k.version}")
-    sh(cmd, timeout=600)
+    with timed(f"building {source.name} for {k.version}"):
+        sh(cmd, timeout=600)
     kos = sorted(out.glob("*.ko"))
     if not kos:
         raise VMUnavailable(f"building {source} produced no .ko")
@@ -370,17 +478,18 @@ def linux_source_files(k: Kernel, files: list[str]) -> pathlib.Path:
         return dest
     dl = CACHE / "src" / "downloads"
     package = f"linux-source-{series}"
-    log(f"downloading {package} {k.package_version} and extracting {len(files)} files")
-    try:
-        apt_download([], [f"{package}={k.package_version}"], dl)
-    except VMUnavailable:
-        apt_update()
-        apt_download([], [f"{package}={k.package_version}"], dl)
+    with timed(f"downloading {package} {k.package_version}"):
+        try:
+            apt_download([], [f"{package}={k.package_version}"], dl)
+        except VMUnavailable:
+            apt_update()
+            apt_download([], [f"{package}={k.package_version}"], dl)
     deb = next(dl.glob(f"{package}_{k.package_version.replace(':', '%3a')}_all.deb"))
     dest.mkdir(parents=True, exist_ok=True)
     members = " ".join(f"linux-source-{series}/{f}" for f in files)
-    sh(f"dpkg-deb --fsys-tarfile '{deb}' | tar -xO ./usr/src/linux-source-{series}.tar.xz | "
-       f"tar -xJ -C '{dest}' --strip-components=1 {members}", timeout=900)
+    with timed(f"extracting {len(files)} files from {package}"):
+        sh(f"dpkg-deb --fsys-tarfile '{deb}' | tar -xO ./usr/src/linux-source-{series}.tar.xz | "
+           f"tar -xJ -C '{dest}' --strip-components=1 {members}", timeout=900)
     deb.unlink()
     missing = [f for f in files if not (dest / f).exists()]
     if missing:
@@ -448,8 +557,10 @@ export HOME=/tmp PATH=/sbin:/bin:/usr/sbin:/usr/bin
 . /etc/vm/env
 cd /
 echo "vm: running /out/cmd.sh"
+cat /proc/uptime > /out/uptime-start
 sh /out/cmd.sh > /out/stdout 2> /out/stderr
 echo $? > /out/status
+cat /proc/uptime > /out/uptime-end
 echo "vm: exit status $(cat /out/status)"
 sync
 poweroff -f
@@ -474,9 +585,10 @@ def busybox_binary(arch: Arch) -> pathlib.Path:
     dest = CACHE / "arm64" / "busybox"
     binary = dest / "bin" / "busybox"
     if not binary.exists():
-        private_apt().download(["busybox-static:arm64"], dest / "downloads")
-        deb = next((dest / "downloads").glob("busybox-static_*.deb"))
-        sh(["dpkg-deb", "-x", str(deb), str(dest)])
+        with timed("busybox-static:arm64"):
+            private_apt().download(["busybox-static:arm64"], dest / "downloads")
+            deb = next((dest / "downloads").glob("busybox-static_*.deb"))
+            sh(["dpkg-deb", "-x", str(deb), str(dest)])
     return binary
 
 
@@ -532,7 +644,7 @@ def initramfs(k: Kernel, modules: list[str], extra: list[pathlib.Path] = (), hos
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+    with timed(f"initramfs {out.name} ({k.arch.name})", quiet=True), tempfile.TemporaryDirectory(dir=out.parent) as tmp:
         root = pathlib.Path(tmp) / "root"
         (root / "bin").mkdir(parents=True)
         shutil.copy(busybox, root / "bin" / "busybox")
@@ -690,6 +802,7 @@ class GuestRun:
         import threading
         self.cmd, self.outdir, self.timeout_s = cmd, outdir, timeout_s
         self.started = time.monotonic()
+        self.timing: TimingEntry | None = None
         self.proc = subprocess.Popen(cmd, stdin=None if interactive else subprocess.DEVNULL,
                                      stdout=None if console_to_stdout else subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, start_new_session=True)
@@ -708,6 +821,9 @@ class GuestRun:
             self.proc.kill()
             _, self.qemu_err = self.proc.communicate()
         self.seconds = time.monotonic() - self.started
+        boot, script = guest_uptimes(self.outdir)
+        self.timing = record_timing("guest", self.outdir.name, self.started, self.seconds, boot_s=boot, script_s=script,
+                                    note="timed out" if self.timed_out else "")
 
     def wait(self) -> Result:
         if self.result:
