@@ -39,6 +39,7 @@ def backports_gpiod2_version(arch: str) -> str:
     return versions[0]
 
 
+@vmlib.serialised
 def gpiod_prefix(arch: str, api: int) -> pathlib.Path:
     """include/ + lib/ with gpiod.h and libgpiod.a of the requested API (v2: bookworm-backports'
     libgpiod-dev 2.x; arm64 v1: Debian's arm64 libgpiod-dev 1.6) and, for arm64, libi2c."""
@@ -68,6 +69,7 @@ def gpiod_prefix(arch: str, api: int) -> pathlib.Path:
     return prefix
 
 
+@vmlib.serialised
 def shim_tests(arch: str, api: int) -> pathlib.Path:
     """Tests/vm/shimtests/shim_tests.c with both C shims, static, for `arch` against libgpiod
     `api` (1 or 2) and libi2c."""
@@ -97,6 +99,7 @@ def swift_bin_path(scratch: pathlib.Path | None = None) -> pathlib.Path:
     return pathlib.Path(sh(cmd, cwd=REPO).stdout.strip())
 
 
+@vmlib.serialised
 def swift_products(products: list[str]) -> pathlib.Path:
     """Builds the products (debug, the default scratch path, Debian's libgpiod 1.6) and
     returns the bin directory. With BIKE_BIN set (scripts/test.sh, which has just built
@@ -116,6 +119,7 @@ def swift_products(products: list[str]) -> pathlib.Path:
     return swift_bin_path()
 
 
+@vmlib.serialised
 def swift_gpiod2_checks() -> pathlib.Path:
     """board-vm-checks built a second time, in .build-gpiod2, against libgpiod 2.x (header and
     static library from bookworm-backports): the v2 branch of the shim, compiled and linked.
@@ -133,6 +137,7 @@ def swift_gpiod2_checks() -> pathlib.Path:
     return binary
 
 
+@vmlib.serialised
 def modules(k: vmlib.Kernel) -> list[pathlib.Path]:
     """The project's ssd1306-sim and upstream gpio-sim, built for the kernel."""
     return [vmlib.build_module(k, "Tests/vm/kmod/ssd1306-sim"), vmlib.gpio_sim_module(k)]

@@ -60,6 +60,7 @@ MASKED_UNITS = ["getty@tty1.service", "serial-getty@ttyS0.service", "console-get
 GUEST_PYTHON = "3.11"  # bookworm's python3
 
 
+@vmlib.serialised
 def rootfs() -> pathlib.Path:
     """The debootstrapped tree (read-only input: images are made from copies)."""
     vmlib.ensure_packages(["debootstrap", "qemu-utils", "e2fsprogs", "debian-archive-keyring"])
@@ -82,6 +83,7 @@ def rootfs() -> pathlib.Path:
     return root
 
 
+@vmlib.serialised
 def bridge_wheels() -> pathlib.Path:
     """The bridge's runtime requirements as wheels for the guest's Python (pinned, no sdists)."""
     req = REPO / "board" / "bridge" / "requirements-board.txt"
@@ -133,6 +135,7 @@ exec switch_root /newroot /sbin/init
 """
 
 
+@vmlib.serialised
 def system_initramfs(k: vmlib.Kernel) -> pathlib.Path:
     key = hashlib.sha256("\n".join([SYSTEM_INIT, k.version, *BOOT_MODULES]).encode()).hexdigest()[:16]
     out = SYSTEM / k.version / f"initramfs-{key}.cpio.gz"
@@ -264,6 +267,7 @@ def install_command() -> str:
             f"--bridge-wheels ./wheels --boot-config")
 
 
+@vmlib.serialised
 def installed_image(k: vmlib.Kernel, bin_dir: pathlib.Path, modules: list[pathlib.Path],
                     size_mb: int = 2048) -> pathlib.Path:
     """The root file system image with the project installed by board/install.sh, cached by the

@@ -27,7 +27,10 @@ VMUnavailable with the reason: the tests then FAIL with it, they are never skipp
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
+import functools
 import hashlib
 import os
 import pathlib
@@ -36,6 +39,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -156,6 +160,48 @@ def timing_summary(wall_s: float | None = None) -> str:
     except OSError:
         pass
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ the cache
+# The system tests prepare and boot guests on several threads (system_fixtures.Background), so
+# two threads may ask for the same module, image or initramfs at once. Every function that
+# fills .build/vm/ runs under one lock: re-entrant within the process (builders call builders)
+# and an flock on .build/vm/.lock across processes. Without it two `make M=...` runs shared one
+# build directory and both failed ("fixdep: error opening file ... .o.d").
+
+_cache_rlock = threading.RLock()
+_cache_depth = 0
+_cache_fd = -1
+
+
+@contextlib.contextmanager
+def cache_lock():
+    global _cache_depth, _cache_fd
+    with _cache_rlock:
+        if _cache_depth == 0:
+            CACHE.mkdir(parents=True, exist_ok=True)
+            _cache_fd = os.open(CACHE / ".lock", os.O_CREAT | os.O_RDWR, 0o644)
+            started = time.monotonic()
+            fcntl.flock(_cache_fd, fcntl.LOCK_EX)
+            if time.monotonic() - started > 0.5:
+                record_timing("wait", "the .build/vm lock (another process)", started)
+        _cache_depth += 1
+        try:
+            yield
+        finally:
+            _cache_depth -= 1
+            if _cache_depth == 0:
+                os.close(_cache_fd)
+                _cache_fd = -1
+
+
+def serialised(fn):
+    """Decorator: fn fills the cache; it runs under cache_lock()."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with cache_lock():
+            return fn(*args, **kwargs)
+    return wrapper
 
 
 def sh(cmd: list[str] | str, *, cwd=None, env=None, check=True, quiet=True, timeout=None) -> subprocess.CompletedProcess:
@@ -382,6 +428,7 @@ def resolve_abi(arch: str) -> tuple[str, str]:
     return name, version
 
 
+@serialised
 def kernel(arch: str = "amd64") -> Kernel:
     """Debian's kernel of the ABI linux-image-<arch> points at, extracted and depmod'ed under
     .build/vm/<arch>/<version>/ (downloaded once), with the headers to build modules."""
@@ -439,6 +486,7 @@ def kernel(arch: str = "amd64") -> Kernel:
     return k
 
 
+@serialised
 def build_module(k: Kernel, source: pathlib.Path | str, patch=None) -> pathlib.Path:
     """Builds an out-of-tree module (a directory with a Kbuild file and sources) against the
     kernel's headers; cached by the sources' hash. Returns the .ko path."""
@@ -469,6 +517,7 @@ def build_module(k: Kernel, source: pathlib.Path | str, patch=None) -> pathlib.P
 GPIO_SIM_FILES = ["drivers/gpio/gpio-sim.c", "drivers/gpio/gpiolib.h", "kernel/irq/irq_sim.c"]
 
 
+@serialised
 def linux_source_files(k: Kernel, files: list[str]) -> pathlib.Path:
     """Extracts `files` from Debian's linux-source package of the kernel's version into
     .build/vm/src/<version>/ (fetched at test time, never committed)."""
@@ -497,6 +546,7 @@ def linux_source_files(k: Kernel, files: list[str]) -> pathlib.Path:
     return dest
 
 
+@serialised
 def gpio_sim_module(k: Kernel) -> pathlib.Path:
     """Upstream gpio-sim built out of tree from Debian's linux-source of the kernel's version.
     Debian's kernels do not ship it; irq_sim is not built in either, and irq_to_desc is not
@@ -579,6 +629,7 @@ sysw() { printf '%s' "$2" > "$1"; }
 """
 
 
+@serialised
 def busybox_binary(arch: Arch) -> pathlib.Path:
     if arch.name == "amd64":
         return pathlib.Path("/bin/busybox")
@@ -625,6 +676,7 @@ def module_closure(k: Kernel, names: list[str], extra_dir: pathlib.Path | None) 
     return [pathlib.Path(p) for p in need]
 
 
+@serialised
 def initramfs(k: Kernel, modules: list[str], extra: list[pathlib.Path] = (), host_root: bool = True,
               files: dict[str, pathlib.Path] | None = None, init: str | None = None) -> pathlib.Path:
     """A gzip'ed newc cpio: busybox, /init (INIT, or your own script), the modules (with what
