@@ -117,6 +117,6 @@ let package = Package(
                 .product(name: "Configuration", package: "swift-configuration", moduleAliases: ["Configuration": "SwiftConfiguration"]),
             ],
             swiftSettings: swift6),
-        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Device", "AppCore", "RideModel", "Journal", "Training"], swiftSettings: swift6),
+        .testTarget(name: "SimulationTests", dependencies: ["TestSupport", "Simulation", "Device", "AppCore", "RideModel", "Journal", "Training"], swiftSettings: swift6),
     ]
 )

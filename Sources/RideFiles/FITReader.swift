@@ -234,10 +234,38 @@ public struct FITActivity: Sendable {
     /// before the timer starts).
     public static let recordsBeforeStartMaxS: UInt32 = 3_600
 
+    /// file_id.type: 4 activity, 6 course, 8 locations (device files), ...; nil when not written.
+    public var fileType: UInt8?
+
+    /// What a file of `fileType` is, for a message saying why it cannot be replayed.
+    public static func fileTypeName(_ t: UInt8) -> String {
+        switch t {
+        case 1: "a device description"
+        case 2: "a settings file"
+        case 3: "a sport settings file"
+        case 5: "a workout"
+        case 6: "a course (a planned route, not a recording)"
+        case 7: "a schedule"
+        case 8: "a locations file (saved places)"
+        case 9: "a weight file"
+        case 10: "a totals file"
+        case 11: "a goals file"
+        case 14: "a blood-pressure file"
+        case 15: "a monitoring file"
+        case 20: "an activity summary"
+        case 28: "a daily monitoring file"
+        case 32: "a segment"
+        case 34: "a segment list"
+        default: "a FIT file of type \(t)"
+        }
+    }
+
     public init(_ file: FITFile) {
         var activityTimestamp: UInt32?
         for m in file.messages {
             switch m.global {
+            case 0:
+                if fileType == nil { fileType = m.values[0].flatMap { UInt8(exactly: $0) } }
             case 34:
                 activityTimestamp = m.timestamp
             case 20:
@@ -336,6 +364,11 @@ extension FITActivity {
         for e in events where e.event == 0 && (e.eventType == 0 || e.eventType == 1 || e.eventType == 4) && e.timestamp >= t0 {
             let start = e.eventType == 0
             items.append((e.timestamp, start ? 0 : 2, items.count, .timer(start: start, auto: e.data == 1)))
+        }
+        // Without timer events the ride starts at `startTimestamp` (the session's start_time may
+        // be a second before the first record).
+        if !events.contains(where: { $0.event == 0 && $0.eventType == 0 }), !records.isEmpty {
+            items.append((t0, 0, items.count, .timer(start: true, auto: false)))
         }
         for (i, r) in records.enumerated() where r.timestamp >= t0 { items.append((r.timestamp, 1, items.count, .record(i))) }
         for lap in laps.dropLast() { if let t = lap.timestamp { items.append((t, 3, items.count, .lap(lap.trigger))) } }

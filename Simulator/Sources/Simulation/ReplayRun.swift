@@ -16,7 +16,14 @@ public final class ReplayRun {
 
     public enum ReplayError: Error, CustomStringConvertible {
         case noRecords
-        public var description: String { "the file has no record messages to replay" }
+        /// file_id.type is not activity (4): a course, locations, settings... are no ride.
+        case notAnActivity(UInt8)
+        public var description: String {
+            switch self {
+            case .noRecords: "the file has no record messages to replay"
+            case .notAnActivity(let t): "the file is \(FITActivity.fileTypeName(t)), not a recorded activity: there is no ride to replay"
+            }
+        }
     }
 
     enum Step {
@@ -37,6 +44,7 @@ public final class ReplayRun {
 
     public init(activity: FITActivity, storage: RideStorage, screen: ScreenPort? = nil,
                 configuration: AppConfiguration = AppConfiguration(), seed: UInt64 = 1) throws {
+        if let t = activity.fileType, t != 4 { throw ReplayError.notAnActivity(t) }
         guard let firstRecord = activity.records.first else { throw ReplayError.noRecords }
         self.activity = activity
         archive = MemoryArchive()
