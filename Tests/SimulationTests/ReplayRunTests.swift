@@ -77,6 +77,18 @@ struct ReplayRunTests {
         let s2 = try Self.replay(v).summary
         #expect(Self.number(s2, "timer_time_s") == 100)
         #expect(Self.number(s2, "elapsed_time_s") == 124)
+        // One record between the auto-pause and the stop is the unit's record of the stop, not a
+        // restart of its timer (the Edge 500 fixture: its timer 10641.06 s, not a second more).
+        var e = FITBytes()
+        e.defineActivity()
+        e.timer(Self.t0, start: true)
+        _ = Self.records(&e, Self.t0, Self.t0 + 100, from: 0)
+        e.timer(Self.t0 + 100, start: false, auto: true)
+        e.record(Self.t0 + 103, distanceM: 500)
+        e.timer(Self.t0 + 104, start: false)
+        let s3 = try Self.replay(e).summary
+        #expect(Self.number(s3, "timer_time_s") == 100)
+        #expect(Self.number(s3, "elapsed_time_s") == 104)
     }
 
     /// Records dated two years ahead (an Edge 500's clock glitch) are left out: the replay ends

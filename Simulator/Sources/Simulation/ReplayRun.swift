@@ -129,9 +129,12 @@ public final class ReplayRun {
             } else if Self.stopTypes.contains(e.eventType) {
                 // A stop while stopped after records were written since the last stop: the unit
                 // started its timer again without a start event (a Garmin Oregon does), at the
-                // first of those records.
+                // first of those records. One record alone is the one a unit writes as the rider
+                // stops it (an Edge 500 auto-paused, wrote a record and was stopped 4 s later: its
+                // timer did not run again).
                 if !running, let previous = lastStopTimestamp,
-                   let r = Self.firstRecord(in: recordTimes, after: previous, before: e.timestamp) {
+                   let r = Self.firstRecord(in: recordTimes, after: previous, before: e.timestamp),
+                   Self.firstRecord(in: recordTimes, after: r, before: e.timestamp) != nil {
                     resume(at: ms(r, t0: t0))
                 }
                 lastStopMs = t // the file's own last stop, also one repeated while stopped
