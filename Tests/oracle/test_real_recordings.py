@@ -79,9 +79,9 @@ WHY = {
     "osynce-glitch": "four records hold a 21 733 W power glitch the unit left out of its own figures (it wrote max 446 W, average 186 W, which no subset of its records gives: 175.3 W with the glitch, 159.9 W without)",
     "stryd-count": "the unit's session counts its 4242 records as 4242 s (laps likewise one second each more); its timer events and its own activity message say 4241 s",
     "ipbike-own": "IpBike's session figures are its own: 1 m past its last record's distance, a smoothed max speed below its records', its heart-rate average, and an NP of 408 W above its max power (not Coggan's NP)",
-    "oregon-distance": "the Oregon's records hold positions only (no distance or speed): the unit's distance is its track length; ours is the distance the app computes from the positions, which differs by its GPS filtering",
+    "oregon-distance": "the Oregon's records hold no distance, and speed only as a sample every 1-17 s: ours is what those speeds add up to over the timer's seconds (5 % short); the unit's is its GPS track length (distance from positions is not in the app's replay yet)",
     "own-average": "the unit averages its own (sub-second or unrecorded) data; its records give ours",
-    "multisport": "a triathlon of five sessions (swim, transitions, bike, run) replayed as one ride: the unit restarted twice (power_up events, no timer events) and its pool-less swim strokes and run cadence are averaged per session; not reproduced (see docs)",
+    "multisport": "a triathlon of five sessions (swim, transitions, bike, run) replayed as one ride: the unit restarted twice mid-session (power_up events, no timer events), which the replay does not take for downtime (timer 150 s long), and it averages swim stroke rate and run cadence per session; not reproduced",
 }
 
 # Per-file overrides: field -> (tolerance, reason key). Not listed: the rules of `rule()`.
@@ -110,6 +110,8 @@ OVERRIDES = {
 LAP_TIMER = {"HRV-Data.fit": (1.01, "stryd-count"), "20130717_143733.fit": (1.01, "osynce-count"),
              "garmin-oregon-700.fit": (1.0, "oregon-restart"), "lezyne_super_gps-garmin_fit-sample-bad-endian.fit": (1.0, "lezyne-count"),
              "MultiSport-2019-11-24.fit": (None, "multisport")}
+# Summary keys under which the app's ascent would appear (none yet).
+ASCENT_KEYS = ("ascent_m", "total_ascent_m")
 # Units (manufacturer) that truncate their cadence and heart-rate averages.
 TRUNCATING = {"garmin"}
 
@@ -287,6 +289,13 @@ def test_real_recordings_replay_to_the_units_figures(bikesim, fetched, tmp_path)
         if unit["error"]:
             assert "damaged" in r.stdout, f"{rel}: a damaged file must be replayed with a warning: {r.stdout}"
         app = json.loads((out / "summary.json").read_text())
+        # Not compared (yet): the unit's total_ascent (summary.json has no ascent: GPS and altitude
+        # come with another change, which must add the comparison here) and total_calories (the
+        # app computes no calories).
+        for key in ASCENT_KEYS:
+            if key in app and any(s.get("total_ascent") is not None for s in unit["sessions"]):
+                problems.append(f"{rel}: summary.json now has {key}: compare it with the unit's total_ascent here "
+                                f"(tolerance and reason) and in docs/simulator.md")
         rows, probs, worst = compare(name, unit, app)
         problems += [f"{rel}: {p}" for p in probs]
         for field, ours, u, tol, why, ok in rows:
