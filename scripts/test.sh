@@ -58,6 +58,9 @@ if [ ! -x .venv/bin/python ] || ! cmp -s "$req" .venv/requirements.installed; th
     cp "$req" .venv/requirements.installed
 fi
 
+echo "test.sh: module graph (Package.swift = the imports = the module headers)"
+python3 scripts/check-imports.py || { echo "test.sh: scripts/check-imports.py failed: fix Package.swift or the imports (docs/architecture.md)" >&2; exit 1; }
+
 echo "test.sh: building"
 swift build 2>&1 | tail -n 3
 echo "test.sh: swift test"
@@ -71,3 +74,13 @@ fi
 
 echo "test.sh: oracle tests (pytest)"
 BIKE_BIN="$(swift build --show-bin-path)" .venv/bin/python -m pytest -q Tests/oracle
+
+# --- The board on a real kernel (docs/testing.md): Debian's own kernel booted in QEMU (TCG)
+# with the project's simulated SSD1306, i2c-stub and gpio-sim; BoardHardware and the C shims
+# against libgpiod v1 and v2, `bikecomputer run` end to end, the shims on arm64. Installs what
+# it needs (qemu, busybox-static, kernel headers, the arm64 cross compiler), caches under
+# .build/vm and .build-gpiod2, and fails with the reason when it cannot run.
+echo "test.sh: VM tests (Tests/vm/run)"
+vm_started=$SECONDS
+BIKE_BIN="$(swift build --show-bin-path)" bash Tests/vm/run
+echo "test.sh: VM tests took $((SECONDS - vm_started)) s"
