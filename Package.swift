@@ -140,6 +140,6 @@ let package = Package(
                 .product(name: "Configuration", package: "swift-configuration", moduleAliases: ["Configuration": "SwiftConfiguration"]),
             ],
             swiftSettings: swift6),
-        .testTarget(name: "SimulationTests", dependencies: ["AppCore", "Control", "Device", "Journal", "RideModel", "Simulation", "Training"], swiftSettings: swift6),
+        .testTarget(name: "SimulationTests", dependencies: ["AppCore", "Control", "Device", "Journal", "RideFiles", "RideModel", "Simulation", "TestSupport", "Training"], swiftSettings: swift6),
     ]
 )

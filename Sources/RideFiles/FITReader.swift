@@ -35,9 +35,20 @@ public struct FITFile: Sendable {
     struct FieldDef { var number: UInt8; var size: Int; var baseType: UInt8 }
     struct Definition { var global: UInt16; var bigEndian: Bool; var fields: [FieldDef]; var developerBytes: Int }
 
+    /// What a damaged file lost, when it was read with `recover: true`: why the reading stopped
+    /// (or that the CRC did not match), and at which byte. Nil for an intact file.
+    public var damage: String?
+    /// The messages read before the damage (all of them for an intact file).
+    public var bytesRead: Int = 0
+
     /// Decodes `bytes` (a whole file). Checks the header, data size and file CRC; a definition
-    /// missing for a data message, a truncated message or a CRC mismatch is `.malformed`.
-    public init(bytes: [UInt8]) throws(RideFileError) {
+    /// missing for a data message, a truncated message, a definition whose architecture byte is
+    /// neither 0 nor 1, or a CRC mismatch is `.malformed`.
+    ///
+    /// With `recover: true` a damaged file (a CRC mismatch, a data size past the end, a damaged
+    /// message) gives the messages read before the damage, and `damage` says what was wrong —
+    /// as a rider wants a ride back from a file whose end was garbled. The header must be intact.
+    public init(bytes: [UInt8], recover: Bool = false) throws(RideFileError) {
         guard bytes.count >= 12 else { throw .malformed("shorter than a FIT header") }
         let headerSize = Int(bytes[0])
         guard headerSize == 12 || headerSize == 14, bytes.count >= headerSize + 2 else { throw .malformed("header size \(bytes[0]) is not 12 or 14") }
@@ -45,19 +56,43 @@ public struct FITFile: Sendable {
         protocolVersion = bytes[1]
         profileVersion = UInt16(bytes[2]) | UInt16(bytes[3]) << 8
         let dataSize = Int(UInt32(bytes[4]) | UInt32(bytes[5]) << 8 | UInt32(bytes[6]) << 16 | UInt32(bytes[7]) << 24)
-        let end = headerSize + dataSize
-        guard end + 2 <= bytes.count else { throw .malformed("data size \(dataSize) runs past the end of the file (truncated?)") }
+        var end = headerSize + dataSize
         if headerSize == 14 {
             let stored = UInt16(bytes[12]) | UInt16(bytes[13]) << 8
             headerCRCMatched = stored == 0 ? nil : stored == FITCRC.compute(bytes[0..<12])
         }
-        let storedCRC = UInt16(bytes[end]) | UInt16(bytes[end + 1]) << 8
-        guard FITCRC.compute(bytes[0..<end]) == storedCRC else { throw .malformed("file CRC mismatch") }
+        if end + 2 > bytes.count {
+            guard recover else { throw .malformed("data size \(dataSize) runs past the end of the file (truncated?)") }
+            damage = "data size \(dataSize) runs past the end of the file (truncated)"
+            end = bytes.count
+        } else {
+            let storedCRC = UInt16(bytes[end]) | UInt16(bytes[end + 1]) << 8
+            if FITCRC.compute(bytes[0..<end]) != storedCRC {
+                guard recover else { throw .malformed("file CRC mismatch") }
+                damage = "file CRC mismatch"
+            }
+        }
+        do {
+            try decode(bytes, from: headerSize, to: end)
+        } catch {
+            guard recover else { throw error }
+            damage = (damage.map { $0 + "; " } ?? "") + "\(Self.reason(error)) at byte \(bytesRead)"
+        }
+    }
 
+    static func reason(_ e: RideFileError) -> String {
+        if case .malformed(let why) = e { return why }
+        return e.description
+    }
+
+    /// Decodes the messages in bytes[start..<end]; `bytesRead` follows the last whole message.
+    mutating func decode(_ bytes: [UInt8], from start: Int, to end: Int) throws(RideFileError) {
         var defs = [Definition?](repeating: nil, count: Self.localTypesMax)
-        var pos = headerSize
+        var pos = start
+        bytesRead = start
         var lastTimestamp: UInt32 = 0
         while pos < end {
+            bytesRead = pos
             let h = bytes[pos]; pos += 1
             if h & 0x80 != 0 {
                 // compressed timestamp header
@@ -73,6 +108,9 @@ public struct FITFile: Sendable {
             } else if h & 0x40 != 0 {
                 let local = Int(h & 0x0F)
                 guard pos + 5 <= end else { throw .malformed("truncated definition") }
+                // The architecture byte: 0 little-endian, 1 big-endian; anything else is damage
+                // (read as either, the rest of the file would be garbage taken for data).
+                guard bytes[pos + 1] <= 1 else { throw .malformed("definition with architecture byte \(bytes[pos + 1]) (not 0 or 1)") }
                 let big = bytes[pos + 1] == 1
                 let global = big ? UInt16(bytes[pos + 2]) << 8 | UInt16(bytes[pos + 3]) : UInt16(bytes[pos + 2]) | UInt16(bytes[pos + 3]) << 8
                 let n = Int(bytes[pos + 4]); pos += 5
@@ -99,6 +137,7 @@ public struct FITFile: Sendable {
                 messages.append(m)
             }
         }
+        bytesRead = pos
     }
 
     static func readData(_ bytes: [UInt8], _ pos: inout Int, _ end: Int, _ d: Definition) throws(RideFileError) -> FITMessage {
@@ -153,6 +192,7 @@ public struct FITFile: Sendable {
                 m.arrays[f.number] = elements
             }
         }
+        guard pos + d.developerBytes <= end else { throw .malformed("truncated developer data") }
         pos += d.developerBytes
         return m
     }
@@ -185,10 +225,49 @@ public struct FITActivity: Sendable {
     public var events: [Event] = []
     public var laps: [Summary] = []
     public var sessions: [Summary] = []
+    /// Records left out because their timestamp lies outside the activity (after its end, or
+    /// more than `recordsBeforeStartMaxS` before its start): a unit's clock glitch (an Edge 500
+    /// wrote records dated two years ahead in the middle of a ride). The unit's own figures
+    /// leave them out too.
+    public var recordsOutsideActivity = 0
+    /// Records this long before the activity's start still belong to it (units that record
+    /// before the timer starts).
+    public static let recordsBeforeStartMaxS: UInt32 = 3_600
+
+    /// file_id.type: 4 activity, 6 course, 8 locations (device files), ...; nil when not written.
+    public var fileType: UInt8?
+
+    /// What a file of `fileType` is, for a message saying why it cannot be replayed.
+    public static func fileTypeName(_ t: UInt8) -> String {
+        switch t {
+        case 1: "a device description"
+        case 2: "a settings file"
+        case 3: "a sport settings file"
+        case 5: "a workout"
+        case 6: "a course (a planned route, not a recording)"
+        case 7: "a schedule"
+        case 8: "a locations file (saved places)"
+        case 9: "a weight file"
+        case 10: "a totals file"
+        case 11: "a goals file"
+        case 14: "a blood-pressure file"
+        case 15: "a monitoring file"
+        case 20: "an activity summary"
+        case 28: "a daily monitoring file"
+        case 32: "a segment"
+        case 34: "a segment list"
+        default: "a FIT file of type \(t)"
+        }
+    }
 
     public init(_ file: FITFile) {
+        var activityTimestamp: UInt32?
         for m in file.messages {
             switch m.global {
+            case 0:
+                if fileType == nil { fileType = m.values[0].flatMap { UInt8(exactly: $0) } }
+            case 34:
+                activityTimestamp = m.timestamp
             case 20:
                 guard let t = m.timestamp else { continue }
                 let semi = 180.0 / 2_147_483_648.0
@@ -217,10 +296,46 @@ public struct FITActivity: Sendable {
             default: break
             }
         }
+        if let span = span(activityTimestamp: activityTimestamp) {
+            let before = records.count
+            let earliest = span.start >= Self.recordsBeforeStartMaxS ? span.start - Self.recordsBeforeStartMaxS : 0
+            records.removeAll { $0.timestamp > span.end || $0.timestamp < earliest }
+            recordsOutsideActivity = before - records.count
+        }
+    }
+
+    /// The activity's span by its own messages (not its records): from its first timer start or
+    /// session start to the latest of its timer events, laps, sessions (start + elapsed) and
+    /// activity message. Nil when the file has none of them.
+    func span(activityTimestamp: UInt32?) -> (start: UInt32, end: UInt32)? {
+        var starts: [UInt32] = events.filter { $0.event == 0 && $0.eventType == 0 }.map(\.timestamp)
+        starts += sessions.compactMap(\.startTime) + laps.compactMap(\.startTime)
+        var ends: [UInt32] = events.filter { $0.event == 0 }.map(\.timestamp)
+        ends += (laps + sessions).compactMap(\.timestamp)
+        for s in laps + sessions {
+            if let st = s.startTime, let el = s.elapsedS, el.isFinite, el >= 0, el < 1e7 { ends.append(st &+ UInt32(el.rounded(.up))) }
+        }
+        if let a = activityTimestamp { ends.append(a) }
+        guard let end = ends.max() else { return nil }
+        let start = starts.min() ?? records.map(\.timestamp).min() ?? end
+        guard start <= end else { return nil }
+        return (start, end)
     }
 }
 
 extension FITActivity {
+    /// When the activity started: its first timer start; without timer events, its session's
+    /// start_time when that is at or before the first record (a unit that starts its timer a
+    /// second before its first record, as IpBike does); else its first record.
+    public var startTimestamp: UInt32? {
+        if let e = events.first(where: { $0.event == 0 && $0.eventType == 0 }) { return e.timestamp }
+        let first = records.map(\.timestamp).min()
+        if let st = sessions.compactMap(\.startTime).min(), let f = first, st <= f, f - st <= Self.sessionStartLeadMaxS { return st }
+        return first
+    }
+    /// How far before its first record a session's start_time may be to be taken as the start.
+    public static let sessionStartLeadMaxS: UInt32 = 60
+
     /// The activity as ride records, for replaying a recorded ride through the app (the
     /// simulator): a header anchored at the first timer start, start/pause/resume from the timer
     /// events (auto when the event's data says so), a lap at the end of every lap but the last,
@@ -228,7 +343,7 @@ extension FITActivity {
     ///
     /// Instants are milliseconds since the first timer start (or the first record).
     public func rideRecords(rideID: RideID, settings: RideSettings = RideSettings(), activity: String = "cycling") -> [RideRecord] {
-        let t0 = events.first(where: { $0.event == 0 && $0.eventType == 0 })?.timestamp ?? records.first?.timestamp ?? 0
+        let t0 = startTimestamp ?? 0
         func at(_ t: UInt32) -> MonotonicInstant { MonotonicInstant(milliseconds: (Int64(t) - Int64(t0)) * 1000) }
         let wall = WallClockTime(unixMs: (Int64(t0) + FITTime.unixEpochOffsetSeconds) * 1000, trusted: true)
         // The unit's own record spacing is bridged (a sparsely recording unit counted the time in
@@ -249,6 +364,11 @@ extension FITActivity {
         for e in events where e.event == 0 && (e.eventType == 0 || e.eventType == 1 || e.eventType == 4) && e.timestamp >= t0 {
             let start = e.eventType == 0
             items.append((e.timestamp, start ? 0 : 2, items.count, .timer(start: start, auto: e.data == 1)))
+        }
+        // Without timer events the ride starts at `startTimestamp` (the session's start_time may
+        // be a second before the first record).
+        if !events.contains(where: { $0.event == 0 && $0.eventType == 0 }), !records.isEmpty {
+            items.append((t0, 0, items.count, .timer(start: true, auto: false)))
         }
         for (i, r) in records.enumerated() where r.timestamp >= t0 { items.append((r.timestamp, 1, items.count, .record(i))) }
         for lap in laps.dropLast() { if let t = lap.timestamp { items.append((t, 3, items.count, .lap(lap.trigger))) } }

@@ -16,7 +16,14 @@ public final class ReplayRun {
 
     public enum ReplayError: Error, CustomStringConvertible {
         case noRecords
-        public var description: String { "the file has no record messages to replay" }
+        /// file_id.type is not activity (4): a course, locations, settings... are no ride.
+        case notAnActivity(UInt8)
+        public var description: String {
+            switch self {
+            case .noRecords: "the file has no record messages to replay"
+            case .notAnActivity(let t): "the file is \(FITActivity.fileTypeName(t)), not a recorded activity: there is no ride to replay"
+            }
+        }
     }
 
     enum Step {
@@ -38,11 +45,12 @@ public final class ReplayRun {
 
     public init(activity: FITActivity, storage: RideStorage, screen: ScreenPort? = nil,
                 configuration: AppConfiguration = AppConfiguration(), seed: UInt64 = 1) throws {
+        if let t = activity.fileType, t != 4 { throw ReplayError.notAnActivity(t) }
         guard let firstRecord = activity.records.first else { throw ReplayError.noRecords }
         self.activity = activity
         archive = MemoryArchive()
         let timerEvents = activity.events.filter { $0.event == 0 }.sorted { $0.timestamp < $1.timestamp }
-        let t0 = Int64(timerEvents.first(where: { $0.eventType == 0 })?.timestamp ?? firstRecord.timestamp)
+        let t0 = Int64(activity.startTimestamp ?? firstRecord.timestamp)
         startUnixMs = (t0 + Self.fitEpochUnixS) * 1000 - Self.leadMs
         let wall = WallClockTime(unixMs: startUnixMs, trusted: true)
         var configuration = configuration
@@ -70,6 +78,13 @@ public final class ReplayRun {
         }
     }
 
+    /// The first record time in `sorted` strictly between `a` and `b`.
+    static func firstRecord(in sorted: [UInt32], after a: UInt32, before b: UInt32) -> UInt32? {
+        var lo = 0, hi = sorted.count
+        while lo < hi { let mid = (lo + hi) / 2; if sorted[mid] <= a { lo = mid + 1 } else { hi = mid } }
+        return lo < sorted.count && sorted[lo] < b ? sorted[lo] : nil
+    }
+
     /// The longest time between two records of the file, ms: a replay bridges the unit's own
     /// record spacing ("smart recording") as the unit counted it (docs/statistics.md).
     public static func holdLimitMs(_ activity: FITActivity) -> Int64 {
@@ -95,24 +110,48 @@ public final class ReplayRun {
         // before the record of the same second (steps at one instant keep their order).
         var running = true
         var lastStopMs: Int64?
+        var lastStopTimestamp: UInt32?
+        var lastStopWasAuto = false
         var resumes: [Int64] = []
         var runningAt: [(Int64, Bool)] = [(ms(UInt32(clamping: t0), t0: t0), true)]
-        for e in timerEvents.dropFirst() {
+        let recordTimes = activity.records.map(\.timestamp).sorted()
+        func resume(at t: Int64) {
+            add(t - 120, .input(.button(ButtonEvent(.startPause, .down, at: MonotonicInstant(milliseconds: t - 120)))))
+            add(t, .input(.button(ButtonEvent(.startPause, .up, at: MonotonicInstant(milliseconds: t)))))
+            running = true
+            resumes.append(t)
+            runningAt.append((t, true))
+        }
+        for e in timerEvents where e.timestamp >= t0 {
             let t = ms(e.timestamp, t0: t0)
             if e.eventType == 0, !running {
-                add(t - 120, .input(.button(ButtonEvent(.startPause, .down, at: MonotonicInstant(milliseconds: t - 120)))))
-                add(t, .input(.button(ButtonEvent(.startPause, .up, at: MonotonicInstant(milliseconds: t)))))
-                running = true
-                resumes.append(t)
-                runningAt.append((t, true))
+                resume(at: t)
             } else if Self.stopTypes.contains(e.eventType) {
+                // A stop while stopped after records were written since the last stop: the unit
+                // started its timer again without a start event (a Garmin Oregon does), at the
+                // first of those records. One record alone is the one a unit writes as the rider
+                // stops it (an Edge 500 auto-paused, wrote a record and was stopped 4 s later: its
+                // timer did not run again).
+                if !running, let previous = lastStopTimestamp,
+                   let r = Self.firstRecord(in: recordTimes, after: previous, before: e.timestamp),
+                   Self.firstRecord(in: recordTimes, after: r, before: e.timestamp) != nil {
+                    resume(at: ms(r, t0: t0))
+                }
                 lastStopMs = t // the file's own last stop, also one repeated while stopped
                 guard running else { continue }
                 add(t, .input(.button(ButtonEvent(.startPause, .down, at: MonotonicInstant(milliseconds: t)))))
                 add(t + 100, .input(.button(ButtonEvent(.startPause, .up, at: MonotonicInstant(milliseconds: t + 100)))))
                 running = false
                 runningAt.append((t, false))
+                lastStopTimestamp = e.timestamp
+                lastStopWasAuto = e.data == 1 // timer_trigger auto
             }
+        }
+        // A ride ended while auto-paused, with no record after the auto-pause, ended at the
+        // auto-pause: the unit counts no elapsed time after it (an Edge 800 auto-paused, then was
+        // stopped 6 min later; its elapsed time ends at the auto-pause).
+        if !running, lastStopWasAuto, let ts = lastStopTimestamp, recordTimes.last.map({ $0 <= ts }) ?? true {
+            lastStopMs = ms(ts, t0: t0)
         }
         func isRunning(at t: Int64) -> Bool { runningAt.last { $0.0 <= t }?.1 ?? false }
         // Laps: every lap but the last ends with a press of LAP just after the record of its last

@@ -113,8 +113,18 @@ struct Ride: ParsableCommand {
         let bytes: [UInt8]
         do { bytes = try Files.readBytes(path) } catch { throw ValidationError("cannot read \(path): \(error)") }
         let activity: FITActivity
-        do { activity = FITActivity(try FITFile(bytes: bytes)) } catch {
+        do {
+            // A damaged file gives the ride read before the damage, with a warning.
+            let file = try FITFile(bytes: bytes, recover: true)
+            activity = FITActivity(file)
+            if let damage = file.damage {
+                print("bikesim: warning: \(path) is damaged (\(damage)); replaying the \(activity.records.count) records read before it")
+            }
+        } catch {
             throw ValidationError("\(path) is not a FIT activity this app can read: \(error)")
+        }
+        if activity.recordsOutsideActivity > 0 {
+            print("bikesim: warning: left out \(activity.recordsOutsideActivity) records dated outside the activity (a clock glitch of the unit)")
         }
         let started = Clock.monotonicMs()
         let run = try ReplayRun(activity: activity, storage: try makeStorage(), seed: seed)
