@@ -25,6 +25,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
         // Only so its module can be aliased (see CompanionTests): hummingbird's graph has it.
         .package(url: "https://github.com/apple/swift-configuration", from: "1.0.0", traits: []),
+        // Elementary functions (pow, sin, cos) for the pure Positioning module, without Foundation.
+        .package(url: "https://github.com/apple/swift-numerics", from: "1.1.0"),
     ],
     targets: [
         // MARK: Pure logic
@@ -32,6 +34,9 @@ let package = Package(
         .target(name: "Training", dependencies: ["RideModel"], swiftSettings: swift6),
         .target(name: "Sensors", dependencies: ["RideModel"], swiftSettings: swift6),
         .target(name: "Display", swiftSettings: swift6),
+        // GPS (gpsd reports, fix rules, odometer), barometer compensation, altitude, ascent,
+        // grade and the breadcrumb track (docs/gps.md).
+        .target(name: "Positioning", dependencies: ["RideModel", .product(name: "RealModule", package: "swift-numerics")], swiftSettings: swift6),
         .target(name: "Journal", dependencies: ["RideModel"], swiftSettings: swift6),
         .target(name: "RideFiles", dependencies: ["RideModel"], swiftSettings: swift6),
         .target(name: "AppCore", dependencies: ["RideModel", "Training", "Sensors", "Journal"], swiftSettings: swift6),
@@ -59,6 +64,7 @@ let package = Package(
             name: "bikecomputer",
             dependencies: [
                 "Device", "DeviceAdapters", "BoardIO", "BoardHardware", "AppCore", "RideModel", "Training", "Configuration",
+                "Positioning",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swift6),
@@ -94,6 +100,7 @@ let package = Package(
         // MARK: Tests
         // What every test target shares (the seeded generator of the randomized tests).
         .target(name: "TestSupport", dependencies: ["RideModel"], path: "Tests/TestSupport", swiftSettings: swift6),
+        .testTarget(name: "PositioningTests", dependencies: ["TestSupport", "Positioning", "RideModel", "RideFiles"], swiftSettings: swift6),
         .testTarget(name: "RideModelTests", dependencies: ["TestSupport", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "AppCoreTests", dependencies: ["TestSupport", "AppCore", "RideModel", "Device", "Training"], swiftSettings: swift6),
         .testTarget(name: "TrainingTests", dependencies: ["TestSupport", "Training", "RideModel"], swiftSettings: swift6),
