@@ -7,7 +7,8 @@ struct BikeComputer: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bikecomputer",
         abstract: "An open-source bike computer for Linux single-board computers.",
-        subcommands: [Run.self, Ctl.self, ConfigCommand.self, Decode.self, JournalCommand.self, ZonesCommand.self, Rides.self, UsbImage.self, CompanionCommand.self],
+        subcommands: [Run.self, Ctl.self, ConfigCommand.self, Decode.self, JournalCommand.self, ZonesCommand.self, Rides.self, UsbImage.self, CompanionCommand.self,
+                      GpsCommand.self, BarometerCommand.self],
         defaultSubcommand: Run.self)
 }
 
