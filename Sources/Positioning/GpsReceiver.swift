@@ -57,7 +57,7 @@ public struct GpsFixRules: Sendable, Hashable {
 public enum GpsFixRejection: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// A fix without a time (cannot be ordered).
     case noTime = 0
-    /// Its time is not after the last accepted fix's (a repeat of the same epoch).
+    /// Its time is before the last accepted fix's (the receiver's clock went back).
     case notNewer
     /// eph above `horizontalErrorMaxM`.
     case inaccurate
@@ -67,7 +67,7 @@ public enum GpsFixRejection: UInt8, Sendable, Hashable, CaseIterable, CustomStri
     public var description: String {
         switch self {
         case .noTime: "fix without a time"
-        case .notNewer: "fix not newer than the last one"
+        case .notNewer: "fix older than the last one"
         case .inaccurate: "horizontal error above the limit"
         case .jump: "impossible jump"
         }
@@ -136,6 +136,9 @@ public struct GpsCounters: Sendable, Hashable {
     public var rejectedByRule: [UInt64] = Array(repeating: 0, count: GpsFixRejection.allCases.count)
     public var fixesAccepted: UInt64 = 0
     public var noFixReports: UInt64 = 0
+    /// TPV reports of an epoch already taken (gpsd may report an epoch once per sentence when
+    /// its input comes faster than the receiver's cycle): they only complete the speed.
+    public var sameEpochReports: UInt64 = 0
     public var positionRestarts: UInt64 = 0
     public var gpsdErrors: UInt64 = 0
     public var linesTooLong: UInt64 = 0
@@ -163,6 +166,8 @@ public struct GpsReceiver: Sendable {
     var lastAcceptedTimeUnixMs: Int64?
     var lastAcceptedAt: MonotonicInstant?
     var jumpsInARow = 0
+    /// Whether the last accepted fix's speed was the receiver's (not derived from positions).
+    var speedReported = false
     var problemCounts: [UInt64] = Array(repeating: 0, count: 16)
 
     public init(rules: GpsFixRules = GpsFixRules()) {
@@ -249,7 +254,8 @@ public struct GpsReceiver: Sendable {
             return
         }
         guard let t = r.timeUnixMs else { reject(.noTime, emit); return }
-        if let last = lastAcceptedTimeUnixMs, t <= last { reject(.notNewer, emit); return }
+        if let last = lastAcceptedTimeUnixMs, t == last { sameEpoch(r, emit); return }
+        if let last = lastAcceptedTimeUnixMs, t < last { reject(.notNewer, emit); return }
         if let eph = r.horizontalErrorM, eph > rules.horizontalErrorMaxM { reject(.inaccurate, emit); return }
 
         var added = 0.0
@@ -281,12 +287,24 @@ public struct GpsReceiver: Sendable {
         let mode: GpsFixMode = r.mode == 3 ? .fix3D : .fix2D
         var altitude: Double?
         if mode == .fix3D, let alt = r.altitudeMSLM, (r.verticalErrorM ?? 0) <= rules.verticalErrorMaxM { altitude = alt }
+        speedReported = r.speedMps != nil
         let fix = GpsFix(instant: now, timeUnixMs: t, mode: mode, latitudeDeg: lat, longitudeDeg: lon,
                          speedMps: r.speedMps ?? derivedSpeed, altitudeM: altitude,
                          horizontalErrorM: r.horizontalErrorM, verticalErrorM: r.verticalErrorM, odometerM: odometerM)
         lastFix = fix
         setMode(mode, at: now, emit)
         emit(.time(unixMs: t, at: now))
+        emit(.fix(fix))
+    }
+
+    /// Another report of the last accepted epoch: when it brings the receiver's speed and the
+    /// fix had only a derived one, the fix is sent again with it (same place, same odometer).
+    mutating func sameEpoch(_ r: GpsdReport, _ emit: (GpsOutput) -> Void) {
+        counters.sameEpochReports += 1
+        guard !speedReported, let v = r.speedMps, var fix = lastFix else { return }
+        speedReported = true
+        fix.speedMps = v
+        lastFix = fix
         emit(.fix(fix))
     }
 

@@ -149,7 +149,7 @@ public struct GpsdReport: Sendable, Hashable {
         c.skipSpace()
         guard c.atEnd else { throw .trailingBytes }
         guard fields.sawClass else { throw .noClass }
-        try fields.finish(&r)
+        try fields.finish(&r, c)
         return r
     }
 
@@ -163,54 +163,110 @@ public struct GpsdReport: Sendable, Hashable {
     }
 }
 
-/// What parsing collects before the report is checked (fields whose meaning depends on others).
+/// What parsing collects before the report is checked: values are kept as JSON gave them and
+/// interpreted (ranges, types) only once the class is known, since other classes use the same
+/// names for other things (AIS reports `lat` in 1/600000 minutes, for one).
 private struct FieldBag {
+    /// A number, a string (its byte range) or something else, as found.
+    enum Value {
+        case number(Double)
+        case string(Range<Int>)
+        case other
+    }
+
     var sawClass = false
-    var alt: Double?
-    var epx: Double?
-    var epy: Double?
-    var satellitesArrayUsed: Int?
-    var satellitesArrayCount: Int?
+    var reportClass: GpsdReportClass = .other
+    /// One slot per key, as stored properties (an array here would be allocated per report).
+    var slots: (Value?, Value?, Value?, Value?, Value?, Value?, Value?, Value?, Value?, Value?, Value?, Value?, Value?, Value?, Value?)
+        = (nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil)
+    var satellitesUsed: Int?
+    var satellitesCount: Int?
+    var satellitesMistyped = false
+
+    /// The keys read (by their position here).
+    enum Key: Int, CaseIterable { case mode, time, lat, lon, altMSL, alt, speed, track, eph, epx, epy, epv, uSat, nSat, protoMajor }
+
+    subscript(k: Key) -> Value? {
+        get {
+            switch k {
+            case .mode: slots.0
+            case .time: slots.1
+            case .lat: slots.2
+            case .lon: slots.3
+            case .altMSL: slots.4
+            case .alt: slots.5
+            case .speed: slots.6
+            case .track: slots.7
+            case .eph: slots.8
+            case .epx: slots.9
+            case .epy: slots.10
+            case .epv: slots.11
+            case .uSat: slots.12
+            case .nSat: slots.13
+            case .protoMajor: slots.14
+            }
+        }
+        set {
+            switch k {
+            case .mode: slots.0 = newValue
+            case .time: slots.1 = newValue
+            case .lat: slots.2 = newValue
+            case .lon: slots.3 = newValue
+            case .altMSL: slots.4 = newValue
+            case .alt: slots.5 = newValue
+            case .speed: slots.6 = newValue
+            case .track: slots.7 = newValue
+            case .eph: slots.8 = newValue
+            case .epx: slots.9 = newValue
+            case .epy: slots.10 = newValue
+            case .epv: slots.11 = newValue
+            case .uSat: slots.12 = newValue
+            case .nSat: slots.13 = newValue
+            case .protoMajor: slots.14 = newValue
+            }
+        }
+    }
+
+    static func key(_ c: JSONCursor, _ k: Range<Int>) -> Key? {
+        switch k.count {
+        case 3:
+            if c.equals(k, "lat") { return .lat }
+            if c.equals(k, "lon") { return .lon }
+            if c.equals(k, "alt") { return .alt }
+            if c.equals(k, "eph") { return .eph }
+            if c.equals(k, "epx") { return .epx }
+            if c.equals(k, "epy") { return .epy }
+            if c.equals(k, "epv") { return .epv }
+        case 4:
+            if c.equals(k, "mode") { return .mode }
+            if c.equals(k, "time") { return .time }
+            if c.equals(k, "uSat") { return .uSat }
+            if c.equals(k, "nSat") { return .nSat }
+        case 5:
+            if c.equals(k, "speed") { return .speed }
+            if c.equals(k, "track") { return .track }
+        case 6:
+            if c.equals(k, "altMSL") { return .altMSL }
+        case 11:
+            if c.equals(k, "proto_major") { return .protoMajor }
+        default: break
+        }
+        return nil
+    }
 
     mutating func read(key: Range<Int>, _ c: inout JSONCursor, into r: inout GpsdReport) throws(GpsdReportError) {
         if c.equals(key, "class") {
-            let v = try stringValue(&c, .reportClass)
-            r.reportClass = Self.reportClass(c, v)
+            guard try c.nextKind() == .string else { throw .absurd(.reportClass) }
+            reportClass = Self.reportClass(c, try c.string())
             sawClass = true
-        } else if c.equals(key, "mode") {
-            let m = try numberValue(&c, .mode)
-            guard m == m.rounded(), m >= 0, m <= 3 else { throw .absurd(.mode) }
-            r.mode = Int(m)
-        } else if c.equals(key, "time") {
-            r.timeUnixMs = try timeValue(&c)
-        } else if c.equals(key, "lat") {
-            r.latitudeDeg = try numberValue(&c, .lat, in: -90...90)
-        } else if c.equals(key, "lon") {
-            r.longitudeDeg = try numberValue(&c, .lon, in: -180...180)
-        } else if c.equals(key, "altMSL") {
-            r.altitudeMSLM = try numberValue(&c, .altMSL, in: GpsdReport.altitudeRangeM)
-        } else if c.equals(key, "alt") {
-            alt = try numberValue(&c, .altMSL, in: GpsdReport.altitudeRangeM)
-        } else if c.equals(key, "speed") {
-            r.speedMps = try numberValue(&c, .speed, in: 0...GpsdReport.speedMaxMps)
-        } else if c.equals(key, "track") {
-            r.trackDeg = try numberValue(&c, .track, in: 0...360)
-        } else if c.equals(key, "eph") {
-            r.horizontalErrorM = try numberValue(&c, .eph, in: 0...GpsdReport.errorEstimateMaxM)
-        } else if c.equals(key, "epx") {
-            epx = try numberValue(&c, .eph, in: 0...GpsdReport.errorEstimateMaxM)
-        } else if c.equals(key, "epy") {
-            epy = try numberValue(&c, .eph, in: 0...GpsdReport.errorEstimateMaxM)
-        } else if c.equals(key, "epv") {
-            r.verticalErrorM = try numberValue(&c, .epv, in: 0...GpsdReport.errorEstimateMaxM)
-        } else if c.equals(key, "uSat") {
-            r.satellitesUsed = try countValue(&c, .satellitesUsed)
-        } else if c.equals(key, "nSat") {
-            r.satellitesVisible = try countValue(&c, .satellitesVisible)
         } else if c.equals(key, "satellites") {
             try satellites(&c)
-        } else if c.equals(key, "proto_major") {
-            r.protocolMajor = try countValue(&c, .reportClass)
+        } else if let k = Self.key(c, key) {
+            switch try c.nextKind() {
+            case .number: self[k] = .number(try c.number())
+            case .string: self[k] = .string(try c.string())
+            default: try c.skipValue(depth: 1); self[k] = .other
+            }
         } else {
             try c.skipValue(depth: 1)
         }
@@ -227,52 +283,15 @@ private struct FieldBag {
         return .other
     }
 
-    func stringValue(_ c: inout JSONCursor, _ f: GpsdField) throws(GpsdReportError) -> Range<Int> {
-        guard try c.nextKind() == .string else { throw .absurd(f) }
-        return try c.string()
-    }
-
-    func numberValue(_ c: inout JSONCursor, _ f: GpsdField, in range: ClosedRange<Double>? = nil) throws(GpsdReportError) -> Double {
-        guard try c.nextKind() == .number else { throw .absurd(f) }
-        let v = try c.number()
-        guard v.isFinite else { throw .absurd(f) }
-        if let range, !range.contains(v) { throw .absurd(f) }
-        return v
-    }
-
-    func countValue(_ c: inout JSONCursor, _ f: GpsdField) throws(GpsdReportError) -> Int {
-        let v = try numberValue(&c, f, in: 0...Double(GpsdReport.satellitesMax))
-        guard v == v.rounded() else { throw .absurd(f) }
-        return Int(v)
-    }
-
-    /// "2005-06-09T14:34:44.280Z" (gpsd ≥ 3.10), or Unix seconds as a number (older gpsd).
-    func timeValue(_ c: inout JSONCursor) throws(GpsdReportError) -> Int64 {
-        let kind = try c.nextKind()
-        let ms: Int64
-        if kind == .number {
-            let s = try c.number()
-            guard s.isFinite, s >= 0, s < 1e11 else { throw .absurd(.time) }
-            ms = Int64((s * 1000).rounded())
-        } else if kind == .string {
-            let range = try c.string()
-            guard let v = ISO8601.unixMs(c.bytes, range) else { throw .absurd(.time) }
-            ms = v
-        } else {
-            throw .absurd(.time)
-        }
-        guard ms >= GpsdReport.timeMinUnixMs, ms <= GpsdReport.timeMaxUnixMs else { throw .absurd(.time) }
-        return ms
-    }
-
-    /// SKY's satellite list: counts the entries and those with `"used":true`.
+    /// SKY's satellite list: counts the entries and those with `"used":true`. Anything else
+    /// under that name is skipped and marked (an error only for a SKY report).
     mutating func satellites(_ c: inout JSONCursor) throws(GpsdReportError) {
-        guard try c.nextKind() == .array else { throw .absurd(.satellitesUsed) }
+        guard try c.nextKind() == .array else { try c.skipValue(depth: 1); satellitesMistyped = true; return }
         try c.expect(UInt8(ascii: "["))
         var count = 0, used = 0
         if !c.consume(UInt8(ascii: "]")) {
             repeat {
-                guard try c.nextKind() == .object else { throw .absurd(.satellitesUsed) }
+                guard try c.nextKind() == .object else { try c.skipValue(depth: 2); satellitesMistyped = true; continue }
                 try c.expect(UInt8(ascii: "{"))
                 if !c.consume(UInt8(ascii: "}")) {
                     repeat {
@@ -290,18 +309,72 @@ private struct FieldBag {
             } while c.consume(UInt8(ascii: ","))
             try c.expect(UInt8(ascii: "]"))
         }
-        satellitesArrayCount = count
-        satellitesArrayUsed = used
+        satellitesCount = count
+        satellitesUsed = used
     }
 
-    func finish(_ r: inout GpsdReport) throws(GpsdReportError) {
-        if r.altitudeMSLM == nil { r.altitudeMSLM = alt }
-        if r.horizontalErrorM == nil, let x = epx, let y = epy { r.horizontalErrorM = (x * x + y * y).squareRoot() }
-        if r.reportClass == .sky {
-            if r.satellitesUsed == nil { r.satellitesUsed = satellitesArrayUsed }
-            if r.satellitesVisible == nil { r.satellitesVisible = satellitesArrayCount }
+    func number(_ k: Key, _ f: GpsdField, in range: ClosedRange<Double>? = nil) throws(GpsdReportError) -> Double? {
+        guard let v = self[k] else { return nil }
+        guard case .number(let x) = v, x.isFinite else { throw .absurd(f) }
+        if let range, !range.contains(x) { throw .absurd(f) }
+        return x
+    }
+
+    func count(_ k: Key, _ f: GpsdField) throws(GpsdReportError) -> Int? {
+        guard let v = try number(k, f, in: 0...Double(GpsdReport.satellitesMax)) else { return nil }
+        guard v == v.rounded() else { throw .absurd(f) }
+        return Int(v)
+    }
+
+    /// "2005-06-09T14:34:44.280Z" (gpsd ≥ 3.10), or Unix seconds as a number (older gpsd).
+    func time(_ c: JSONCursor) throws(GpsdReportError) -> Int64? {
+        guard let v = self[.time] else { return nil }
+        let ms: Int64
+        switch v {
+        case .number(let s):
+            guard s.isFinite, s >= 0, s < 1e11 else { throw .absurd(.time) }
+            ms = Int64((s * 1000).rounded())
+        case .string(let range):
+            guard let x = ISO8601.unixMs(c.bytes, range) else { throw .absurd(.time) }
+            ms = x
+        case .other:
+            throw .absurd(.time)
         }
-        if let u = r.satellitesUsed, let n = r.satellitesVisible, u > n { throw .absurd(.satellitesUsed) }
+        guard ms >= GpsdReport.timeMinUnixMs, ms <= GpsdReport.timeMaxUnixMs else { throw .absurd(.time) }
+        return ms
+    }
+
+    /// Fills the report with what its class means; fields of other classes are not read.
+    func finish(_ r: inout GpsdReport, _ c: JSONCursor) throws(GpsdReportError) {
+        r.reportClass = reportClass
+        switch reportClass {
+        case .tpv:
+            if let m = try number(.mode, .mode) {
+                guard m == m.rounded(), m >= 0, m <= 3 else { throw .absurd(.mode) }
+                r.mode = Int(m)
+            }
+            r.timeUnixMs = try time(c)
+            r.latitudeDeg = try number(.lat, .lat, in: -90...90)
+            r.longitudeDeg = try number(.lon, .lon, in: -180...180)
+            let alt = try number(.alt, .altMSL, in: GpsdReport.altitudeRangeM)
+            r.altitudeMSLM = try number(.altMSL, .altMSL, in: GpsdReport.altitudeRangeM) ?? alt
+            r.speedMps = try number(.speed, .speed, in: 0...GpsdReport.speedMaxMps)
+            r.trackDeg = try number(.track, .track, in: 0...360)
+            let epx = try number(.epx, .eph, in: 0...GpsdReport.errorEstimateMaxM)
+            let epy = try number(.epy, .eph, in: 0...GpsdReport.errorEstimateMaxM)
+            r.horizontalErrorM = try number(.eph, .eph, in: 0...GpsdReport.errorEstimateMaxM)
+            if r.horizontalErrorM == nil, let x = epx, let y = epy { r.horizontalErrorM = (x * x + y * y).squareRoot() }
+            r.verticalErrorM = try number(.epv, .epv, in: 0...GpsdReport.errorEstimateMaxM)
+        case .sky:
+            if satellitesMistyped { throw .absurd(.satellitesUsed) }
+            r.satellitesUsed = try count(.uSat, .satellitesUsed) ?? satellitesUsed
+            r.satellitesVisible = try count(.nSat, .satellitesVisible) ?? satellitesCount
+            if let u = r.satellitesUsed, let n = r.satellitesVisible, u > n { throw .absurd(.satellitesUsed) }
+        case .version:
+            r.protocolMajor = try count(.protoMajor, .reportClass)
+        case .devices, .device, .watch, .error, .other:
+            break
+        }
     }
 }
 

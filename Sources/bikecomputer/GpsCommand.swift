@@ -86,6 +86,7 @@ struct GpsCommand: ParsableCommand {
             j.string("event", "fix")
             j.number("t_s", Double(f.instant.milliseconds) / 1000)
             j.string("time", UTCDateTime(unixMs: f.timeUnixMs).iso8601)
+            j.int("time_ms", f.timeUnixMs)
             j.string("mode", f.mode.description)
             j.number("lat", f.latitudeDeg, decimals: 9)
             j.number("lon", f.longitudeDeg, decimals: 9)

@@ -126,12 +126,30 @@ import Testing
 
     @Test func repeatsAndFixesWithoutTimeAreNotPositions() {
         var run = Run()
-        run.feed(Self.tpv(0, lat: 52, lon: 5), atMs: 0)
-        run.feed(Self.tpv(0, lat: 52.001, lon: 5), atMs: 100)
+        run.feed(Self.tpv(1, lat: 52, lon: 5), atMs: 0)
+        run.feed(Self.tpv(1, lat: 52.001, lon: 5), atMs: 100)
+        run.feed(Self.tpv(0, lat: 52.002, lon: 5), atMs: 150)
         run.feed(#"{"class":"TPV","mode":3,"lat":52.0,"lon":5.0}"#, atMs: 200)
         #expect(run.fixes.count == 1)
+        #expect(run.receiver.counters.sameEpochReports == 1)
         #expect(run.receiver.counters.rejectedByRule[Int(GpsFixRejection.notNewer.rawValue)] == 1)
         #expect(run.receiver.counters.rejectedByRule[Int(GpsFixRejection.noTime.rawValue)] == 1)
+        #expect(run.problems == [.rejected(.notNewer), .rejected(.noTime)], "a repeat of the epoch is no problem")
+    }
+
+    /// gpsd fed faster than the receiver's cycle reports an epoch once per sentence: GGA (no
+    /// speed) then RMC (speed). The second completes the fix's speed and adds no distance.
+    @Test func aRepeatOfTheEpochCompletesTheSpeed() {
+        var run = Run()
+        run.feed(Self.tpv(0, lat: 52, lon: 5, speed: nil), atMs: 0)
+        run.feed(Self.tpv(1, lat: 52.0001, lon: 5, speed: nil), atMs: 1000)
+        run.feed(Self.tpv(1, lat: 52.0001, lon: 5, speed: 11.5), atMs: 1010)
+        run.feed(Self.tpv(1, lat: 52.0001, lon: 5, speed: 12.5), atMs: 1020)
+        let fixes = run.fixes
+        #expect(fixes.count == 3)
+        #expect(abs(fixes[1].speedMps! - 11.13) < 0.01, "derived from the positions first")
+        #expect(fixes[2].speedMps == 11.5)
+        #expect(fixes[2].odometerM == fixes[1].odometerM)
     }
 
     /// "No fix" from the receiver loses the fix at once; silence loses it after

@@ -58,6 +58,11 @@ import Testing
         #expect(try GpsdReport.parse(#"{"class":"GST","time":"2024-06-09T14:34:45.280Z","rms":1.2}"#).reportClass == .other)
         #expect(try GpsdReport.parse(#"{"class":"TPVX","mode":3}"#).reportClass == .other)
         #expect(try GpsdReport.parse("  {\"class\":\"PPS\"}\r\n").reportClass == .other)
+        // Other classes use the same names for other things: AIS gives lat/lon in 1/600000'.
+        let ais = try GpsdReport.parse(#"{"class":"AIS","type":1,"speed":1,"lon":6735818,"lat":38915277,"time":"n/a","satellites":3}"#)
+        #expect(ais.reportClass == .other && ais.latitudeDeg == nil && ais.speedMps == nil)
+        // ...and the class may come last.
+        #expect(try GpsdReport.parse(#"{"lat":45.5,"lon":7.25,"mode":2,"class":"TPV"}"#).latitudeDeg == 45.5)
     }
 
     static func error(_ text: String) -> GpsdReportError? {
