@@ -31,7 +31,7 @@ public struct AppConfiguration: Sendable, Hashable {
                 liveStaleMs: Int64 = 3_000,
                 alertDisplayMs: Int64 = 4_000,
                 runningPageCount: Int = 3,
-                summaryPageCount: Int = 3,
+                summaryPageCount: Int = 6, // Screens' SummaryPage.standard (a DisplayTests test keeps them equal)
                 expectedSensors: [SensorRole] = SensorRole.allCases,
                 disabledQuantities: [Quantity] = [],
                 recordPowerSeries: Bool = true,
@@ -357,6 +357,7 @@ public struct AppCore: Sendable {
         trainingDidStart(at: start)
         journal(.event(RideEvent(.start, at: start)))
         emit(.syncJournal)
+        alertLowSensorBattery(at: start)
     }
 
     mutating func pause(at now: MonotonicInstant, trigger: Trigger, fromCommand: Bool) {
@@ -459,7 +460,8 @@ public struct AppCore: Sendable {
             heartRateZoneTimes: b.heartRateZoneTimes, powerZoneTimes: b.powerZoneTimes,
             recovered: recovered,
             heartRateZones: b.settings.heartRateZones, powerZones: b.settings.powerZones,
-            lapHeartRateZoneTimes: b.laps.map(\.heartRateZoneTimes), lapPowerZoneTimes: b.laps.map(\.powerZoneTimes))
+            lapHeartRateZoneTimes: b.laps.map(\.heartRateZoneTimes), lapPowerZoneTimes: b.laps.map(\.powerZoneTimes),
+            charts: SummaryCharts(b.intervals))
     }
 
     // MARK: Samples, sensors, clock, storage
@@ -482,6 +484,7 @@ public struct AppCore: Sendable {
         let old = sensorStates[i]
         sensorStates[i] = status.state
         screen.sensors[i] = status.state
+        if let b = status.batteryPercent { screen.sensorBatteryPercent[i] = b }
         let riding = lifecycle.state == .running || lifecycle.state == .paused
         if riding && (old == .connected || old == .stale) && status.state == .lost { showOverlay(.sensorLost(status.role), at: now) }
         if riding && old == .lost && status.state == .connected { showOverlay(.sensorBack(status.role), at: now) }

@@ -86,6 +86,8 @@ public struct RideSummary: Sendable, Hashable {
     /// Time in zone per lap, in lap order.
     public var lapHeartRateZoneTimes: [ZoneTimes] = []
     public var lapPowerZoneTimes: [ZoneTimes] = []
+    /// Speed, heart rate, power, cadence and altitude over timer time (the chart pages).
+    public var charts = SummaryCharts()
 }
 
 /// The screen value: everything the renderer needs, and nothing it must compute. Updated in
@@ -101,6 +103,8 @@ public struct ScreenModel: Sendable, Hashable {
     public var metrics: [Double?] = Array(repeating: nil, count: Metric.countMax)
     /// Sensor states indexed by `SensorRole.rawValue`.
     public var sensors: [SensorState] = Array(repeating: .notConfigured, count: SensorRole.allCases.count)
+    /// Last battery level each sensor reported, %, indexed by `SensorRole.rawValue` (nil: none yet).
+    public var sensorBatteryPercent: [Int?] = Array(repeating: nil, count: SensorRole.allCases.count)
     public var overlay: Alert?
     public var storage: StorageCondition = .ok
     /// The ride on screen was recovered after a crash.

@@ -160,7 +160,8 @@ extension AppCore {
                 training.setTarget(q, nil)
             }
         }
-        var entries: [(key: String, value: String)] = []
+        // The software that records the ride (the FIT file's device_info says it).
+        var entries: [(key: String, value: String)] = [(ProjectVersion.metadataKey, ProjectVersion.fitVersionText)]
         if b.settings.heartRateZones != nil { entries.append((Self.heartRateZonesSourceKey, customZones[0] == nil ? "preferred" : "custom")) }
         if b.settings.powerZones != nil { entries.append((Self.powerZonesSourceKey, customZones[1] == nil ? "preferred" : "custom")) }
         entries += training.metadataEntries

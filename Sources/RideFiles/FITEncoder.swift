@@ -2,7 +2,7 @@ import RideModel
 
 /// Encodes a ride as a FIT activity file (wire-formats.md §3, "Summary Last" order):
 ///
-/// file_id · device_info (unit, then each sensor) · hr_zone/power_zone · event timer start ·
+/// file_id · file_creator · device_info (unit, then each sensor) · hr_zone/power_zone · event timer start ·
 /// [record (1 Hz) · hrv · event timer stop/start (pause/resume, gap) · lap + time_in_zone]… ·
 /// event timer stop_all · last lap + time_in_zone · session + time_in_zone · activity.
 ///
@@ -11,7 +11,7 @@ import RideModel
 public enum FITEncoder {
     // Local message types.
     static let lFileID = 0, lDevice = 1, lEvent = 2, lRecord = 3, lHRV = 4, lLap = 5, lSession = 6,
-               lActivity = 7, lHRZone = 8, lPowerZone = 9, lTimeInZone = 10
+               lActivity = 7, lHRZone = 8, lPowerZone = 9, lTimeInZone = 10, lFileCreator = 11
     /// RR intervals per hrv message (Garmin writes 5).
     public static let rrPerMessage = 5
     /// Bytes reserved per record row (upper bound of a record message with every field).
@@ -95,6 +95,10 @@ public enum FITEncoder {
         w.u8(4); w.u16(manufacturerDevelopment); w.u16(ride.product); w.u32z(ride.serialNumber); w.u32(startTime)
         w.end()
 
+        // file_creator: the version of the software that wrote this file (ProjectVersion).
+        w.define(local: lFileCreator, global: 49, fields: [FITFieldDefinition(0, .uint16)])
+        w.begin(local: lFileCreator); w.u16(ProjectVersion.fitSoftwareVersion); w.end()
+
         // device_info: the unit (index 0, local source), then every sensor
         w.define(local: lDevice, global: 23, fields: [
             FITFieldDefinition(253, .uint32), FITFieldDefinition(0, .uint8), FITFieldDefinition(1, .uint8),
@@ -105,7 +109,8 @@ public enum FITEncoder {
         ])
         w.begin(local: lDevice)
         w.u32(startTime); w.u8(0); w.u8(0xFF); w.u16(manufacturerDevelopment); w.u32z(ride.serialNumber); w.u16(ride.product)
-        w.u16(ride.softwareVersionHundredths ?? 0xFFFF); w.u8(0xFF); w.u8(0xFF); w.u16z(nil); w.u8(0xFF); w.u8(5) // local
+        // The version that recorded the ride (journaled at its start), else this one.
+        w.u16(ride.softwareVersionHundredths ?? ProjectVersion.fitSoftwareVersion); w.u8(0xFF); w.u8(0xFF); w.u16z(nil); w.u8(0xFF); w.u8(5) // local
         w.string(ride.metadataValue(RideMetadataKey.deviceName) ?? "bikecomputer", sizeBytes: 20)
         w.end()
         for (i, s) in ride.sensors.prefix(250).enumerated() {

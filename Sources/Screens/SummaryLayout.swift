@@ -1,4 +1,5 @@
 import AppCore
+import RideModel
 
 /// One row of a summary page.
 public enum SummaryItem: Sendable, Hashable {
@@ -13,6 +14,8 @@ public enum SummaryItem: Sendable, Hashable {
     case cadenceAverageMax
     /// Time in heart-rate zones (left) and power zones (right) as bar charts; fills the page.
     case zoneBars
+    /// A quantity's interval averages over timer time (`SummaryChartView`); fills the page.
+    case chart(Quantity)
 
     public var label: String {
         switch self {
@@ -26,6 +29,7 @@ public enum SummaryItem: Sendable, Hashable {
         case .normalizedPower: "NP W"
         case .cadenceAverageMax: "RPM avg/max"
         case .zoneBars: "ZONES"
+        case .chart(let q): SummaryChartView.title(q)
         }
     }
 
@@ -42,7 +46,7 @@ public enum SummaryItem: Sendable, Hashable {
         case .powerAverageMax: pair(.averagePower, s.averagePowerW, s.maxPowerW, &text)
         case .normalizedPower: ValueFormat.write(.normalizedPower, s.normalizedPowerW, into: &text)
         case .cadenceAverageMax: pair(.averageCadence, s.averageCadence, s.maxCadence, &text)
-        case .zoneBars: break
+        case .zoneBars, .chart: break
         }
     }
 
@@ -63,10 +67,21 @@ public struct SummaryPage: Sendable, Hashable {
         self.items = items
     }
 
-    /// Totals; heart rate, power, cadence; time in zones.
+    /// Totals; heart rate, power, cadence; time in zones; then one chart page per charted
+    /// quantity. `AppConfiguration.summaryPageCount` (AppCore) must equal this list's count.
     public static let standard: [SummaryPage] = [
         SummaryPage(title: "RIDE", items: [.timerTime, .distance, .speedAverageMax, .laps]),
         SummaryPage(title: "EFFORT", items: [.heartRateAverageMax, .powerAverageMax, .normalizedPower, .cadenceAverageMax]),
         SummaryPage(title: "ZONES", items: [.zoneBars]),
+        chart(.speed),
+        chart(.heartRate),
+        chart(.power),
+        // Altitude: the interval table already buckets it; when the GPS lands, add
+        // `chart(.altitude)` here and raise AppConfiguration's summaryPageCount to 7.
     ]
+
+    /// A page holding one quantity's chart, titled with its unit.
+    public static func chart(_ q: Quantity) -> SummaryPage {
+        SummaryPage(title: SummaryChartView.title(q), items: [.chart(q)])
+    }
 }

@@ -78,6 +78,10 @@ struct Rides: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show a ride's files and summary (from its FIT file).")
         @OptionGroup var data: DataDirectoryOption
         @Argument(help: "The ride id (or its first characters).") var id: String
+        @Option(help: ArgumentHelp("Also draw the ride as an SVG picture: speed, heart rate, power, cadence (and altitude) over time, laps marked, zones shaded.", valueName: "FILE.svg"))
+        var plot: String?
+
+        func validate() throws { try validatePlotPath(plot) }
 
         func run() throws {
             let lib = data.library()
@@ -108,6 +112,7 @@ struct Rides: ParsableCommand {
                 show("max power:", s.maxPowerW, " W")
                 show("avg cad:  ", s.avgCadence, " rpm")
             }
+            if let plot { try writePlot(r, lib, to: plot) }
         }
     }
 
