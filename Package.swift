@@ -59,7 +59,9 @@ let package = Package(
         .target(name: "DeviceAdapters", dependencies: ["Device", "BoardIO", "Journal", "AppCore", "RideModel"], swiftSettings: swift6),
 
         // The simulator's library: synthetic rides, scenarios, simulated adapters, headless runner.
-        .target(name: "Simulation", dependencies: ["Device", "BoardIO", "Sensors", "RideFiles", "Screens", "Display", "AppCore", "RideModel"], path: "Simulator/Sources/Simulation", swiftSettings: swift6),
+        .target(name: "Simulation", dependencies: ["Device", "BoardIO", "Sensors", "RideFiles", "Screens", "Display", "AppCore", "RideModel",
+                                                   "Positioning", .product(name: "RealModule", package: "swift-numerics")],
+                path: "Simulator/Sources/Simulation", swiftSettings: swift6),
 
         // MARK: Executables
         .executableTarget(
@@ -124,6 +126,6 @@ let package = Package(
                 .product(name: "Configuration", package: "swift-configuration", moduleAliases: ["Configuration": "SwiftConfiguration"]),
             ],
             swiftSettings: swift6),
-        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Device", "AppCore", "RideModel", "Journal", "Training"], swiftSettings: swift6),
+        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Device", "AppCore", "RideModel", "Journal", "Training", "Positioning"], swiftSettings: swift6),
     ]
 )
