@@ -14,6 +14,8 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
     case rideInProgress
     case rideSaved
     case rideDiscarded
+    /// A pause, resume or lap refused because the ride's event table is full.
+    case rideTableFull
     /// At the start of a ride: a sensor's battery is under `AppCore.sensorBatteryLowPercent`.
     case lowSensorBattery(SensorRole, percent: Int)
 
@@ -30,6 +32,7 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
         case .rideInProgress: "RIDE IN PROGRESS"
         case .rideSaved: "RIDE SAVED"
         case .rideDiscarded: "RIDE DISCARDED"
+        case .rideTableFull: "RIDE FULL"
         case .lowSensorBattery(let r, let p): "\(r) BATTERY \(p)%"
         }
     }

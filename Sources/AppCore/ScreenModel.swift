@@ -66,6 +66,8 @@ public struct RideSummary: Sendable, Hashable {
     public var saved: Bool?
     public var timerTimeMs: Int64
     public var elapsedTimeMs: Int64
+    /// Timer time with a speed of at least `RideSettings.movingSpeedMps` (nil without speed).
+    public var movingTimeMs: Int64? = nil
     public var distanceM: Double?
     public var averageSpeedMps: Double?
     public var maxSpeedMps: Double?
@@ -96,6 +98,8 @@ public struct ScreenModel: Sendable, Hashable {
     public var mode: ScreenMode = .idle
     public var timerMs: Int64 = 0
     public var elapsedMs: Int64 = 0
+    /// Moving time of the ride (timer time at speed ≥ the moving threshold; nil without speed).
+    public var movingMs: Int64?
     public var lapTimerMs: Int64 = 0
     /// 1-based number of the current lap.
     public var lapNumber: Int = 0

@@ -156,7 +156,7 @@ public enum FITEncoder {
                          FITFieldDefinition(14, .uint16), FITFieldDefinition(15, .uint8), FITFieldDefinition(16, .uint8),
                          FITFieldDefinition(17, .uint8), FITFieldDefinition(18, .uint8), FITFieldDefinition(19, .uint16),
                          FITFieldDefinition(20, .uint16), FITFieldDefinition(33, .uint16), FITFieldDefinition(24, .enumeration),
-                         FITFieldDefinition(25, .enumeration)]
+                         FITFieldDefinition(25, .enumeration), FITFieldDefinition(52, .uint32)]
         if let z = hrZones { lapFields.append(FITFieldDefinition(57, .uint32, count: z.zoneCount)) }
         if let z = powerZones { lapFields.append(FITFieldDefinition(60, .uint32, count: z.zoneCount)) }
         lapFields += lapPositionFields
@@ -188,6 +188,7 @@ public enum FITEncoder {
             w.u32(ride.fitTime(lap.startInstant))
             summary(&w, lap.statistics, elapsedMs: end.milliseconds(since: lap.startInstant), np: lap.normalizedPower.normalizedPowerW)
             w.u8(lapTrigger(lap.trigger)); w.u8(2) // cycling
+            w.u32(lap.statistics.movingTime.map { Double($0) / 1000 }, scale: 1000) // total_moving_time
             if hrZones != nil { for i in 0..<lap.heartRateZoneTimes.zoneCount { w.u32(Double(lap.heartRateZoneTimes[i]) / 1000, scale: 1000) } }
             if powerZones != nil { for i in 0..<lap.powerZoneTimes.zoneCount { w.u32(Double(lap.powerZoneTimes[i]) / 1000, scale: 1000) } }
             writeLapPositions(&w, ride, lap, end: end)
@@ -267,7 +268,8 @@ public enum FITEncoder {
                              FITFieldDefinition(18, .uint8), FITFieldDefinition(19, .uint8), FITFieldDefinition(20, .uint16),
                              FITFieldDefinition(21, .uint16), FITFieldDefinition(34, .uint16),
                              FITFieldDefinition(5, .enumeration), FITFieldDefinition(6, .enumeration),
-                             FITFieldDefinition(25, .uint16), FITFieldDefinition(26, .uint16), FITFieldDefinition(28, .enumeration)]
+                             FITFieldDefinition(25, .uint16), FITFieldDefinition(26, .uint16), FITFieldDefinition(28, .enumeration),
+                             FITFieldDefinition(59, .uint32)]
         if let z = hrZones { sessionFields.append(FITFieldDefinition(65, .uint32, count: z.zoneCount)) }
         if let z = powerZones { sessionFields.append(FITFieldDefinition(68, .uint32, count: z.zoneCount)) }
         sessionFields += sessionPositionFields
@@ -281,6 +283,7 @@ public enum FITEncoder {
         let (sport, subSport) = sport(ride.header.activity)
         w.u8(sport); w.u8(subSport)
         w.u16(0); w.u16(UInt16(clamping: b.laps.count)); w.u8(0) // activity_end
+        w.u32(rideStats.movingTime.map { Double($0) / 1000 }, scale: 1000) // total_moving_time
         if hrZones != nil { for i in 0..<b.heartRateZoneTimes.zoneCount { w.u32(Double(b.heartRateZoneTimes[i]) / 1000, scale: 1000) } }
         if powerZones != nil { for i in 0..<b.powerZoneTimes.zoneCount { w.u32(Double(b.powerZoneTimes[i]) / 1000, scale: 1000) } }
         writeSessionPositions(&w, ride, rideStats)

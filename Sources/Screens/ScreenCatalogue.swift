@@ -81,6 +81,7 @@ public enum ScreenCatalogue {
         s.saved = true
         s.timerTimeMs = 3_723_000
         s.elapsedTimeMs = 3_901_000
+        s.movingTimeMs = 3_655_000
         s.distanceM = 32_450
         s.averageSpeedMps = 28.9 / 3.6
         s.maxSpeedMps = 52.3 / 3.6
@@ -197,7 +198,7 @@ public enum ScreenCatalogue {
             ("zone-drift-high", .zoneDrift(.power, above: true)), ("zone-drift-low", .zoneDrift(.heartRate, above: false)),
             ("back-in-zone", .backInZone(.power)), ("low-storage", .lowStorage), ("storage-full", .storageFull),
             ("storage-error", .storageError), ("ride-recovered", .rideRecovered), ("ride-in-progress", .rideInProgress),
-            ("ride-saved", .rideSaved), ("ride-discarded", .rideDiscarded),
+            ("ride-saved", .rideSaved), ("ride-discarded", .rideDiscarded), ("ride-full", .rideTableFull),
             ("low-sensor-battery", .lowSensorBattery(.heartRate, percent: 12)),
         ]
         for (name, alert) in alerts {

@@ -413,6 +413,7 @@ public struct ScreenRenderer: Sendable {
         case .rideInProgress: text.append("RIDE IN PROGRESS")
         case .rideSaved: text.append("RIDE SAVED")
         case .rideDiscarded: text.append("RIDE DISCARDED")
+        case .rideTableFull: text.append("RIDE FULL")
         case .lowSensorBattery(let r, let p):
             text.append(roleWord(r)); text.append(" BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
         }

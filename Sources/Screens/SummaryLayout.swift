@@ -5,6 +5,8 @@ import RideModel
 public enum SummaryItem: Sendable, Hashable {
     case timerTime
     case elapsedTime
+    /// Moving time: timer time at a speed of at least 3.6 km/h ("--" without speed data).
+    case movingTime
     case distance
     case speedAverageMax
     case laps
@@ -21,6 +23,7 @@ public enum SummaryItem: Sendable, Hashable {
         switch self {
         case .timerTime: "TIME"
         case .elapsedTime: "ELAPSED"
+        case .movingTime: "MOVING"
         case .distance: "KM"
         case .speedAverageMax: "SPD avg/max"
         case .laps: "LAPS"
@@ -39,6 +42,8 @@ public enum SummaryItem: Sendable, Hashable {
         switch self {
         case .timerTime: text.append(clockMs: s.timerTimeMs)
         case .elapsedTime: text.append(clockMs: s.elapsedTimeMs)
+        case .movingTime:
+            if let m = s.movingTimeMs { text.append(clockMs: m) } else { text.appendMissing() }
         case .distance: ValueFormat.write(.distance, s.distanceM, into: &text)
         case .speedAverageMax: pair(.averageSpeed, s.averageSpeedMps, s.maxSpeedMps, &text)
         case .laps: text.append(integer: Int64(s.lapCount))
@@ -70,7 +75,8 @@ public struct SummaryPage: Sendable, Hashable {
     /// Totals; heart rate, power, cadence; time in zones; then one chart page per charted
     /// quantity. `AppConfiguration.summaryPageCount` (AppCore) must equal this list's count.
     public static let standard: [SummaryPage] = [
-        SummaryPage(title: "RIDE", items: [.timerTime, .distance, .speedAverageMax, .laps]),
+        // Moving time beside the timer time, as Garmin Connect and Strava show both.
+        SummaryPage(title: "RIDE", items: [.timerTime, .movingTime, .distance, .speedAverageMax]),
         SummaryPage(title: "EFFORT", items: [.heartRateAverageMax, .powerAverageMax, .normalizedPower, .cadenceAverageMax]),
         SummaryPage(title: "ZONES", items: [.zoneBars]),
         chart(.speed),
