@@ -22,13 +22,15 @@ extension FITWriter {
 }
 
 extension RideExport {
-    /// The first and last positions among rows whose instant lies in `from..<to`, and the box
-    /// around all of them (north-east and south-west corners), degrees.
+    /// The first and last positions among rows whose file time (whole FIT seconds, as every
+    /// reader of the file sees them) lies in the file times of `from...to`, and the box around
+    /// all of them (north-east and south-west corners), degrees.
     public func positions(from: MonotonicInstant, to: MonotonicInstant) -> PositionSpan? {
         var span: PositionSpan?
+        let first = fitTime(from), last = fitTime(to)
         for r in 0..<rowCount {
-            let at = rowInstant(r)
-            guard at >= from, at < to, let lat = value(r, .latitude), let lon = value(r, .longitude) else { continue }
+            let t = fitTime(rowInstant(r))
+            guard t >= first, t <= last, let lat = value(r, .latitude), let lon = value(r, .longitude) else { continue }
             if span == nil {
                 span = PositionSpan(startLatDeg: lat, startLonDeg: lon, endLatDeg: lat, endLonDeg: lon,
                                     northDeg: lat, eastDeg: lon, southDeg: lat, westDeg: lon)
@@ -65,14 +67,14 @@ extension FITEncoder {
     ]
 
     static func writeLapPositions(_ w: inout FITWriter, _ ride: RideExport, _ lap: Lap, end: MonotonicInstant) {
-        let span = ride.positions(from: lap.startInstant, to: end.advanced(byMs: 1))
+        let span = ride.positions(from: lap.startInstant, to: end)
         w.s32(semicircles(span?.startLatDeg)); w.s32(semicircles(span?.startLonDeg))
         w.s32(semicircles(span?.endLatDeg)); w.s32(semicircles(span?.endLonDeg))
         writeClimb(&w, lap.statistics)
     }
 
     static func writeSessionPositions(_ w: inout FITWriter, _ ride: RideExport, _ stats: StatisticsSet) {
-        let span = ride.positions(from: ride.startInstant, to: ride.stopInstant.advanced(byMs: 1))
+        let span = ride.positions(from: ride.startInstant, to: ride.stopInstant)
         w.s32(semicircles(span?.startLatDeg)); w.s32(semicircles(span?.startLonDeg))
         w.s32(semicircles(span?.endLatDeg)); w.s32(semicircles(span?.endLonDeg))
         w.s32(semicircles(span?.northDeg)); w.s32(semicircles(span?.eastDeg))
