@@ -5,8 +5,11 @@ import RealModule
 /// every other point is dropped and the spacing between kept points doubles, so a ride of any
 /// length fits in fixed memory and the whole track stays drawable. The latest position is
 /// always kept apart (it is where the rider is).
-public struct Breadcrumb: Sendable {
-    public static let pointsMax = 1024
+///
+/// The points are stored inline (no heap): the breadcrumb lives in the screen value, which is
+/// copied and compared without allocating.
+public struct Breadcrumb: Sendable, Hashable {
+    public static let pointsMax = 256
     /// Spacing between kept points at the start, m (doubles at every thinning).
     public static let initialSpacingM = 5.0
 
@@ -14,20 +17,33 @@ public struct Breadcrumb: Sendable {
     public private(set) var originLonDeg: Double?
     /// Metres per degree at the origin (north, east).
     var metresPerDegree = (north: 0.0, east: 0.0)
-    var eastM: [Float]
-    var northM: [Float]
+    var eastM = InlineArray<256, Float>(repeating: 0)
+    var northM = InlineArray<256, Float>(repeating: 0)
     public private(set) var count = 0
     public private(set) var spacingM = Breadcrumb.initialSpacingM
     /// The latest position (may be closer than `spacingM` to the last kept point).
     public private(set) var current: (eastM: Double, northM: Double)?
     /// A break before the next point (the fix was lost): not joined to the previous one.
-    var breakBefore: [Bool]
+    var breakBefore = InlineArray<256, Bool>(repeating: false)
     var pendingBreak = false
 
-    public init() {
-        eastM = Array(repeating: 0, count: Self.pointsMax)
-        northM = Array(repeating: 0, count: Self.pointsMax)
-        breakBefore = Array(repeating: false, count: Self.pointsMax)
+    public init() {}
+
+    public static func == (a: Breadcrumb, b: Breadcrumb) -> Bool {
+        guard a.count == b.count, a.spacingM == b.spacingM, a.originLatDeg == b.originLatDeg,
+              a.originLonDeg == b.originLonDeg, a.current?.eastM == b.current?.eastM,
+              a.current?.northM == b.current?.northM, a.pendingBreak == b.pendingBreak else { return false }
+        for i in 0..<a.count where a.eastM[i] != b.eastM[i] || a.northM[i] != b.northM[i] || a.breakBefore[i] != b.breakBefore[i] {
+            return false
+        }
+        return true
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(count)
+        h.combine(current?.eastM)
+        h.combine(current?.northM)
+        if count > 0 { h.combine(eastM[count - 1]); h.combine(northM[count - 1]) }
     }
 
     public var isEmpty: Bool { current == nil }
