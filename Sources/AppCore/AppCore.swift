@@ -1,3 +1,9 @@
+// AppCore: the device as a deterministic state machine — one entry point (`handle(AppInput)`),
+// the screen value (`ScreenModel`) and effects out; the lifecycle, countdown, buttons, 1 Hz
+// records, alerts, training features and crash-recovery replay. Same inputs, same outputs; time
+// comes in with every input.
+//
+// Must not import: Foundation, Glibc, Sensors, Journal, RideFiles, Display, Screens, Configuration, Control, Device, BoardIO, BoardHardware, BoardWiring, DeviceAdapters, Simulation.
 import RideModel
 import Training
 
@@ -190,10 +196,7 @@ public struct AppCore: Sendable {
         let now = input.instant.advanced(byMs: instantOffsetMs)
         switch input {
         case .button(let e): handleButton(e.button, e.edge, at: now)
-        case .sample(var s):
-            s.instant = now
-            handleSample(s)
-        case .sensor(let status, _): handleSensor(status, at: now)
+        case .sensor(let e): handleSensorEvent(e, at: now)
         case .tick: handleTick(now)
         case .command(let c, _): handleCommand(c, at: now)
         case .wallClock(let w, _): handleWallClock(w, at: now)
@@ -318,7 +321,7 @@ public struct AppCore: Sendable {
         case .dismiss: dismiss(at: now, fromCommand: true)
         case .marker(let kind, let value): marker(kind, value: value, at: now)
         case .showPairingCode(let code):
-            guard code.map({ $0 <= 999_999 }) ?? true else { reply(false, "a pairing code has at most six digits"); break }
+            guard code.map({ $0 <= PairingCode.valueMax }) ?? true else { reply(false, "a pairing code has six digits"); break }
             screen.pairingCode = code
             reply(true, code == nil ? "pairing code cleared" : "pairing code shown")
         case .nextPage:
@@ -556,6 +559,17 @@ public struct AppCore: Sendable {
         let collecting = lifecycle.state == .running || lifecycle.state == .paused
         if collecting && (s.quantity == .rrInterval || (s.quantity == .power && configuration.recordPowerSeries)) {
             journal(.series(s))
+        }
+    }
+
+    /// What the data source reports (`now` is the event's instant on the ride's time line).
+    mutating func handleSensorEvent(_ e: SensorEvent, at now: MonotonicInstant) {
+        switch e {
+        case .sample(var s):
+            s.instant = now
+            handleSample(s)
+        case .status(let status, _):
+            handleSensor(status, at: now)
         }
     }
 

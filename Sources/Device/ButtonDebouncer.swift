@@ -14,10 +14,13 @@ import RideModel
 public struct ButtonDebouncer: Sendable {
     public static let debounceMsAllowed: ClosedRange<Int64> = 1...500
 
+    /// One button's line, indexed by `Button.rawValue`.
     struct Line: Sendable {
         var stablePressed = false
         var rawPressed = false
         var lastEdge = MonotonicInstant.zero
+        /// Edges since the last event (all but one are bounces when an event comes).
+        var edgesSinceEvent: UInt64 = 0
     }
 
     public let debounceMs: Int64
@@ -26,7 +29,6 @@ public struct ButtonDebouncer: Sendable {
     public private(set) var edgesIgnored: UInt64 = 0
     /// Edges that reported the level the line already had (a lost edge in between).
     public private(set) var edgesRepeated: UInt64 = 0
-    private var edgesSinceEvent: [UInt64]
 
     /// `initiallyPressed` is the level read when the lines were requested (a button held at
     /// boot produces no down until it is released and pressed again).
@@ -34,7 +36,6 @@ public struct ButtonDebouncer: Sendable {
         precondition(Self.debounceMsAllowed.contains(debounceMs), "debounce \(debounceMs) ms outside \(Self.debounceMsAllowed)")
         self.debounceMs = debounceMs
         lines = Array(repeating: Line(), count: Button.allCases.count)
-        edgesSinceEvent = Array(repeating: 0, count: Button.allCases.count)
         for (button, pressed) in initiallyPressed {
             lines[Int(button.rawValue)].stablePressed = pressed
             lines[Int(button.rawValue)].rawPressed = pressed
@@ -48,7 +49,7 @@ public struct ButtonDebouncer: Sendable {
         if lines[i].rawPressed == pressed { edgesRepeated += 1 }
         lines[i].rawPressed = pressed
         lines[i].lastEdge = max(lines[i].lastEdge, instant)
-        edgesSinceEvent[i] += 1
+        lines[i].edgesSinceEvent += 1
     }
 
     /// When `advance(to:)` next has something to confirm (nil: nothing pending).
@@ -73,11 +74,11 @@ public struct ButtonDebouncer: Sendable {
             if line.rawPressed != line.stablePressed {
                 lines[i].stablePressed = line.rawPressed
                 events.append(ButtonEvent(button, line.rawPressed ? .down : .up, at: settledAt))
-                edgesIgnored += edgesSinceEvent[i] - 1
+                edgesIgnored += line.edgesSinceEvent - 1
             } else {
-                edgesIgnored += edgesSinceEvent[i]
+                edgesIgnored += line.edgesSinceEvent
             }
-            edgesSinceEvent[i] = 0
+            lines[i].edgesSinceEvent = 0
         }
         events.sort { $0.instant < $1.instant }
         return events

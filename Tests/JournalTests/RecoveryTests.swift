@@ -162,8 +162,8 @@ extension AppInput {
     init(shifted input: AppInput, byMs ms: Int64) {
         switch input {
         case .button(var b): b.instant = b.instant.advanced(byMs: ms); self = .button(b)
-        case .sample(var s): s.instant = s.instant.advanced(byMs: ms); self = .sample(s)
-        case .sensor(let s, let t): self = .sensor(s, at: t.advanced(byMs: ms))
+        case .sensor(.sample(var s)): s.instant = s.instant.advanced(byMs: ms); self = .sample(s)
+        case .sensor(.status(let s, let t)): self = .sensor(s, at: t.advanced(byMs: ms))
         case .tick(let t): self = .tick(t.advanced(byMs: ms))
         case .command(let c, let t): self = .command(c, at: t.advanced(byMs: ms))
         case .wallClock(let w, let t): self = .wallClock(w, at: t.advanced(byMs: ms))
