@@ -1,7 +1,7 @@
 import ArgumentParser
 import BoardHardware
 import BoardIO
-import Device
+import Control
 import Glibc
 import Positioning
 import RideModel
