@@ -36,20 +36,20 @@ let package = Package(
         // The git commit a release build passes in (-Xcc -DBIKECOMPUTER_GIT_COMMIT=...): scripts/build-release.sh.
         .target(name: "CBuildInfo", path: "Sources/CBuildInfo"),
         .target(name: "Training", dependencies: ["RideModel"], swiftSettings: swift6),
-        .target(name: "Sensors", dependencies: ["RideModel"], swiftSettings: swift6),
+        .target(name: "Sensors", dependencies: ["Positioning", "RideModel"], swiftSettings: swift6),
         .target(name: "Display", swiftSettings: swift6),
         // GPS (gpsd reports, fix rules, odometer), barometer compensation, altitude, ascent,
         // grade and the breadcrumb track (docs/gps.md).
         .target(name: "Positioning", dependencies: ["RideModel", .product(name: "RealModule", package: "swift-numerics")], swiftSettings: swift6),
         .target(name: "Journal", dependencies: ["RideModel"], swiftSettings: swift6),
         .target(name: "RideFiles", dependencies: ["RideModel"], swiftSettings: swift6),
-        .target(name: "AppCore", dependencies: ["RideModel", "Training"], swiftSettings: swift6),
-        .target(name: "Screens", dependencies: ["AppCore", "Display", "RideModel"], swiftSettings: swift6),
+        .target(name: "AppCore", dependencies: ["Positioning", "RideModel", "Training"], swiftSettings: swift6),
+        .target(name: "Screens", dependencies: ["AppCore", "Display", "Positioning", "RideModel"], swiftSettings: swift6),
         .target(name: "Configuration", swiftSettings: swift6),
         // The control socket's language (protocol, stream, status, JSON): what `ctl` and the
         // companion link instead of the device stack.
         .target(name: "Control", dependencies: ["AppCore", "RideModel", "Training"], swiftSettings: swift6),
-        .target(name: "Device", dependencies: ["AppCore", "Configuration", "Control", "Display", "Journal", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
+        .target(name: "Device", dependencies: ["AppCore", "Configuration", "Control", "Display", "Journal", "Positioning", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
 
         // MARK: Board layer (Linux)
         .target(name: "CBoardShims", path: "Sources/CBoardShims"),
@@ -66,7 +66,7 @@ let package = Package(
         // The board's wiring: the runtime on any `EventLoop` with the bridge, buttons, display,
         // buzzer, control socket and companion link as components (`bikecomputer run` puts it on
         // epoll; BoardWiringTests run it on ManualEventLoop).
-        .target(name: "BoardWiring", dependencies: ["AppCore", "BoardHardware", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
+        .target(name: "BoardWiring", dependencies: ["AppCore", "BoardHardware", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "Positioning", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
 
         // The simulator's library: synthetic rides, scenarios, simulated adapters, headless runner.
         .target(name: "Simulation", dependencies: ["AppCore", "Control", "Device", "Display", "Journal", "Positioning", "RideFiles", "RideModel", "Screens", "Sensors",

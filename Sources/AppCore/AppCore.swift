@@ -4,6 +4,7 @@
 // comes in with every input.
 //
 // Must not import: Foundation, Glibc, Sensors, Journal, RideFiles, Display, Screens, Configuration, Control, Device, BoardIO, BoardHardware, BoardWiring, DeviceAdapters, Simulation.
+import Positioning
 import RideModel
 import Training
 
@@ -145,7 +146,8 @@ public struct AppCore: Sendable {
     var targetMonitors: [TargetZoneMonitor?] = [nil, nil]
     public internal(set) var autoPause = AutoPauseMonitor(settings: nil)
     /// Values of the 1 Hz record being processed: heart rate, power, speed.
-    var recordValues: [Double?] = [nil, nil, nil]
+    /// The record being taken: heart rate, power, speed, latitude, longitude.
+    var recordValues: [Double?] = [nil, nil, nil, nil, nil]
     /// While replaying: the instant of the record whose samples are being replayed.
     var replayRecordInstant: MonotonicInstant?
     /// How far the last distance auto-lap ran past its mark (the next lap ends on the next mark).
@@ -412,6 +414,7 @@ public struct AppCore: Sendable {
         let h = RideHeader(rideID: id, anchor: startAnchor, settings: settings, activity: configuration.activity)
         header = h
         builder = RideBuilder(settings: settings)
+        screen.track = Breadcrumb()
         gapsMs = 0
         runningPage = 0
         lastZone = [nil, nil]
@@ -570,6 +573,10 @@ public struct AppCore: Sendable {
             handleSample(s)
         case .status(let status, _):
             handleSensor(status, at: now)
+        case .gps(let status, _):
+            screen.gps = status
+        case .clock(let wall, _):
+            handleWallClock(wall, at: now)
         }
     }
 
@@ -755,6 +762,7 @@ public struct AppCore: Sendable {
         screen[.power] = live ? freshLiveValue(.power, at: now) : nil
         screen[.cadence] = live ? freshLiveValue(.cadence, at: now) : nil
         screen[.distance] = r[.distance].hasData ? r.distanceM : nil
+        refreshClimbing(r, at: now)
         screen[.averageSpeed] = r.averageSpeedMps
         screen[.maxSpeed] = r[.speed].max
         screen[.averageHeartRate] = r[.heartRate].average

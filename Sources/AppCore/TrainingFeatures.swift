@@ -209,6 +209,8 @@ extension AppCore {
         case .heartRate: recordValues[0] = s.value
         case .power: recordValues[1] = s.value
         case .speed: recordValues[2] = s.value
+        case .latitude: recordValues[3] = s.value
+        case .longitude: recordValues[4] = s.value
         default: break
         }
     }
@@ -219,6 +221,7 @@ extension AppCore {
     mutating func afterRecord(at instant: MonotonicInstant, live: Bool) {
         guard builder != nil else { return }
         builder!.advance(to: instant)
+        recordTrackPoint(latitude: recordValues[3], longitude: recordValues[4])
         checkZoneChanges(at: instant, emitting: live)
         guard lifecycle.state == .running || lifecycle.state == .paused else { return }
         if lifecycle.state == .running {

@@ -34,6 +34,8 @@ public struct PairedSensor: Sendable, Hashable {
 public struct DataSourceConfiguration: Sendable, Hashable {
     /// Sensors one ride can pair.
     public static let pairedSensorsMax = 8
+    /// Onboard receivers beside them (the GPS and the barometer).
+    public static let onboardSourcesMax = 2
 
     public var sensors: [PairedSensor]
     public var enabled: QuantitySet
@@ -52,7 +54,7 @@ public struct DataSourceConfiguration: Sendable, Hashable {
                 wheelCircumferenceMm: Int = SensorDecoder.defaultWheelCircumferenceMm,
                 staleAfterMs: Int64 = 3_000, lostAfterMs: Int64 = 10_000, bridgeSilenceMs: Int64 = 5_000,
                 framesPerSensorPerSecondMax: Int = 40) {
-        precondition(sensors.count <= Self.pairedSensorsMax, "at most \(Self.pairedSensorsMax) paired sensors")
+        precondition(sensors.count <= Self.pairedSensorsMax + Self.onboardSourcesMax, "at most \(Self.pairedSensorsMax) paired sensors and \(Self.onboardSourcesMax) onboard receivers")
         self.sensors = sensors
         self.enabled = enabled
         self.wheelCircumferenceMm = wheelCircumferenceMm
@@ -315,11 +317,14 @@ public struct DataSource: Sendable {
     /// Quantities taken from `DerivedValues.value(_:)` (RR and distance are handled apart).
     static let valueQuantities: [Quantity] = [.heartRate, .power, .cadence, .speed, .energy, .pedalBalanceRight,
                                               .torqueEffectivenessLeft, .torqueEffectivenessRight,
-                                              .pedalSmoothnessLeft, .pedalSmoothnessRight]
+                                              .pedalSmoothnessLeft, .pedalSmoothnessRight,
+                                              .latitude, .longitude, .altitude, .ascent, .descent, .grade]
+    /// Quantities whose values may be negative (west, south, below sea level, downhill).
+    static let signedQuantities = QuantitySet(.latitude, .longitude, .altitude, .grade)
 
     mutating func emitSamples(_ v: DerivedValues, from i: Int, at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
         func send(_ q: Quantity, _ value: Double, origin: SampleOrigin = .measured) {
-            guard value.isFinite, value >= 0 else { status.bad.count(.absurdValue); return }
+            guard value.isFinite, value >= 0 || Self.signedQuantities.contains(q) else { status.bad.count(.absurdValue); return }
             status.samplesEmitted &+= 1
             emit(.sample(Sample(q, value, at: now, origin: origin)))
         }

@@ -14,6 +14,7 @@ import RideModel
             switch o {
             case .sample(let s): samples.append(s)
             case let .status(st, _): functions.append((st.role, st.state, st.batteryPercent))
+            case .gps, .clock: break
             }
         }
         func values(_ q: Quantity) -> [Double] { samples.filter { $0.quantity == q }.map(\.value) }

@@ -201,6 +201,8 @@ public final class HeadlessRun {
             sensors.dropout(s, fromMs: ms, lengthMs: len)
         case .bridgeRestart(let len):
             sensors.bridgeDown(fromMs: ms, lengthMs: len, runtime)
+        case .gpsLost(let len):
+            sensors.positioning.loseFix(fromMs: ms, lengthMs: len)
         case .crash:
             counters.crashes += 1
             kill(powerCut: false, at: ms)

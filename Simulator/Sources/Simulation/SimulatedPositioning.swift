@@ -1,7 +1,9 @@
+import Device
 import Positioning
 import RealModule
 import RideFiles
 import RideModel
+import Sensors
 
 /// The synthetic ride's GPS as gpsd reports it: one TPV line a second (position along the route,
 /// the ride's speed and altitude with a receiver's noise and wander, eph/epv of a good sky) and a
@@ -107,5 +109,100 @@ public struct SimulatedBarometer: Sendable {
         let adcP = hi, adcT = Self.temperatureADC
         return [UInt8(adcP >> 12 & 0xFF), UInt8(adcP >> 4 & 0xFF), UInt8((adcP & 0xF) << 4),
                 UInt8(adcT >> 12 & 0xFF), UInt8(adcT >> 4 & 0xFF), UInt8((adcT & 0xF) << 4)]
+    }
+}
+
+/// The simulated ride's GPS and barometer on the device's input path, scheduled with the bridge's
+/// frames: each report's bytes go to `DeviceRuntime.receive` (`.gpsdLine`, `.barometerData`) as
+/// the board's components hand them on, so the app's parser, fix rules, compensation and
+/// altimetry run as on the board.
+public struct SimulatedPositionFeed: Sendable {
+    public static let gnss = SourceIdentity.onboard(.gnss)
+    public static let barometerSource = SourceIdentity.onboard(.barometer)
+
+    public private(set) var gps: SimulatedGps?
+    public let barometer: SimulatedBarometer?
+    /// The receiver's clock at simulated time 0 (the simulation's wall clock).
+    public var startUnixMs: Int64 = UTCDateTime.unixMs(year: 2026, month: 6, day: 6, hour: 7)
+    var gpsDueMs: Int64 = SimulatedGps.phaseMs
+    var barometerDueMs: Int64 = SimulatedBarometer.phaseMs
+    var gpsSilentUntilMs: Int64 = 0
+    var barometerSilentUntilMs: Int64 = 0
+    var calibrationSent = false
+    /// Lines and readings handed to the device.
+    public private(set) var gpsLines: UInt64 = 0
+    public private(set) var barometerReadings: UInt64 = 0
+
+    public init(seed: UInt64, gps: Bool, barometer: Bool) {
+        self.gps = gps ? SimulatedGps(seed: seed) : nil
+        self.barometer = barometer ? SimulatedBarometer() : nil
+    }
+
+    /// The data source with the receivers paired as the board pairs them (ConfigMapping).
+    public func adding(to c: DataSourceConfiguration) -> DataSourceConfiguration {
+        var c = c
+        if barometer != nil {
+            c.sensors.append(PairedSensor(Self.barometerSource, provides: QuantitySet(.altitude, .ascent, .descent, .grade),
+                                          priority: ConfigMapping.barometerPriority))
+        }
+        if gps != nil {
+            c.sensors.append(PairedSensor(Self.gnss, provides: QuantitySet(.latitude, .longitude, .speed, .distance, .altitude, .ascent, .descent, .grade),
+                                          priority: ConfigMapping.gpsPriority))
+        }
+        return c
+    }
+
+    var gpsNextMs: Int64 { gps == nil ? .max : max(gpsDueMs, gpsSilentUntilMs) }
+    var barometerNextMs: Int64 { barometer == nil ? .max : max(barometerDueMs, barometerSilentUntilMs) }
+    public var nextDueMs: Int64 { min(gpsNextMs, barometerNextMs) }
+
+    /// Sends whichever of the two is due at `ms`.
+    mutating func emit(atMs ms: Int64, ride: inout SyntheticRide, _ device: DeviceRuntime) {
+        ride.advance(toMs: ms)
+        let now = MonotonicInstant(milliseconds: ms)
+        if gpsNextMs <= ms, var g = gps {
+            gpsDueMs = Self.realign(gpsDueMs, to: ms, period: SimulatedGps.periodMs) + SimulatedGps.periodMs
+            for line in g.lines(unixMs: startUnixMs + ms, ride: ride) {
+                var text = line
+                text.withUTF8 { device.receive(.gpsdLine(UnsafeRawBufferPointer($0)), at: now) }
+                gpsLines &+= 1
+            }
+            gps = g
+        } else if barometerNextMs <= ms, let b = barometer {
+            barometerDueMs = Self.realign(barometerDueMs, to: ms, period: SimulatedBarometer.periodMs) + SimulatedBarometer.periodMs
+            if !calibrationSent {
+                SimulatedBarometer.calibrationRegisters.withUnsafeBytes { device.receive(.barometerCalibration($0), at: now) }
+                calibrationSent = true
+            }
+            b.dataRegisters(altitudeM: ride.altitudeM).withUnsafeBytes { device.receive(.barometerData($0), at: now) }
+            barometerReadings &+= 1
+        }
+    }
+
+    /// The due time on its own rhythm that `ms` reached (after a silence).
+    static func realign(_ due: Int64, to ms: Int64, period: Int64) -> Int64 {
+        due >= ms ? due : due + (ms - due) / period * period
+    }
+
+    /// The receiver reports no fix from `fromMs` for `lengthMs`.
+    public mutating func loseFix(fromMs: Int64, lengthMs: Int64) {
+        guard var g = gps else { return }
+        g.noFixUntilMs = max(g.noFixUntilMs, fromMs + lengthMs)
+        gps = g
+    }
+
+    /// Nothing at all from the receiver (unplugged) or the barometer for a while.
+    mutating func silence(_ s: Scenario.Sensor, fromMs: Int64, lengthMs: Int64) {
+        if s == .gps { gpsSilentUntilMs = max(gpsSilentUntilMs, fromMs + lengthMs) }
+        if s == .baro { barometerSilentUntilMs = max(barometerSilentUntilMs, fromMs + lengthMs) }
+    }
+
+    /// The device is down: nobody listens until `ms`.
+    mutating func skip(to ms: Int64) {
+        if gpsDueMs <= ms { gpsDueMs = Self.realign(gpsDueMs, to: ms, period: SimulatedGps.periodMs) + SimulatedGps.periodMs }
+        if barometerDueMs <= ms {
+            barometerDueMs = Self.realign(barometerDueMs, to: ms, period: SimulatedBarometer.periodMs) + SimulatedBarometer.periodMs
+        }
+        calibrationSent = false // a restarted device reads the calibration again
     }
 }
