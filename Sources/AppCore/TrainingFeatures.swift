@@ -221,7 +221,7 @@ extension AppCore {
     mutating func afterRecord(at instant: MonotonicInstant, live: Bool) {
         guard builder != nil else { return }
         builder!.advance(to: instant)
-        recordTrackPoint(latitude: recordValues[3], longitude: recordValues[4])
+        recordTrackPoint(latitude: recordValues[3], longitude: recordValues[4], at: instant)
         checkZoneChanges(at: instant, emitting: live)
         guard lifecycle.state == .running || lifecycle.state == .paused else { return }
         if lifecycle.state == .running {

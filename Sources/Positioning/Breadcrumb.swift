@@ -12,6 +12,8 @@ public struct Breadcrumb: Sendable, Hashable {
     public static let pointsMax = 256
     /// Spacing between kept points at the start, m (doubles at every thinning).
     public static let initialSpacingM = 5.0
+    /// Positions further apart in time than this are not joined (the fix was lost between them).
+    public static let breakAfterMs: Int64 = 3_000
 
     public private(set) var originLatDeg: Double?
     public private(set) var originLonDeg: Double?
@@ -26,6 +28,8 @@ public struct Breadcrumb: Sendable, Hashable {
     /// A break before the next point (the fix was lost): not joined to the previous one.
     var breakBefore = InlineArray<256, Bool>(repeating: false)
     var pendingBreak = false
+    /// When the latest position was taken (ms on the caller's clock).
+    var lastAtMs: Int64?
 
     public init() {}
 
@@ -57,6 +61,15 @@ public struct Breadcrumb: Sendable, Hashable {
 
     /// The fix was lost: the next position is not joined to the last.
     public mutating func breakTrack() { pendingBreak = true }
+
+    /// Adds a position taken at `atMs`; one more than `breakAfterMs` after the previous starts a
+    /// new piece of track.
+    public mutating func add(latDeg: Double, lonDeg: Double, atMs: Int64) {
+        guard latDeg.isFinite, lonDeg.isFinite else { return }
+        if let last = lastAtMs, atMs - last > Self.breakAfterMs { pendingBreak = true }
+        lastAtMs = atMs
+        add(latDeg: latDeg, lonDeg: lonDeg)
+    }
 
     public mutating func add(latDeg: Double, lonDeg: Double) {
         guard latDeg.isFinite, lonDeg.isFinite else { return }

@@ -108,7 +108,8 @@ public struct ScreenRenderer: Sendable {
         guard !pages.isEmpty else { return }
         let index = ((page % pages.count) + pages.count) % pages.count
         drawPage(pages[index], model)
-        drawPageDots(index, of: pages.count)
+        // The pages the rider can reach (the climbing and map pages only with GPS or a barometer).
+        drawPageDots(index, of: min(pages.count, max(1, model.runningPageCount)))
     }
 
     /// Draws any page layout: each field the same way, then the separator lines.
