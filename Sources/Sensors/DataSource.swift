@@ -95,6 +95,8 @@ public struct DataSource: Sendable {
         var windowStart = MonotonicInstant.zero
         var framesInWindow = 0
         var lastDistanceM: Double?
+        /// When `lastDistanceM` was read.
+        var lastDistanceAt = MonotonicInstant.zero
         /// When this sensor last delivered each quantity (by `Quantity.rawValue`; nil: not since
         /// it connected). A sensor that could provide a quantity but does not (a power meter
         /// without crank data, for cadence) never keeps a lower-priority sensor's values out.
@@ -336,12 +338,30 @@ public struct DataSource: Sendable {
         }
         if let dist = v.distanceM {
             let increment = slots[i].lastDistanceM.map { dist - $0 } ?? 0
-            slots[i].lastDistanceM = dist
-            if increment >= 0, pass(.distance, from: i, at: now) {
-                odometerM += increment
-                send(.distance, odometerM, origin: .generated)
+            if pass(.distance, from: i, at: now) {
+                slots[i].lastDistanceM = dist
+                slots[i].lastDistanceAt = now
+                if increment >= 0 {
+                    odometerM += increment
+                    send(.distance, odometerM, origin: .generated)
+                }
+            } else if slots[i].lastDistanceM == nil || distanceCoveredByOthers(since: slots[i].lastDistanceAt, than: i) {
+                // The preferred source counted this stretch. While it is silent (before it
+                // is stale) this one keeps its reading: when it takes over, the silent stretch
+                // is counted once, by it (docs/gps.md, "wheel sensor or GPS").
+                slots[i].lastDistanceM = dist
+                slots[i].lastDistanceAt = now
             }
         }
+    }
+
+    /// Whether a connected source other than `i` delivered distance after `instant`.
+    func distanceCoveredByOthers(since instant: MonotonicInstant, than i: Int) -> Bool {
+        let k = Int(Quantity.distance.rawValue)
+        for j in slots.indices where j != i && slots[j].state == .connected {
+            if let t = slots[j].producedAt[k], t > instant { return true }
+        }
+        return false
     }
 
     mutating func refreshRoles(at now: MonotonicInstant, force: Bool, _ emit: (SensorEvent) -> Void) {

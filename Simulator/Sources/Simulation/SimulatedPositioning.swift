@@ -1,3 +1,4 @@
+import AppCore
 import Device
 import Positioning
 import RealModule
@@ -204,5 +205,16 @@ public struct SimulatedPositionFeed: Sendable {
             barometerDueMs = Self.realign(barometerDueMs, to: ms, period: SimulatedBarometer.periodMs) + SimulatedBarometer.periodMs
         }
         calibrationSent = false // a restarted device reads the calibration again
+    }
+}
+
+extension Scenario {
+    /// The app configuration with the climbing page (a barometer or GPS) and the map page (GPS),
+    /// as `ConfigMapping.runningPageCount` gives them on the board.
+    func withPositionPages(_ c: AppConfiguration) -> AppConfiguration {
+        var c = c
+        let gps = sensors.contains(.gps), baro = sensors.contains(.baro)
+        if c.runningPageCount == 3 { c.runningPageCount = 3 + (gps || baro ? 1 : 0) + (gps ? 1 : 0) }
+        return c
     }
 }
