@@ -127,6 +127,11 @@ let package = Package(
         .testTarget(name: "ConfigurationTests", dependencies: ["TestSupport", "Configuration"], swiftSettings: swift6),
         .testTarget(name: "ControlTests", dependencies: ["AppCore", "Control", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "BoardTests", dependencies: ["TestSupport", "AppCore", "BoardHardware", "BoardIO", "CBoardShims", "Control", "Device", "Journal", "RideModel", "board-test-helper"], swiftSettings: swift6),
+        // The VM tests (Tests/vm, docs/testing.md): hardware checks run in the guest against the
+        // kernel's simulated display and GPIO chip (built against libgpiod v1 and again v2), and
+        // the screen oracle that renders a screen value through the driver and the emulator.
+        .executableTarget(name: "board-vm-checks", dependencies: ["BoardHardware", "BoardIO", "Display"], path: "Tests/vm/BoardVMChecks", swiftSettings: swift6),
+        .executableTarget(name: "screen-oracle", dependencies: ["AppCore", "Display", "RideModel", "Screens"], path: "Tests/vm/ScreenOracle", swiftSettings: swift6),
         // A process the board tests signal and run as another user (Tests/BoardTestHelper).
         .executableTarget(name: "board-test-helper", dependencies: ["BoardIO"], path: "Tests/BoardTestHelper", swiftSettings: swift6),
         .testTarget(name: "DeviceTests", dependencies: ["TestSupport", "AppCore", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "RideModel", "Sensors", "Training"], swiftSettings: swift6),

@@ -71,6 +71,9 @@ public enum GPIOBias: String, Sendable, Hashable, CaseIterable {
 /// The libgpiod API the binary was built against (1 or 2).
 public var gpiodAPIVersion: Int { Int(cgs_api_version()) }
 
+/// The libgpiod linked into the binary, as the library itself reports it ("1.6.3", "2.1.3").
+public var gpiodLibraryVersion: String { String(cString: cgs_library_version()) }
+
 /// One edge: the logical level after it (true = active, i.e. pressed for an active-low button
 /// wired to ground) and the kernel's CLOCK_MONOTONIC timestamp.
 public struct GPIOEdge: Sendable, Hashable {

@@ -28,6 +28,7 @@ struct cgs_line {
 };
 
 int cgs_api_version(void) { return 1; }
+const char *cgs_library_version(void) { return gpiod_version_string(); }
 
 static cgs_line *cgs_request(const char *chip_path, unsigned offset, int request_type, int flags,
                              int initial, const char *consumer, cgs_error *err) {
@@ -113,6 +114,7 @@ struct cgs_line {
 };
 
 int cgs_api_version(void) { return 2; }
+const char *cgs_library_version(void) { return gpiod_api_version(); }
 
 static cgs_line *cgs_request(const char *chip_path, unsigned offset, struct gpiod_line_settings *settings,
                              const char *consumer, int want_events, cgs_error *err) {

@@ -9,6 +9,8 @@
 
 /// 1 or 2: the libgpiod API this shim was compiled against.
 int cgs_api_version(void);
+/// The version of the libgpiod linked at run time, as the library reports it ("1.6.3", "2.1.3").
+const char *cgs_library_version(void);
 
 typedef struct cgs_line cgs_line;
 

@@ -1,0 +1,121 @@
+"""Fixtures of the VM tests (docs/testing.md). Anything that cannot be prepared (no qemu, no
+network, a package gone from the archive) FAILS the tests that need it, with the reason."""
+from __future__ import annotations
+
+import pathlib
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+import builds  # noqa: E402
+import vmlib  # noqa: E402
+
+
+def prepared(what: str, fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except vmlib.VMUnavailable as e:
+        pytest.fail(f"the VM tests cannot run: {what}: {e}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def amd64():
+    return prepared("Debian's amd64 kernel", vmlib.kernel, "amd64")
+
+
+@pytest.fixture(scope="session")
+def arm64():
+    return prepared("Debian's arm64 kernel", vmlib.kernel, "arm64")
+
+
+@pytest.fixture(scope="session")
+def amd64_modules(amd64):
+    return prepared("the ssd1306-sim and gpio-sim modules (amd64)", builds.modules, amd64)
+
+
+@pytest.fixture(scope="session")
+def arm64_modules(arm64):
+    return prepared("the ssd1306-sim and gpio-sim modules (arm64)", builds.modules, arm64)
+
+
+@pytest.fixture(scope="session")
+def swift_bin():
+    return prepared("the Swift products", builds.swift_products, ["board-vm-checks", "screen-oracle", "bikecomputer"])
+
+
+@pytest.fixture(scope="session")
+def gpiod2_checks():
+    return prepared("board-vm-checks against libgpiod 2", builds.swift_gpiod2_checks)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    vmlib.prune_runs()
+
+
+# Each test module registers how it starts its guest; the first module fixture that needs a
+# guest starts the guests of every selected module side by side (they take 7-40 s each under
+# TCG), then waits for its own.
+LAUNCHERS: dict[str, tuple] = {}
+
+
+def launcher(module: str, order: int):
+    """Registers `fn(request) -> GuestRun` for `module`; lower `order` starts first (the
+    longest guest first, so the others finish in its shadow)."""
+    def register(fn):
+        LAUNCHERS[module] = (order, fn)
+        return fn
+    return register
+
+
+@pytest.fixture(scope="session")
+def guests(request):
+    selected = {item.module.__name__ for item in request.session.items}
+    started: dict[str, object] = {}
+    for name, (_, launch) in sorted(LAUNCHERS.items(), key=lambda kv: kv[1][0]):
+        if name in selected:
+            try:
+                started[name] = launch(request)
+            except BaseException as e:  # noqa: BLE001 - reported by that module's tests
+                started[name] = e
+    return started
+
+
+def guest_result(guests: dict, module: str) -> vmlib.Result:
+    run = guests.get(module)
+    if run is None:
+        pytest.fail(f"no guest was started for {module}", pytrace=False)
+    if isinstance(run, BaseException):
+        raise run
+    return run.wait()
+
+
+# Shell for the guest: load the simulated hardware and make gpio-sim chips.
+GUEST_SETUP = r"""
+set -u
+modprobe ssd1306-sim || { echo "modprobe ssd1306-sim failed"; exit 90; }
+modprobe gpio-sim-oot || { echo "modprobe gpio-sim-oot failed"; exit 91; }
+D=/sys/kernel/debug/ssd1306-sim
+I2C=$(cat $D/adapter)
+STUB=none
+for a in /sys/class/i2c-adapter/i2c-*; do
+    [ "$(cat $a/name)" = "SMBus stub driver" ] && STUB=${a##*i2c-}
+done
+# simchip NAME LINES: a new gpio-sim chip; sets CHIP (/dev/gpiochipN) and SIM (its sysfs dir).
+simchip() {
+    G=/sys/kernel/config/gpio-sim/$1
+    mkdir $G $G/bank0 || return 1
+    sysw $G/bank0/num_lines $2
+    sysw $G/live 1
+    CHIP=/dev/$(cat $G/bank0/chip_name)
+    SIM=/sys/devices/platform/$(cat $G/dev_name)/$(cat $G/bank0/chip_name)
+}
+# step NAME CMD...: runs CMD, its output in /out/NAME.out, its exit status in /out/NAME.status.
+step() {
+    name=$1; shift
+    echo "== $name: $*"
+    "$@" > /out/$name.out 2>&1
+    echo $? > /out/$name.status
+}
+"""
