@@ -49,6 +49,12 @@ public enum Quantity: UInt8, CaseIterable, Sendable, Hashable, CustomStringConve
     /// increments, not averages of readings.
     public var isCumulative: Bool { self == .distance || self == .energy || self == .ascent || self == .descent }
 
+    /// A counter whose change across a pause counts (ascent, descent): recording devices count
+    /// the climb between the last reading before a pause and the first after it (an auto-pause
+    /// on a steep climb at walking pace), and the altitude's hysteresis carries over the pause.
+    /// Distance and energy do not: what was covered while paused is not the ride's.
+    public var countsAcrossPauses: Bool { self == .ascent || self == .descent }
+
     /// Bucketed in the interval table (the quantities charts are drawn from).
     public var isCharted: Bool {
         switch self {

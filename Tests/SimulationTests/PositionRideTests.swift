@@ -1,4 +1,5 @@
 import AppCore
+import Glibc
 import Device
 import RideFiles
 import RideModel
@@ -133,4 +134,55 @@ import Training
         let track = sim.runtime.core.screen.track
         #expect((0..<track.count).filter { track.point($0).startsPiece }.count <= 1)
     }
+}
+
+/// A recorded ride replayed: its positions are the ride's, its (barometric) altitude goes
+/// through the app's barometer path, and the app's total ascent and descent are the device's.
+@Suite struct PositionReplayTests {
+    static var fixtures: String {
+        var parts = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast(3)
+        return parts.joined(separator: "/") + "/../shared/fixtures/rides/"
+    }
+
+    @Test func edge500AscentAndTrackAreTheDevices() throws {
+        var bytes: [UInt8] = []
+        guard let f = fopenRead(Self.fixtures + "garmin-edge-500-activity.fit") else {
+            Issue.record("the fixture ride is missing at \(Self.fixtures)"); return
+        }
+        bytes = f
+        let activity = FITActivity(try FITFile(bytes: bytes))
+        let run = try ReplayRun(activity: activity, storage: SimulatedFlashStorage())
+        run.run()
+        let ride = try #require(run.archive.rides.first)
+        let e = try RideExport(records: ride.records)
+        let ascent = e.builder.ride.totals[Quantity.ascent.index]
+        let descent = e.builder.ride.totals[Quantity.descent.index]
+        // The device's session: total_ascent 541 m, total_descent 541 m (FITActivity does not
+        // read them; fitdecode does, Tests/oracle).
+        #expect(abs(ascent - 541) / 541 < 0.01, "ascent \(ascent) vs the device's 541 m")
+        #expect(abs(descent - 541) / 541 < 0.01, "descent \(descent) vs the device's 541 m")
+        let ours = (0..<e.rowCount).compactMap { r -> (Int64, Double, Double)? in
+            guard let lat = e.value(r, .latitude), let lon = e.value(r, .longitude) else { return nil }
+            return (e.unixMs(e.rowInstant(r)) / 1000, lat, lon)
+        }
+        var device: [Int64: (Double, Double)] = [:]
+        for r in activity.records { if let lat = r.latitude, let lon = r.longitude { device[Int64(r.timestamp) + ReplayRun.fitEpochUnixS] = (lat, lon) } }
+        #expect(ours.count > 10_000)
+        let matched = ours.filter { o in device[o.0].map { abs($0.0 - o.1) < 1e-6 && abs($0.1 - o.2) < 1e-6 } ?? false }.count
+        #expect(matched > ours.count * 99 / 100, "\(matched) of \(ours.count) seconds at the device's position")
+    }
+}
+
+func fopenRead(_ path: String) -> [UInt8]? {
+    guard let f = fopen(path, "rb") else { return nil }
+    defer { fclose(f) }
+    var out: [UInt8] = []
+    var buf = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let n = fread(&buf, 1, buf.count, f)
+        if n <= 0 { break }
+        out += buf[0..<n]
+    }
+    return out
 }

@@ -218,3 +218,44 @@ extension Scenario {
         return c
     }
 }
+
+/// What a replay hands to the runtime's input path rather than to the core.
+enum ReplayRawInput {
+    case barometerCalibration
+    case barometerData([UInt8])
+
+    func send(to runtime: DeviceRuntime, at now: MonotonicInstant) {
+        switch self {
+        case .barometerCalibration:
+            SimulatedBarometer.calibrationRegisters.withUnsafeBytes { runtime.receive(.barometerCalibration($0), at: now) }
+        case .barometerData(let bytes):
+            bytes.withUnsafeBytes { runtime.receive(.barometerData($0), at: now) }
+        }
+    }
+}
+
+extension ReplayRun {
+    /// A replay's data source: the recorded altitude arrives as a barometer's registers (the
+    /// recording devices' altitude is barometric), so the app's own altimetry makes the ride's
+    /// altitude, ascent, descent and grade from it (docs/gps.md).
+    static var positionSources: DataSourceConfiguration {
+        DataSourceConfiguration(sensors: [PairedSensor(SimulatedPositionFeed.barometerSource,
+                                                       provides: QuantitySet(.altitude, .ascent, .descent, .grade),
+                                                       priority: ConfigMapping.barometerPriority)])
+    }
+
+    /// A record's position (as samples, like its other values) and altitude (as the registers of
+    /// a barometer reading the standard atmosphere's pressure at it).
+    func planPosition(_ r: FITActivity.Record, at t: Int64) {
+        let at = MonotonicInstant(milliseconds: t)
+        if let lat = r.latitude, let lon = r.longitude {
+            add(t, .input(.sample(Sample(.latitude, lat, at: at))))
+            add(t, .input(.sample(Sample(.longitude, lon, at: at))))
+        }
+        if let alt = r.altitudeM, alt.isFinite {
+            var baro = SimulatedBarometer()
+            baro.seaLevelPa = PressureAltitude.standardSeaLevelPa
+            add(t, .raw(.barometerData(baro.dataRegisters(altitudeM: alt))))
+        }
+    }
+}
