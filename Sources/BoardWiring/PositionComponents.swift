@@ -72,6 +72,8 @@ public final class GpsComponent: BoardComponent {
         w.int("rejected", Int64(p.gps.counters.rejected))
         w.int("bad_reports", Int64(p.gps.counters.badReports))
         w.number("distance_m", p.gps.odometerM)
+        w.number("odometer_m", board.runtime.odometerM)
+        w.int("coalesced", Int64(p.fixesCoalesced))
         w.int("connects", client.map { Int64($0.counters.connects) })
         w.endObject()
     }

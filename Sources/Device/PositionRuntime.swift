@@ -9,4 +9,7 @@ extension DeviceRuntime {
 
     /// The GPS receiver's counters and status, the barometer's readings.
     public var positioning: PositionInputs { inputs.positioning }
+
+    /// The data source's one odometer (wheel and GPS increments, each metre once), m.
+    public var odometerM: Double { inputs.source.odometerM }
 }

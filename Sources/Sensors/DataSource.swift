@@ -280,7 +280,9 @@ public struct DataSource: Sendable {
     mutating func lose(_ i: Int) {
         if slots[i].state != .searching { slots[i].state = .lost }
         for d in slots[i].decoders.indices { slots[i].decoders[d].reset() }
-        slots[i].lastDistanceM = nil
+        // A radio sensor's counter may start again when it reconnects; an onboard receiver's
+        // (the GPS odometer) goes on across a lost fix and counts the way across the gap.
+        if slots[i].paired.identity.radio != nil { slots[i].lastDistanceM = nil }
         for q in slots[i].producedAt.indices { slots[i].producedAt[q] = nil }
     }
 

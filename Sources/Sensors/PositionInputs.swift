@@ -13,6 +13,10 @@ public struct PositionInputs: Sendable {
     public static let barometer = SourceIdentity.onboard(.barometer)
     /// Problems kept for the log until drained (older ones are counted as overwritten).
     public static let problemsKeptMax = 16
+    /// Fixes closer together than this go on as one (the latest): a receiver reports 1–10 Hz,
+    /// but gpsd replaying a log can report hundreds a second. The last one waits for the next
+    /// tick at most, so the odometer never loses its end.
+    public static let fixIntervalMinMs: Int64 = 100
 
     public private(set) var gps = GpsReceiver()
     public private(set) var altimetry = Altimetry()
@@ -22,6 +26,11 @@ public struct PositionInputs: Sendable {
     public private(set) var barometerBadReadings: UInt64 = 0
     public private(set) var barometerReadings: UInt64 = 0
     var problems = RingBuffer<(GpsProblem, UInt64)>(capacity: PositionInputs.problemsKeptMax)
+    var pendingFix: GpsFix?
+    var pendingClockMs: Int64?
+    var lastHandedAt: MonotonicInstant?
+    /// Fixes taken into a later one (faster than `fixIntervalMinMs`).
+    public private(set) var fixesCoalesced: UInt64 = 0
 
     public init() {}
 
@@ -64,6 +73,7 @@ public struct PositionInputs: Sendable {
         var outs = Outputs()
         gps.tick(at: now) { outs.append($0) }
         handle(outs, at: now, &source, emit)
+        if let f = pendingFix { hand(f, at: now, &source, emit) }
     }
 
     mutating func handle(_ outs: Outputs, at now: MonotonicInstant, _ source: inout DataSource, _ emit: (SensorEvent) -> Void) {
@@ -73,6 +83,37 @@ public struct PositionInputs: Sendable {
     mutating func handle(_ o: GpsOutput, at now: MonotonicInstant, _ source: inout DataSource, _ emit: (SensorEvent) -> Void) {
         switch o {
         case .fix(let f):
+            if let last = lastHandedAt, now.milliseconds(since: last) < Self.fixIntervalMinMs {
+                if pendingFix != nil { fixesCoalesced &+= 1 }
+                pendingFix = f
+                return
+            }
+            hand(f, at: now, &source, emit)
+        case .status(let s, let at):
+            emit(.gps(s, at: at))
+            // No fix: the GPS source is lost at once (its position shows as absent, alerted),
+            // after the fix still waiting to go on (it came before).
+            if !s.mode.hasFix {
+                if let f = pendingFix { hand(f, at: at, &source, emit) }
+                source.link(Self.gnss, s.mode == .absent ? .disconnected : .searching, at: at, emit)
+            }
+        case .time(let unixMs, _):
+            pendingClockMs = unixMs
+        case .problem(let p, let count):
+            problems.append((p, count))
+        }
+    }
+
+    /// A fix to the data source (and its clock to the app core).
+    mutating func hand(_ f: GpsFix, at now: MonotonicInstant, _ source: inout DataSource, _ emit: (SensorEvent) -> Void) {
+        pendingFix = nil
+        lastHandedAt = now
+        if let ms = pendingClockMs {
+            // The receiver's time of this fix, advanced by how long the fix waited here.
+            emit(.clock(WallClockTime(unixMs: ms + now.milliseconds(since: f.instant), trusted: true), at: now))
+            pendingClockMs = nil
+        }
+        do {
             var v = DerivedValues()
             v.latitudeDeg = f.latitudeDeg
             v.longitudeDeg = f.longitudeDeg
@@ -83,14 +124,6 @@ public struct PositionInputs: Sendable {
                 altimetry.gps(altitudeM: a, verticalErrorM: f.verticalErrorM, at: now) { Self.put($0, into: &v) }
             }
             source.handle(v, from: Self.gnss, at: now, emit)
-        case .status(let s, let at):
-            emit(.gps(s, at: at))
-            // No fix: the GPS source is lost at once (its position shows as absent, alerted).
-            if !s.mode.hasFix { source.link(Self.gnss, s.mode == .absent ? .disconnected : .searching, at: at, emit) }
-        case .time(let unixMs, let at):
-            emit(.clock(WallClockTime(unixMs: unixMs, trusted: true), at: at))
-        case .problem(let p, let count):
-            problems.append((p, count))
         }
     }
 

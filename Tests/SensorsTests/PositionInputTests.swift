@@ -95,6 +95,31 @@ import Testing
         #expect(out.role(.gps) == .lost)
     }
 
+    /// The fix is lost for 5 s (mode 1): the GPS role is lost, but the odometer counts the way
+    /// across the gap once the fix is back (the receiver's odometer does; the data source no longer
+    /// starts a lost onboard source's counter again). And fixes far faster than the data source's
+    /// rate limit (gpsd replaying a log) keep every metre: the counter carries what was dropped.
+    @Test func aLostFixAndAFloodOfFixesLoseNoDistance() {
+        var i = Self.inputs()
+        var out = Out()
+        i.start(at: .zero) { out.take($0) }
+        for s in 0..<10 { Self.feed(&i, Self.tpv(s, northM: Double(s) * 8), atMs: Int64(s) * 1000, &out) }
+        for s in 10..<15 { Self.feed(&i, Self.tpv(s, northM: 0, mode: 1), atMs: Int64(s) * 1000, &out) }
+        #expect(out.role(.gps) == .lost)
+        for s in 15..<20 { Self.feed(&i, Self.tpv(s, northM: Double(s) * 8), atMs: Int64(s) * 1000, &out) }
+        #expect(abs(i.source.odometerM - 19 * 8) < 0.1, "the way across the gap counts: \(i.source.odometerM)")
+        // 500 fixes in half a second of the device's clock (gpsd replaying a log): they go on as
+        // one every 100 ms; the last waits for the tick, which hands it on.
+        for s in 20..<520 { Self.feed(&i, Self.tpv(s, northM: Double(s) * 8), atMs: 20_000 + Int64(s), &out) }
+        #expect(i.positioning.fixesCoalesced > 480)
+        #expect(i.status.bad[.rateLimited] == 0)
+        i.tick(at: MonotonicInstant(milliseconds: 21_000)) { out.take($0) }
+        #expect(abs(i.source.odometerM - i.positioning.gps.odometerM) < 0.001, "\(i.source.odometerM) vs the receiver's \(i.positioning.gps.odometerM)")
+        #expect(abs(i.source.odometerM - 519 * 8) < 0.001 * 519 * 8)
+        #expect(out.clock.last == WallClockTime(unixMs: Self.t0 + 519_000 + (21_000 - 20_519), trusted: true),
+                "the last fix's time, advanced by how long it waited")
+    }
+
     /// Riding with a wheel sensor and GPS: the wheel's speed and distance are the ride's while it
     /// delivers; it stops for 20 s and GPS fills in; it comes back and wins again. The odometer
     /// is wheel + GPS-in-the-gap + wheel, each metre once.

@@ -396,3 +396,81 @@ def test_garbage_from_gpsd_is_counted_and_logged(bikecomputer):
     for words in ("truncated JSON", "absurd or mistyped lat", "absurd or mistyped speed", "not a JSON object",
                   "longer than the buffer", "impossible jump", "does not read"):
         assert words in problems, f"{words!r} not logged: {problems}"
+
+
+# --------------------------------------------------------------------------- the whole app
+
+def test_a_ride_through_gpsd_in_bikecomputer_run(bikecomputer, shared, tmp_path):
+    """`bikecomputer run` with `[gps]` on, following a real gpsd fed the Edge 500 ride's own
+    positions (far faster than real time). The first minute is fed before the ride starts (the
+    GPS has a fix when the rider presses start); then gpsd is restarted with the rest while the
+    ride runs. The saved FIT's distance is the GPS distance from there on, within 0.5 % of the
+    device's own over the same stretch; its positions are the device's; `ctl status` shows the
+    GPS, and the app reconnected to the new gpsd."""
+    import os
+    import fitdecode
+    from test_run import App, write_config
+
+    fixture = shared / "fixtures" / "rides" / "garmin-edge-500-activity.fit"
+    run_dir = pathlib.Path(f"/tmp/bcgps-{os.getpid()}-{time.monotonic_ns() % 10**9}")
+    run_dir.mkdir()
+    epochs = gps_nmea.epochs_from_fit(fixture)
+    head = 60
+    first_log, rest_log = tmp_path / "first.log", tmp_path / "rest.log"
+    gps_nmea.write_log(epochs[:head], first_log, "Edge 500, the first minute")
+    gps_nmea.write_log(epochs[head:], rest_log, "Edge 500, the rest")
+    # The device's distance over the same stretch: from the last fed epoch before the start.
+    device_distance = {}
+    with fitdecode.FitReader(str(fixture)) as fr:
+        for f in fr:
+            if isinstance(f, fitdecode.FitDataMessage) and f.name == "record" and f.get_value("distance") is not None:
+                device_distance[f.get_value("timestamp")] = f.get_value("distance")
+    from_m = device_distance[epochs[head - 1].time]
+    device_stretch = 92622.34 - from_m
+    port = free_port()
+    cfg = write_config(run_dir, extra=f'\n[gps]\nenabled = true\ngpsd = "127.0.0.1:{port}"\n')
+    feeder = Feeder(first_log, port, 0.0)
+    app = App(bikecomputer, run_dir, cfg)
+    try:
+        app.wait_for(lambda s: s.get("gps", {}).get("state", "").startswith("ok"), timeout=15, what="the GPS connected to gpsd")
+        feeder.feed()
+        app.wait_for(lambda s: s["gps"]["fixes"] >= head - 2 and s["gps"]["fix"] == "3D", timeout=15, what="the first minute's fixes")
+        feeder.stop()  # gpsd goes away ...
+        assert app.ctl("start").startswith("prepared")
+        app.wait_for(lambda s: s["state"] == "running", timeout=10, what="the ride running")
+        feeder = Feeder(rest_log, port, 0.0)  # ... and a new one starts
+        app.wait_for(lambda s: s["gps"]["connects"] == 2, timeout=15, what="the app reconnected to the new gpsd")
+        feeder.feed()
+        status = app.wait_for(lambda s: s["gps"]["fixes"] >= len([e for e in epochs if e.has_fix]) - 3, timeout=30,
+                              what="every fix taken")
+        assert status["gps"]["fix"] == "3D" and status["gps"]["bad_reports"] == 0, status["gps"]
+        assert {s["role"]: s["state"] for s in status["sensors"]}.get("GPS") == "connected", status["sensors"]
+        time.sleep(2.5)
+        app.ctl("end")
+        app.wait_for(lambda s: s["state"] in ("ended", "idle"), timeout=10, what="the ride ended")
+    finally:
+        app.terminate()
+        feeder.stop()
+    fits = sorted((run_dir / "data").rglob("*.fit"))
+    assert fits, f"no ride file in {run_dir / 'data'}: {app.stderr()[-2000:]}"
+    records, session = [], None
+    with fitdecode.FitReader(str(fits[-1])) as fr:
+        for f in fr:
+            if isinstance(f, fitdecode.FitDataMessage):
+                if f.name == "record":
+                    records.append(f)
+                elif f.name == "session":
+                    session = f
+    distance = session.get_value("total_distance")
+    error = (distance - device_stretch) / device_stretch
+    print(f"bikecomputer run through gpsd: distance {distance:.1f} m vs the device's {device_stretch:.1f} m over the same "
+          f"stretch ({error * 100:+.3f} %), {len(records)} records")
+    assert abs(error) < 0.005, f"{distance} m vs {device_stretch} m"
+    device = {(round(e.lat * 2**31 / 180), round(e.lon * 2**31 / 180)) for e in epochs if e.has_fix}
+    positioned = [(r.get_value("position_lat"), r.get_value("position_long")) for r in records
+                  if r.has_field("position_lat") and r.get_value("position_lat") is not None]
+    assert positioned, "no position in the ride file"
+    near = sum(1 for p in positioned if any(abs(p[0] - d[0]) <= 2 and abs(p[1] - d[1]) <= 2 for d in device))
+    assert near == len(positioned), f"{len(positioned) - near} positions not the device's"
+    import shutil
+    shutil.rmtree(run_dir, ignore_errors=True)
