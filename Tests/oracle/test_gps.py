@@ -10,6 +10,7 @@ import json
 import math
 import pathlib
 import queue
+import socket
 import subprocess
 import threading
 import time
@@ -472,5 +473,111 @@ def test_a_ride_through_gpsd_in_bikecomputer_run(bikecomputer, shared, tmp_path)
     assert positioned, "no position in the ride file"
     near = sum(1 for p in positioned if any(abs(p[0] - d[0]) <= 2 and abs(p[1] - d[1]) <= 2 for d in device))
     assert near == len(positioned), f"{len(positioned) - near} positions not the device's"
+    import shutil
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+class PacedGpsd(threading.Thread):
+    """A gpsd stand-in that sends a TPV (and every fifth a SKY) every `period_s` to its client,
+    riding north at 8 m/s: a receiver at any report rate."""
+
+    def __init__(self, port: int, period_s: float):
+        super().__init__(daemon=True)
+        self.period_s = period_s
+        self.lines_sent = 0
+        self.server = socket.socket()
+        self.server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.server.bind(("127.0.0.1", port))
+        self.server.listen(2)
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        conn, _ = self.server.accept()
+        conn.recv(4096)
+        # GPS time and place advance with the wall clock (a receiver reporting at this rate).
+        t0 = dt.datetime(2026, 6, 6, 7, 0, tzinfo=dt.timezone.utc)
+        started = time.monotonic()
+        k = 0
+        while not self.stopped.is_set():
+            elapsed = time.monotonic() - started
+            t = (t0 + dt.timedelta(seconds=elapsed)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+            lat = 46 + elapsed * 8 / 111_200
+            line = (f'{{"class":"TPV","device":"/dev/serial0","mode":3,"time":"{t}","lat":{lat:.9f},"lon":7.0,'
+                    f'"altMSL":{400 + (k % 40) * 0.1:.1f},"speed":8.0,"track":0.0,"eph":8.0,"epv":14.0}}\r\n')
+            if k % 5 == 0:
+                line += f'{{"class":"SKY","device":"/dev/serial0","time":"{t}","nSat":12,"uSat":9}}\r\n'
+            try:
+                conn.sendall(line.encode())
+            except OSError:
+                return
+            self.lines_sent += 1
+            k += 1
+            time.sleep(self.period_s)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.server.close()
+
+
+def test_no_heap_allocation_per_gps_report(bikecomputer):
+    """The real `bikecomputer run` (release) following gpsd at 2 and then 8 reports a second
+    (all of them go on to the ride: 125 ms apart), with a malloc counter interposed: what the
+    faster windows cost beyond the slower ones is the reports' own cost, and it is zero."""
+    import os
+    import re
+    import signal
+    from test_run import write_config
+    from test_run_alloc import build_counter, optimized_binary
+
+    binary = optimized_binary(bikecomputer)
+    run_dir = pathlib.Path(f"/tmp/bcgpsa-{os.getpid()}-{time.monotonic_ns() % 10**9}")
+    run_dir.mkdir()
+    lib = build_counter(run_dir)
+    port = free_port()
+    cfg = write_config(run_dir, extra=f'\n[gps]\nenabled = true\ngpsd = "127.0.0.1:{port}"\n')
+    text = cfg.read_text()
+    cfg.write_text(text[:text.index("[[sensor]]")] + text[text.index("[gps]"):])
+    gpsd = PacedGpsd(port, 0.5)
+    gpsd.start()
+    err_path = run_dir / "stderr.log"
+    err = open(err_path, "w")
+    proc = subprocess.Popen([str(binary), "run", "--no-buttons", "--no-display", "--data-dir", str(run_dir / "data"),
+                             "--config", str(cfg), "--ride-active-file", str(run_dir / "ride-active")],
+                            stderr=err, stdout=subprocess.DEVNULL, env=dict(os.environ, LD_PRELOAD=str(lib)))
+    control = run_dir / "control.sock"
+
+    def count():
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(0.2)
+        err.flush()
+        return int(re.findall(r"MALLOC_COUNT=(\d+)", err_path.read_text())[-1]), gpsd.lines_sent
+
+    try:
+        for _ in range(400):
+            if control.exists():
+                break
+            time.sleep(0.05)
+        subprocess.run([str(binary), "ctl", "--socket", str(control), "start"], capture_output=True, timeout=10)
+        time.sleep(6)
+        windows = []
+        for period in (0.5, 0.125, 0.5, 0.125):
+            gpsd.period_s = period
+            time.sleep(1.0)
+            c0, l0 = count()
+            time.sleep(8)
+            c1, l1 = count()
+            windows.append((period, c1 - c0, l1 - l0))
+    finally:
+        gpsd.stop()
+        proc.kill()
+        proc.wait(timeout=10)
+        err.close()
+    slow = [w for w in windows if w[0] == 0.5]
+    fast = [w for w in windows if w[0] != 0.5]
+    extra_allocs = sum(w[1] for w in fast) - sum(w[1] for w in slow)
+    extra_lines = sum(w[2] for w in fast) - sum(w[2] for w in slow)
+    print(f"GPS reports: {windows}; {extra_allocs} allocations over {extra_lines} extra reports")
+    assert extra_lines > 80, windows
+    assert extra_allocs / extra_lines < 0.05, f"{extra_allocs} allocations over {extra_lines} reports: {windows}"
     import shutil
     shutil.rmtree(run_dir, ignore_errors=True)
