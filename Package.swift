@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
         // Only so its module can be aliased (see CompanionTests): hummingbird's graph has it.
         .package(url: "https://github.com/apple/swift-configuration", from: "1.0.0", traits: []),
+        // Elementary functions (pow, sin, cos) for the pure Positioning module, without Foundation.
+        .package(url: "https://github.com/apple/swift-numerics", from: "1.1.0"),
     ],
     targets: [
         // MARK: Pure logic
@@ -34,17 +36,20 @@ let package = Package(
         // The git commit a release build passes in (-Xcc -DBIKECOMPUTER_GIT_COMMIT=...): scripts/build-release.sh.
         .target(name: "CBuildInfo", path: "Sources/CBuildInfo"),
         .target(name: "Training", dependencies: ["RideModel"], swiftSettings: swift6),
-        .target(name: "Sensors", dependencies: ["RideModel"], swiftSettings: swift6),
+        .target(name: "Sensors", dependencies: ["Positioning", "RideModel"], swiftSettings: swift6),
         .target(name: "Display", swiftSettings: swift6),
+        // GPS (gpsd reports, fix rules, odometer), barometer compensation, altitude, ascent,
+        // grade and the breadcrumb track (docs/gps.md).
+        .target(name: "Positioning", dependencies: ["RideModel", .product(name: "RealModule", package: "swift-numerics")], swiftSettings: swift6),
         .target(name: "Journal", dependencies: ["RideModel"], swiftSettings: swift6),
         .target(name: "RideFiles", dependencies: ["RideModel"], swiftSettings: swift6),
-        .target(name: "AppCore", dependencies: ["RideModel", "Training"], swiftSettings: swift6),
-        .target(name: "Screens", dependencies: ["AppCore", "Display", "RideModel"], swiftSettings: swift6),
+        .target(name: "AppCore", dependencies: ["Positioning", "RideModel", "Training"], swiftSettings: swift6),
+        .target(name: "Screens", dependencies: ["AppCore", "Display", "Positioning", "RideModel"], swiftSettings: swift6),
         .target(name: "Configuration", swiftSettings: swift6),
         // The control socket's language (protocol, stream, status, JSON): what `ctl` and the
         // companion link instead of the device stack.
         .target(name: "Control", dependencies: ["AppCore", "RideModel", "Training"], swiftSettings: swift6),
-        .target(name: "Device", dependencies: ["AppCore", "Configuration", "Control", "Display", "Journal", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
+        .target(name: "Device", dependencies: ["AppCore", "Configuration", "Control", "Display", "Journal", "Positioning", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
 
         // MARK: Board layer (Linux)
         .target(name: "CBoardShims", path: "Sources/CBoardShims"),
@@ -61,17 +66,19 @@ let package = Package(
         // The board's wiring: the runtime on any `EventLoop` with the bridge, buttons, display,
         // buzzer, control socket and companion link as components (`bikecomputer run` puts it on
         // epoll; BoardWiringTests run it on ManualEventLoop).
-        .target(name: "BoardWiring", dependencies: ["AppCore", "BoardHardware", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
+        .target(name: "BoardWiring", dependencies: ["AppCore", "BoardHardware", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "Positioning", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
 
         // The simulator's library: synthetic rides, scenarios, simulated adapters, headless runner.
-        .target(name: "Simulation", dependencies: ["AppCore", "Control", "Device", "Display", "Journal", "RideFiles", "RideModel", "Screens", "Sensors"], path: "Simulator/Sources/Simulation", swiftSettings: swift6),
+        .target(name: "Simulation", dependencies: ["AppCore", "Control", "Device", "Display", "Journal", "Positioning", "RideFiles", "RideModel", "Screens", "Sensors",
+                                                   .product(name: "RealModule", package: "swift-numerics")],
+                path: "Simulator/Sources/Simulation", swiftSettings: swift6),
 
         // MARK: Executables
         .executableTarget(
             name: "bikecomputer",
             dependencies: [
-                "AppCore", "BoardIO", "BoardWiring", "Configuration", "Control", "Device", "DeviceAdapters",
-                "Journal", "RideFiles", "RideModel", "Sensors", "Training",
+                "AppCore", "BoardHardware", "BoardIO", "BoardWiring", "Configuration", "Control", "Device", "DeviceAdapters",
+                "Journal", "Positioning", "RideFiles", "RideModel", "Sensors", "Training",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swift6),
@@ -108,12 +115,13 @@ let package = Package(
         // MARK: Tests (each in the target of the module it tests)
         // What every test target shares (the seeded generator of the randomized tests).
         .target(name: "TestSupport", dependencies: ["RideModel"], path: "Tests/TestSupport", swiftSettings: swift6),
+        .testTarget(name: "PositioningTests", dependencies: ["TestSupport", "Positioning", "RideModel", "RideFiles"], swiftSettings: swift6),
         .testTarget(name: "RideModelTests", dependencies: ["TestSupport", "RideModel"], swiftSettings: swift6),
-        .testTarget(name: "AppCoreTests", dependencies: ["TestSupport", "AppCore", "Control", "RideModel", "Training"], swiftSettings: swift6),
+        .testTarget(name: "AppCoreTests", dependencies: ["TestSupport", "AppCore", "Control", "Positioning", "RideModel", "Training"], swiftSettings: swift6),
         .testTarget(name: "TrainingTests", dependencies: ["TestSupport", "Training", "RideModel"], swiftSettings: swift6),
-        .testTarget(name: "SensorsTests", dependencies: ["TestSupport", "Sensors", "RideModel"], exclude: ["Corpus"], swiftSettings: swift6),
+        .testTarget(name: "SensorsTests", dependencies: ["Positioning", "TestSupport", "Sensors", "RideModel"], exclude: ["Corpus"], swiftSettings: swift6),
         // The display and the screens drawn on it (goldens: Tests/DisplayTests/Goldens).
-        .testTarget(name: "DisplayTests", dependencies: ["AppCore", "BoardHardware", "Display", "RideModel", "Screens"], exclude: ["Goldens"], swiftSettings: swift6),
+        .testTarget(name: "DisplayTests", dependencies: ["AppCore", "BoardHardware", "Display", "Positioning", "RideModel", "Screens"], exclude: ["Goldens"], swiftSettings: swift6),
         .testTarget(name: "JournalTests", dependencies: ["TestSupport", "AppCore", "BoardIO", "Device", "DeviceAdapters", "Journal", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "RideFilesTests", dependencies: ["TestSupport", "AppCore", "RideFiles", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "ConfigurationTests", dependencies: ["TestSupport", "Configuration"], swiftSettings: swift6),
@@ -129,7 +137,7 @@ let package = Package(
         .testTarget(name: "DeviceTests", dependencies: ["TestSupport", "AppCore", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
         // The board's wiring in process, on ManualEventLoop (ticks, deadlines, flush steps,
         // buttons, the control socket and status), and its display screen.
-        .testTarget(name: "BoardWiringTests", dependencies: ["AppCore", "BoardIO", "BoardWiring", "Configuration", "Control", "Device", "Display", "Journal", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
+        .testTarget(name: "BoardWiringTests", dependencies: ["AppCore", "BoardHardware", "BoardIO", "BoardWiring", "Configuration", "Control", "Device", "Display", "Journal", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
         // The control stream's socket side and the companion. swift-configuration (in
         // hummingbird's package graph) also names a module Configuration: aliased here so it does
         // not clash with ours (SwiftPM needs one product dependency that names the alias).
@@ -140,6 +148,6 @@ let package = Package(
                 .product(name: "Configuration", package: "swift-configuration", moduleAliases: ["Configuration": "SwiftConfiguration"]),
             ],
             swiftSettings: swift6),
-        .testTarget(name: "SimulationTests", dependencies: ["AppCore", "Control", "Device", "Journal", "RideFiles", "RideModel", "Simulation", "TestSupport", "Training"], swiftSettings: swift6),
+        .testTarget(name: "SimulationTests", dependencies: ["AppCore", "Control", "Device", "Journal", "Positioning", "RideFiles", "RideModel", "Simulation", "TestSupport", "Training"], swiftSettings: swift6),
     ]
 )

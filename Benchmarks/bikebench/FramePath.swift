@@ -65,6 +65,8 @@ struct FrameStream {
     var bytes: [UInt8] = []
     var offsets: [Int] = [0]
     var atMs: [Int64] = []
+    /// What each entry is (`InputKind`): a bridge frame, a gpsd line, a barometer reading.
+    var kinds: [InputKind] = []
     var count: Int { atMs.count }
 
     /// One simulated sensor's schedule: heart rate at 1 Hz, the others at 4 Hz, out of step.
@@ -74,8 +76,9 @@ struct FrameStream {
         var nextMs: Int64
     }
 
-    init(durationMs: Int64, seed: UInt64 = 3) {
+    init(durationMs: Int64, seed: UInt64 = 3, positioning: Bool = false) {
         var ride = SyntheticRide(seed: seed)
+        var position = positioning ? PositionStream(seed: seed) : nil
         var schedules = [Schedule(role: .heartRate, periodMs: 1_000, nextMs: 130), Schedule(role: .power, periodMs: 250, nextMs: 60),
                          Schedule(role: .speed, periodMs: 250, nextMs: 170), Schedule(role: .cadence, periodMs: 250, nextMs: 210)]
         var payload: [UInt8] = []
@@ -89,6 +92,10 @@ struct FrameStream {
             var i = 0
             for k in 1..<schedules.count where schedules[k].nextMs < schedules[i].nextMs { i = k }
             let t = schedules[i].nextMs
+            if let due = position?.nextMs, due < t, due <= durationMs {
+                position!.append(atMs: due, ride: &ride, into: &self)
+                continue
+            }
             guard t <= durationMs else { break }
             schedules[i].nextMs += schedules[i].periodMs
             ride.advance(toMs: t)
@@ -108,11 +115,14 @@ struct FrameStream {
             case .cadence:
                 SensorPayloads.bleCadence(ride, into: &payload)
                 who = Self.cadence; code = 0x2A5B
+            case .gps:
+                continue // not a bridge sensor (PositionStream)
             }
             let frame = BridgeFrame(bridgeTimeUs: UInt64(t) * 1000, .data(who, profileCode: code, Payload(payload)!))
             bytes += frame.encoded().bytes
             offsets.append(bytes.count)
             atMs.append(t)
+            kinds.append(.bridge)
         }
     }
 }
@@ -127,13 +137,16 @@ final class FramePath {
     private var nextTickMs: Int64 = 1_000
     private(set) var ticks = 0
 
-    init() {
+    init(positioning: Bool = false) {
         let opened = FlashJournal.open(storage: flash, randomSeed: 1, deviceNow: .zero)
         journal = opened.journal
         runtime = DeviceRuntime.boot((opened.journal, opened.core, opened.report), archive: NullArchive(), screen: screen,
-                                     log: MemoryLog(), sensors: FrameStream.configuration,
+                                     log: MemoryLog(), sensors: positioning ? PositionStream.configuration : FrameStream.configuration,
                                      wall: WallClockTime(unixMs: 1_790_000_000_000, trusted: true), at: .zero)
         runtime.bridgeConnected(at: .zero)
+        if positioning {
+            SimulatedBarometer.calibrationRegisters.withUnsafeBytes { runtime.receive(.barometerCalibration($0), at: .zero) }
+        }
         runtime.command(.start, at: .zero)
     }
 
@@ -158,8 +171,13 @@ final class FramePath {
 
     /// One sensor frame: the socket's bytes in, everything it causes carried out.
     @inline(never)
-    func frame(_ bytes: UnsafeRawBufferPointer, atMs ms: Int64) {
-        runtime.receive(.bridgePacket(bytes, truncated: false), at: MonotonicInstant(milliseconds: ms))
+    func frame(_ bytes: UnsafeRawBufferPointer, atMs ms: Int64, kind: InputKind = .bridge) {
+        let at = MonotonicInstant(milliseconds: ms)
+        switch kind {
+        case .bridge: runtime.receive(.bridgePacket(bytes, truncated: false), at: at)
+        case .gpsdLine: runtime.receive(.gpsdLine(bytes), at: at)
+        case .barometer: runtime.receive(.barometerData(bytes), at: at)
+        }
     }
 }
 
@@ -178,6 +196,12 @@ struct FramePathResult {
     var journalBytes = 0
     var journalSyncs = 0
     var samplesEmitted: UInt64 = 0
+    /// With positioning: gpsd lines and barometer readings among the frames, and what they allocated.
+    var gpsLines = 0
+    var gpsAllocations: UInt64 = 0
+    var barometerReadings = 0
+    var barometerAllocations: UInt64 = 0
+    var gpsFixes: UInt64 = 0
 }
 
 /// Rides `warmUpMs` of frames, then measures every frame and every tick of the next
@@ -185,10 +209,10 @@ struct FramePathResult {
 /// `streamMs`: encode at least this much ride up front (callgrind runs of different lengths
 /// then spend the same on encoding, and it cancels out).
 func runFramePath(warmUpMs: Int64, measureMs: Int64, timing: Bool = true, injectAllocation: Bool = false,
-                  traceAllocations: Int = 0, streamMs: Int64 = 0) -> FramePathResult {
-    let stream = FrameStream(durationMs: max(streamMs, warmUpMs + measureMs))
+                  traceAllocations: Int = 0, streamMs: Int64 = 0, positioning: Bool = false) -> FramePathResult {
+    let stream = FrameStream(durationMs: max(streamMs, warmUpMs + measureMs), positioning: positioning)
     let endMs = warmUpMs + measureMs
-    let path = FramePath()
+    let path = FramePath(positioning: positioning)
     var r = FramePathResult()
     let firstMeasured = stream.atMs.firstIndex { $0 >= warmUpMs } ?? stream.count
     r.frameNs.reserveCapacity(stream.count - firstMeasured)
@@ -196,7 +220,8 @@ func runFramePath(warmUpMs: Int64, measureMs: Int64, timing: Bool = true, inject
     stream.bytes.withUnsafeBytes { all in
         for i in 0..<firstMeasured {
             path.ticks(upTo: stream.atMs[i])
-            path.frame(UnsafeRawBufferPointer(rebasing: all[stream.offsets[i]..<stream.offsets[i + 1]]), atMs: stream.atMs[i])
+            path.frame(UnsafeRawBufferPointer(rebasing: all[stream.offsets[i]..<stream.offsets[i + 1]]), atMs: stream.atMs[i],
+                       kind: stream.kinds[i])
         }
         path.screen.allocateOnShow = injectAllocation
         let wire0 = path.screen.wireBytes, flash0 = path.flash.bytesWritten, sync0 = path.flash.syncCount
@@ -226,10 +251,15 @@ func runFramePath(warmUpMs: Int64, measureMs: Int64, timing: Bool = true, inject
             let bytes = UnsafeRawBufferPointer(rebasing: all[stream.offsets[i]..<stream.offsets[i + 1]])
             let a0 = Allocations.count
             let t0 = Clock.ns()
-            path.frame(bytes, atMs: ms)
+            path.frame(bytes, atMs: ms, kind: stream.kinds[i])
             let t1 = Clock.ns()
             let a1 = Allocations.count
             r.frameNs.append(t1 - t0)
+            switch stream.kinds[i] {
+            case .gpsdLine: r.gpsLines += 1; r.gpsAllocations += a1 - a0
+            case .barometer: r.barometerReadings += 1; r.barometerAllocations += a1 - a0
+            case .bridge: break
+            }
             if a1 != a0 {
                 r.frameAllocations += a1 - a0
                 r.framesThatAllocated += 1
@@ -242,6 +272,7 @@ func runFramePath(warmUpMs: Int64, measureMs: Int64, timing: Bool = true, inject
         r.journalBytes = path.flash.bytesWritten - flash0
         r.journalSyncs = path.flash.syncCount - sync0
         r.samplesEmitted = path.runtime.sensorStatus.samplesEmitted - samples0
+        r.gpsFixes = path.runtime.positioning.gps.counters.fixesAccepted
         if getenv("BIKEBENCH_DEBUG") != nil { print(path.runtime.sensorStatus.logLine) }
     }
     return r

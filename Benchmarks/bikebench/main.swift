@@ -24,7 +24,7 @@ if args.contains("--version") {
     print(ProjectVersion.text("bikebench"))
     exit(0)
 }
-let known: Set<String> = ["--json", "--guard", "--inject-allocation", "--quick", "--hours", "--out", "--callgrind-frames", "--trace-allocations", "--help", "-h"]
+let known: Set<String> = ["--json", "--guard", "--gps", "--inject-allocation", "--quick", "--hours", "--out", "--callgrind-frames", "--trace-allocations", "--help", "-h"]
 for (i, a) in args.enumerated() where a.hasPrefix("-") && !known.contains(a) {
     if i > 0, ["--hours", "--out", "--callgrind-frames", "--trace-allocations"].contains(args[i - 1]) { continue }
     printError("bikebench: unknown option \(a); run `bikebench --help` for the options")
@@ -33,10 +33,11 @@ for (i, a) in args.enumerated() where a.hasPrefix("-") && !known.contains(a) {
 if args.contains("--help") || args.contains("-h") {
     print("""
     usage: bikebench [--json] [--quick] [--hours N] [--out DIR]
-           bikebench --guard [--inject-allocation] [--trace-allocations N]
+           bikebench --guard [--gps] [--inject-allocation] [--trace-allocations N]
            bikebench --callgrind-frames N
     Measures the sensor-frame path, rendering, journal, FIT encoding and a headless ride (docs/performance.md).
     --guard fails (exit 1) if a sensor frame allocates in steady state; --inject-allocation makes it allocate;
+    --gps adds the GPS (gpsd report lines, 1 Hz) and the barometer (1 Hz) to the frames;
     --trace-allocations N prints the stacks of the next N allocations in the measured stretch (frames and ticks).
     """)
     exit(0)
@@ -51,11 +52,19 @@ guard Allocations.isCounting else {
 
 if args.contains("--guard") {
     let r = runFramePath(warmUpMs: 120_000, measureMs: 300_000, injectAllocation: args.contains("--inject-allocation"),
-                         traceAllocations: value("--trace-allocations").flatMap { Int($0) } ?? 0)
+                         traceAllocations: value("--trace-allocations").flatMap { Int($0) } ?? 0, positioning: args.contains("--gps"))
     let perFrame = Double(r.frameAllocations) / Double(max(1, r.frames))
     print("bikebench guard: \(r.frames) sensor frames in steady state, \(r.frameAllocations) heap allocations "
         + "(\(r.framesThatAllocated) frames allocated; \(Report.format(perFrame, 3)) per frame); "
         + "\(r.ticks) ticks, \(r.tickAllocations) allocations in ticks (reported, not guarded)")
+    if args.contains("--gps") {
+        print("bikebench guard: GPS: \(r.gpsLines) gpsd lines (\(r.gpsFixes) fixes), \(r.gpsAllocations) heap allocations; "
+            + "barometer: \(r.barometerReadings) readings, \(r.barometerAllocations) heap allocations")
+        guard r.gpsFixes > 100, r.barometerReadings > 100 else {
+            print("bikebench guard: FAIL: the GPS path did not run (\(r.gpsFixes) fixes, \(r.barometerReadings) barometer readings)")
+            exit(1)
+        }
+    }
     guard r.frames > 1000, r.samplesEmitted > UInt64(r.frames / 2) else {
         print("bikebench guard: FAIL: the frame path did not run (\(r.frames) frames, \(r.samplesEmitted) samples)")
         exit(1)

@@ -4,6 +4,7 @@
 // comes in with every input.
 //
 // Must not import: Foundation, Glibc, Sensors, Journal, RideFiles, Display, Screens, Configuration, Control, Device, BoardIO, BoardHardware, BoardWiring, DeviceAdapters, Simulation.
+import Positioning
 import RideModel
 import Training
 
@@ -418,6 +419,7 @@ public struct AppCore: Sendable {
         let h = RideHeader(rideID: id, anchor: startAnchor, settings: settings, activity: configuration.activity)
         header = h
         builder = RideBuilder(settings: settings)
+        screen.track = Breadcrumb()
         gapsMs = 0
         runningPage = 0
         resetAnnouncedZones()
@@ -583,6 +585,10 @@ public struct AppCore: Sendable {
             handleSample(s)
         case .status(let status, _):
             handleSensor(status, at: now)
+        case .gps(let status, _):
+            screen.gps = status
+        case .clock(let wall, _):
+            handleWallClock(wall, at: now)
         }
     }
 
@@ -767,6 +773,7 @@ public struct AppCore: Sendable {
         screen[.power] = live ? freshLiveValue(.power, at: now) : nil
         screen[.cadence] = live ? freshLiveValue(.cadence, at: now) : nil
         screen[.distance] = r[.distance].hasData ? r.distanceM : nil
+        refreshClimbing(r, at: now)
         screen[.averageSpeed] = r.averageSpeedMps
         screen[.maxSpeed] = r[.speed].max
         screen[.averageHeartRate] = r[.heartRate].average

@@ -59,6 +59,9 @@ struct RecordValues: Sendable, Hashable {
     var heartRate: Double?
     var power: Double?
     var speed: Double?
+    /// The record's position (the map's track, docs/gps.md).
+    var latitude: Double?
+    var longitude: Double?
 
     func value(_ slot: ZoneSlot) -> Double? { slot == .heartRate ? heartRate : power }
 }

@@ -1,3 +1,4 @@
+import Positioning
 import RideModel
 import Training
 
@@ -14,6 +15,7 @@ extension AppCore {
         case .header(let h):
             header = h
             builder = RideBuilder(settings: h.settings)
+            screen.track = Breadcrumb()
             wallAnchor = h.anchor
             lifecycle = SessionLifecycle(restoring: .prepared, lastTransition: nil)
             training = configuration.training // the ride's own settings follow as metadata

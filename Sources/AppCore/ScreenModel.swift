@@ -1,3 +1,4 @@
+import Positioning
 import RideModel
 
 /// Metrics a screen field can show. Layouts (in the Screens module) are lists of these.
@@ -7,8 +8,10 @@ public enum Metric: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvert
     case power, averagePower, maxPower, normalizedPower, powerZone
     case cadence, averageCadence
     case lapDistance, lapAveragePower, lapAverageSpeed, lapAverageHeartRate
+    /// Climbing (docs/gps.md): altitude (m), the ride's total ascent (m), grade (%).
+    case altitude, ascent, grade
 
-    public static let countMax = 19
+    public static let countMax = 22
 
     public var description: String {
         switch self {
@@ -31,6 +34,9 @@ public enum Metric: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvert
         case .lapAveragePower: "lap_avg_power"
         case .lapAverageSpeed: "lap_avg_speed"
         case .lapAverageHeartRate: "lap_avg_heart_rate"
+        case .altitude: "altitude"
+        case .ascent: "ascent"
+        case .grade: "grade"
         }
     }
 }
@@ -127,6 +133,10 @@ public struct ScreenModel: Sendable, Hashable {
     public var powerTargetZone: Int?
     public var heartRateZoneName: String?
     public var powerZoneName: String?
+    /// The GPS receiver: fix mode and satellites (the status row, idle).
+    public var gps = GpsStatus()
+    /// The track so far, for the map page (stored inline: no allocation when copied).
+    public var track = Breadcrumb()
 
     public init() {}
 

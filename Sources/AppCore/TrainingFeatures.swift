@@ -203,6 +203,8 @@ extension AppCore {
         case .heartRate: recordValues.heartRate = s.value
         case .power: recordValues.power = s.value
         case .speed: recordValues.speed = s.value
+        case .latitude: recordValues.latitude = s.value
+        case .longitude: recordValues.longitude = s.value
         default: break
         }
     }
@@ -213,6 +215,7 @@ extension AppCore {
     mutating func afterRecord(at instant: MonotonicInstant, live: Bool) {
         guard builder != nil else { return }
         builder!.advance(to: instant)
+        recordTrackPoint(latitude: recordValues.latitude, longitude: recordValues.longitude, at: instant)
         checkZoneChanges(at: instant, emitting: live)
         guard lifecycle.state == .running || lifecycle.state == .paused else { return }
         if lifecycle.state == .running {

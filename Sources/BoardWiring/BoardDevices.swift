@@ -17,6 +17,11 @@ public struct BoardDevices {
     public var buzzer: (any AlertLine)?
     public var buzzerState: String
     public var buzzerErrors: UInt64
+    /// gpsd's socket when `[gps] enabled` (docs/gps.md), and the barometer when `[barometer]`.
+    public var gps: GpsdEndpoint? = nil
+    public var barometer: (any BarometerUnit)? = nil
+    public var barometerState = "disabled ([barometer] enabled = false)"
+    public var barometerErrors: UInt64 = 0
 
     public init(display: (any DisplayUnit)? = nil, displayState: String = "disabled (--no-display)",
                 buttons: (any ButtonLines)? = nil, buttonsState: String = "disabled (--no-buttons)", buttonsErrors: UInt64 = 0,
@@ -47,6 +52,7 @@ public struct BoardDevices {
             d.display = DisplayScreen(bus: bus, panel: settings.panel)
             d.displayState = "ok (/dev/i2c-\(config.display.bus) 0x\(String(config.display.address, radix: 16)))"
         }
+        openPositioning(config: config, into: &d, log: log)
         guard buttons else { return d }
         let c = config.buttons
         if let pin = c.buzzerPin {

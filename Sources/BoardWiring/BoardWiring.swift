@@ -77,8 +77,10 @@ public final class BoardWiring {
     public let buzzer: BuzzerComponent
     public let control: ControlComponent
     public let companion: CompanionLink
+    public let gps: GpsComponent
+    public let barometer: BarometerComponent
     /// Every component, in start order.
-    public var components: [BoardComponent] { [display, buzzer, bridge, buttons, control, companion] }
+    public var components: [BoardComponent] { [display, buzzer, bridge, buttons, control, companion, gps, barometer] }
     let rideFlag: RideActiveFlag?
     public let startMs: Int64
     public private(set) var recoveredRide: RideID?
@@ -128,6 +130,8 @@ public final class BoardWiring {
                                 ?? .unixSocket(path: settings.bridgePath),
                             loop: loop, runtime: runtime, log: self.log)
         control = ControlComponent(path: settings.controlSocket, log: self.log)
+        gps = GpsComponent(devices.gps, log: self.log)
+        barometer = BarometerComponent(devices.barometer, state: devices.barometerState, errors: devices.barometerErrors, log: self.log)
         if options.measureLatencyMs != nil { latency = LatencyRecorder() }
         try startComponents()
     }

@@ -5,7 +5,7 @@ public enum ConfigLoader {
     public static let sensorsMax = 8
 
     /// The tables a config may have (in documentation order).
-    public static let tables = ["buttons", "display", "bridge", "sensor", "bike", "rider", "zones", "training", "storage", "control", "companion"]
+    public static let tables = ["buttons", "display", "bridge", "sensor", "bike", "rider", "zones", "training", "storage", "control", "companion", "gps", "barometer"]
 
     public static func load(text: String) -> Result<DeviceConfig, ConfigErrors> {
         let (document, syntaxErrors) = TOMLDocument.parse(text)
@@ -34,9 +34,11 @@ public enum ConfigLoader {
             case ("storage", false): storage(r, &config.storage)
             case ("control", false): control(r, &config.control)
             case ("companion", false): companion(r, &config.companion)
+            case ("gps", false): gps(r, &config.gps)
+            case ("barometer", false): barometer(r, &config.barometer)
             default:
                 let header = table.isArrayElement ? "[[\(table.name)]]" : "[\(table.name)]"
-                r.errors.append(ConfigError(line: table.line, .unknownTable, "unknown table \(header); allowed tables: [buttons], [display], [bridge], [[sensor]], [bike], [rider], [zones], [training], [storage], [control], [companion]"))
+                r.errors.append(ConfigError(line: table.line, .unknownTable, "unknown table \(header); allowed tables: [buttons], [display], [bridge], [[sensor]], [bike], [rider], [zones], [training], [storage], [control], [companion], [gps], [barometer]"))
             }
             errors += r.errors
         }

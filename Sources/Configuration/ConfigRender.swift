@@ -88,6 +88,15 @@ extension DeviceConfig {
         line("[companion]")
         line("enabled = \(companion.enabled)")
         line("listen = \(q(companion.listen))")
+        line("")
+        line("[gps]")
+        line("enabled = \(gps.enabled)")
+        line("gpsd = \(q(gps.gpsd))")
+        line("")
+        line("[barometer]")
+        line("enabled = \(barometer.enabled)")
+        line("bus = \(barometer.bus)")
+        line("address = 0x\(String(barometer.address, radix: 16, uppercase: true))")
         return out
     }
 }

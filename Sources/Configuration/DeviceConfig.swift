@@ -14,6 +14,8 @@ public struct DeviceConfig: Sendable, Hashable {
     public var storage = Storage()
     public var control = Control()
     public var companion = Companion()
+    public var gps = Gps()
+    public var barometer = Barometer()
 
     public init() {}
 

@@ -106,6 +106,7 @@ public enum ConfigMapping {
                                    expectedSensors: expectedSensors(c), training: training)
         app.cadenceAveraging = c.training.averageCadenceZeros ? .includeZeros : .excludeZeros
         app.powerAveraging = c.training.averagePowerZeros ? .includeZeros : .excludeZeros
+        app.runningPageCount = runningPageCount(c)
         return app
     }
 
@@ -122,6 +123,7 @@ public enum ConfigMapping {
             case .speedCadence: add(.speed); add(.cadence)
             }
         }
+        if c.gps.enabled { add(.gps) }
         return roles.sorted { $0.rawValue < $1.rawValue }
     }
 
@@ -165,6 +167,7 @@ public enum ConfigMapping {
                 paired.append(PairedSensor(.ble(address), provides: bleQuantities(for: s.role), priority: i))
             }
         }
+        paired += onboardSources(c)
         return DataSourceConfiguration(sensors: paired, wheelCircumferenceMm: c.bike.wheelCircumferenceMm)
     }
 

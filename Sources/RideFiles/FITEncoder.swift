@@ -15,7 +15,7 @@ public enum FITEncoder {
     /// RR intervals per hrv message (Garmin writes 5).
     public static let rrPerMessage = 5
     /// Bytes reserved per record row (upper bound of a record message with every field).
-    static let recordBytesMax = 48
+    static let recordBytesMax = 64
     /// Bytes of an event message (header + 11), a lap with zone arrays and its time_in_zone
     /// (upper bound), a device_info.
     static let eventBytes = 12, lapBytesMax = 400, deviceInfoBytes = 48
@@ -32,7 +32,7 @@ public enum FITEncoder {
         var hasBalance = false
 
         init(_ ride: RideExport) {
-            let order: [Quantity] = [.heartRate, .cadence, .distance, .speed, .power, .altitude, .temperature,
+            let order: [Quantity] = [.heartRate, .cadence, .distance, .speed, .power, .altitude, .grade, .temperature,
                                      .torqueEffectivenessLeft, .torqueEffectivenessRight,
                                      .pedalSmoothnessLeft, .pedalSmoothnessRight]
             for q in order where ride.present[q.index] { quantities.append(q) }
@@ -48,9 +48,10 @@ public enum FITEncoder {
                 case .heartRate: f.append(FITFieldDefinition(3, .uint8))
                 case .cadence: f.append(FITFieldDefinition(4, .uint8))
                 case .distance: f.append(FITFieldDefinition(5, .uint32))
-                case .speed: f.append(FITFieldDefinition(6, .uint16))
+                case .speed: f += [FITFieldDefinition(6, .uint16), FITFieldDefinition(73, .uint32)] // + enhanced_speed
                 case .power: f.append(FITFieldDefinition(7, .uint16))
-                case .altitude: f.append(FITFieldDefinition(2, .uint16))
+                case .altitude: f += [FITFieldDefinition(2, .uint16), FITFieldDefinition(78, .uint32)] // + enhanced_altitude
+                case .grade: f.append(FITFieldDefinition(9, .sint16))
                 case .temperature: f.append(FITFieldDefinition(13, .sint8))
                 case .torqueEffectivenessLeft: f.append(FITFieldDefinition(43, .uint8))
                 case .torqueEffectivenessRight: f.append(FITFieldDefinition(44, .uint8))
@@ -158,6 +159,7 @@ public enum FITEncoder {
                          FITFieldDefinition(25, .enumeration), FITFieldDefinition(52, .uint32)]
         if let z = hrZones { lapFields.append(FITFieldDefinition(57, .uint32, count: z.zoneCount)) }
         if let z = powerZones { lapFields.append(FITFieldDefinition(60, .uint32, count: z.zoneCount)) }
+        lapFields += lapPositionFields
         w.define(local: lLap, global: 19, fields: lapFields)
 
         func event(_ instant: MonotonicInstant, _ e: Event, _ t: EventType, data: UInt32, group: UInt8 = 0) {
@@ -189,6 +191,7 @@ public enum FITEncoder {
             w.u32(lap.statistics.movingTime.map { Double($0) / 1000 }, scale: 1000) // total_moving_time
             if hrZones != nil { for i in 0..<lap.heartRateZoneTimes.zoneCount { w.u32(Double(lap.heartRateZoneTimes[i]) / 1000, scale: 1000) } }
             if powerZones != nil { for i in 0..<lap.powerZoneTimes.zoneCount { w.u32(Double(lap.powerZoneTimes[i]) / 1000, scale: 1000) } }
+            writeLapPositions(&w, ride, lap, end: end)
             w.end()
             timeInZone(end, mesg: 19, index: lap.index, hr: lap.heartRateZoneTimes, power: lap.powerZoneTimes)
         }
@@ -269,6 +272,7 @@ public enum FITEncoder {
                              FITFieldDefinition(59, .uint32)]
         if let z = hrZones { sessionFields.append(FITFieldDefinition(65, .uint32, count: z.zoneCount)) }
         if let z = powerZones { sessionFields.append(FITFieldDefinition(68, .uint32, count: z.zoneCount)) }
+        sessionFields += sessionPositionFields
         w.define(local: lSession, global: 18, fields: sessionFields)
         let stopTime = ride.fitTime(stop)
         var rideStats = b.ride
@@ -282,6 +286,7 @@ public enum FITEncoder {
         w.u32(rideStats.movingTime.map { Double($0) / 1000 }, scale: 1000) // total_moving_time
         if hrZones != nil { for i in 0..<b.heartRateZoneTimes.zoneCount { w.u32(Double(b.heartRateZoneTimes[i]) / 1000, scale: 1000) } }
         if powerZones != nil { for i in 0..<b.powerZoneTimes.zoneCount { w.u32(Double(b.powerZoneTimes[i]) / 1000, scale: 1000) } }
+        writeSessionPositions(&w, ride, rideStats)
         w.end()
         timeInZone(stop, mesg: 18, index: 0, hr: b.heartRateZoneTimes, power: b.powerZoneTimes)
 
@@ -326,9 +331,10 @@ public enum FITEncoder {
             switch q {
             case .heartRate, .cadence: w.u8(v)
             case .distance: w.u32(v, scale: 100)
-            case .speed: w.u16(v, scale: 1000)
+            case .speed: w.u16(v, scale: 1000); w.u32(v, scale: 1000)
             case .power: w.u16(v)
-            case .altitude: w.u16(v, scale: 5, offset: 500)
+            case .altitude: w.u16(v, scale: 5, offset: 500); w.u32(v, scale: 5, offset: 500)
+            case .grade: w.s16(v, scale: 100)
             case .temperature: w.s8(v)
             default: w.u8(v, scale: 2) // TE / PS, percent ×2
             }

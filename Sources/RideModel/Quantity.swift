@@ -17,9 +17,12 @@ public enum Quantity: UInt8, CaseIterable, Sendable, Hashable, CustomStringConve
     case latitude = 14        // degrees
     case longitude = 15       // degrees
     case temperature = 16     // °C
+    case ascent = 17          // m, cumulative total climbed (device-generated, docs/gps.md)
+    case descent = 18         // m, cumulative total descended
+    case grade = 19           // %, over the last stretch of road
 
     /// Number of quantities; arrays indexed by `rawValue` have this many slots.
-    public static let countMax = 17
+    public static let countMax = 20
 
     @inlinable public var index: Int { Int(rawValue) }
 
@@ -37,12 +40,20 @@ public enum Quantity: UInt8, CaseIterable, Sendable, Hashable, CustomStringConve
         case .altitude: "m"
         case .latitude, .longitude: "deg"
         case .temperature: "C"
+        case .ascent, .descent: "m"
+        case .grade: "%"
         }
     }
 
-    /// A cumulative counter (distance, energy): its statistics are totals of increments, not
-    /// averages of readings.
-    public var isCumulative: Bool { self == .distance || self == .energy }
+    /// A cumulative counter (distance, energy, ascent, descent): its statistics are totals of
+    /// increments, not averages of readings.
+    public var isCumulative: Bool { self == .distance || self == .energy || self == .ascent || self == .descent }
+
+    /// A counter whose change across a pause counts (ascent, descent): recording devices count
+    /// the climb between the last reading before a pause and the first after it (an auto-pause
+    /// on a steep climb at walking pace), and the altitude's hysteresis carries over the pause.
+    /// Distance and energy do not: what was covered while paused is not the ride's.
+    public var countsAcrossPauses: Bool { self == .ascent || self == .descent }
 
     /// Bucketed in the interval table (the quantities charts are drawn from).
     public var isCharted: Bool {
@@ -72,6 +83,9 @@ public enum Quantity: UInt8, CaseIterable, Sendable, Hashable, CustomStringConve
         case .latitude: "latitude"
         case .longitude: "longitude"
         case .temperature: "temperature"
+        case .ascent: "ascent"
+        case .descent: "descent"
+        case .grade: "grade"
         }
     }
 
@@ -90,7 +104,8 @@ public enum Quantity: UInt8, CaseIterable, Sendable, Hashable, CustomStringConve
         case .pedalBalanceRight, .torqueEffectivenessLeft, .torqueEffectivenessRight,
              .pedalSmoothnessLeft, .pedalSmoothnessRight: 0.5
         case .energy: 0.001
-        case .altitude: 0.2
+        case .altitude, .ascent, .descent: 0.2
+        case .grade: 0.1
         case .latitude, .longitude: 0.000_000_1
         }
     }

@@ -370,7 +370,7 @@ public struct RideBuilder: Sendable {
 
     private mutating func beginRunningStretch(at instant: MonotonicInstant) {
         // A counter read before the stretch is no base for it: the first reading in it is.
-        for q in 0..<Quantity.countMax { cumulativeBaseline[q] = false }
+        for q in Quantity.allCases where !q.countsAcrossPauses { cumulativeBaseline[q.index] = false }
         isRunning = true
         runningSince = instant
         stretchEnd = nil
@@ -414,7 +414,7 @@ public struct RideBuilder: Sendable {
             }
             if stopInstant != nil { throw .notCollecting }
             uncountedSamples &+= 1
-            if sample.quantity.isCumulative {
+            if sample.quantity.isCumulative && !sample.quantity.countsAcrossPauses {
                 cumulativeLast[q] = sample.value
                 cumulativeBaseline[q] = false
             }

@@ -8,6 +8,8 @@
 /// `allCases`.
 public enum SensorRole: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case heartRate = 0, power = 1, speed = 2, cadence = 3
+    /// The GPS fix (docs/gps.md): connected while fixes come, lost when the fix is.
+    case gps = 4
 
     /// The quantity whose sources decide this role's state (the best state among the paired
     /// sources that provide it).
@@ -17,6 +19,7 @@ public enum SensorRole: UInt8, Sendable, Hashable, CaseIterable, CustomStringCon
         case .power: .power
         case .speed: .speed
         case .cadence: .cadence
+        case .gps: .latitude
         }
     }
 
@@ -28,6 +31,7 @@ public enum SensorRole: UInt8, Sendable, Hashable, CaseIterable, CustomStringCon
                       .pedalSmoothnessLeft, .pedalSmoothnessRight]
         case .speed: [.speed]
         case .cadence: [.cadence]
+        case .gps: [.latitude, .longitude]
         }
     }
 
@@ -38,11 +42,12 @@ public enum SensorRole: UInt8, Sendable, Hashable, CaseIterable, CustomStringCon
         case .power: "PWR"
         case .speed: "SPD"
         case .cadence: "CAD"
+        case .gps: "GPS"
         }
     }
 
     /// The role's key in JSON (control stream, status).
-    public var key: String { quantity.name }
+    public var key: String { self == .gps ? "gps" : quantity.name }
 }
 
 /// A source's (or a role's) state. Ordered by how much it tells: a role with one lost and one
@@ -93,11 +98,15 @@ public enum SensorEvent: Sendable, Hashable {
     case sample(Sample)
     /// A role's state or battery changed.
     case status(SensorStatus, at: MonotonicInstant)
+    /// The GPS receiver's fix mode or satellites changed.
+    case gps(GpsStatus, at: MonotonicInstant)
+    /// A receiver's clock (GPS time from a fix): a trusted wall-clock reading.
+    case clock(WallClockTime, at: MonotonicInstant)
 
     public var instant: MonotonicInstant {
         switch self {
         case .sample(let s): s.instant
-        case .status(_, let t): t
+        case .status(_, let t), .gps(_, let t), .clock(_, let t): t
         }
     }
 }

@@ -39,6 +39,9 @@ public enum FieldContent: Sendable, Hashable {
             case .lapAveragePower: "LAP W"
             case .lapAverageSpeed: "LAP KM/H"
             case .lapAverageHeartRate: "LAP HR"
+            case .altitude: "ALT M"
+            case .ascent: "ASCENT M"
+            case .grade: "GRADE %"
             }
         }
     }
@@ -95,11 +98,14 @@ public struct PageLayout: Sendable, Hashable {
     public var fields: [Field]
     /// Separator lines: horizontal (height 1) or vertical (width 1) rectangles.
     public var rules: [Rect]
+    /// Where the track so far is drawn (the map page), if anywhere.
+    public var map: Rect?
 
-    public init(name: String, fields: [Field], rules: [Rect] = []) {
+    public init(name: String, fields: [Field], rules: [Rect] = [], map: Rect? = nil) {
         self.name = name
         self.fields = fields
         self.rules = rules
+        self.map = map
     }
 }
 
@@ -138,6 +144,8 @@ public struct ScreenLayouts: Sendable, Hashable {
             Field(.metric(.powerZone), Rect(x: 64, y: 48, width: 62, height: 16), size: .large, label: .left),
         ], rules: [Rect(x: 0, y: 17, width: 126, height: 1), Rect(x: 0, y: 47, width: 126, height: 1),
                    Rect(x: 62, y: 48, width: 1, height: 16)]),
+        PositionPages.climb128x64,
+        PositionPages.map128x64,
     ])
 
     /// 128x32: one row per page.
@@ -157,6 +165,8 @@ public struct ScreenLayouts: Sendable, Hashable {
             Field(.lapTime, Rect(x: 0, y: 0, width: 126, height: 15), size: .large, label: .left),
             Field(.timer, Rect(x: 0, y: 17, width: 126, height: 15), size: .large, label: .left),
         ], rules: [Rect(x: 0, y: 16, width: 126, height: 1)]),
+        PositionPages.climb128x32,
+        PositionPages.map128x32,
     ])
 
     public static func standard(height: Int) -> ScreenLayouts { height == 32 ? standard128x32 : standard128x64 }

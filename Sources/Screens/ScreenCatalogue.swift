@@ -234,6 +234,7 @@ public enum ScreenCatalogue {
         small.mode = .running(page: 0)
         small.overlay = .sensorLost(.power)
         add("small-alert", "128x32 panel: alert overlay", height: 32, small)
+        out += positionEntries(ride: ride, idle: idle)
         return out
     }
 }

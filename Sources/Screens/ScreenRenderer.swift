@@ -11,8 +11,8 @@ import RideModel
 public struct ScreenRenderer: Sendable {
     public let layouts: ScreenLayouts
     public let summaryPages: [SummaryPage]
-    private var canvas: Framebuffer
-    private var text = TextBuffer()
+    var canvas: Framebuffer
+    var text = TextBuffer()
     /// What the canvas shows when it holds a running page without overlay: the page index, then
     /// each field's text, 0xFF after each. Most inputs while riding are sensor frames that change
     /// nothing on the page shown (a power frame while page 1 shows speed, a speed frame that
@@ -20,7 +20,7 @@ public struct ScreenRenderer: Sendable {
     private var drawnKey: [UInt8]
     /// Bytes of `drawnKey` in use; -1 when the canvas holds anything else.
     private var drawnKeyCount = -1
-    private var keyScratch: [UInt8]
+    var keyScratch: [UInt8]
     /// Longest key kept; a page whose key is longer is simply drawn every time.
     public static let drawnKeyBytesMax = 256
 
@@ -84,6 +84,7 @@ public struct ScreenRenderer: Sendable {
         let index = ((page % pages.count) + pages.count) % pages.count
         keyScratch[0] = UInt8(truncatingIfNeeded: index)
         var n = 1
+        if pages[index].map != nil { n = appendMapKey(model, at: n) }
         for field in pages[index].fields {
             ValueFormat.write(field.content, of: model, into: &text)
             guard n + text.count + 1 <= Self.drawnKeyBytesMax else { drawnKeyCount = -1; return false }
@@ -107,12 +108,14 @@ public struct ScreenRenderer: Sendable {
         guard !pages.isEmpty else { return }
         let index = ((page % pages.count) + pages.count) % pages.count
         drawPage(pages[index], model)
-        drawPageDots(index, of: pages.count)
+        // The pages the rider can reach (the climbing and map pages only with GPS or a barometer).
+        drawPageDots(index, of: min(pages.count, max(1, model.runningPageCount)))
     }
 
     /// Draws any page layout: each field the same way, then the separator lines.
     public mutating func drawPage(_ layout: PageLayout, _ model: ScreenModel) {
         for rule in layout.rules { canvas.fill(rule) }
+        if let map = layout.map { drawMap(in: map, model) }
         for field in layout.fields { drawField(field, model) }
     }
 
@@ -173,13 +176,16 @@ public struct ScreenRenderer: Sendable {
         for role in SensorRole.allCases {
             let state = model.sensor(role)
             guard state != .notConfigured else { continue }
-            if let b = model.sensorBatteryPercent[Int(role.rawValue)] {
+            if role == .gps {
+                writeSatellites(model.gps)
+                canvas.drawText(text, font: .small, in: Rect(x: bx, y: y, width: 24, height: 12), alignment: .center)
+            } else if let b = model.sensorBatteryPercent[Int(role.rawValue)] {
                 text.clear()
                 text.append(integer: Int64(max(0, min(100, b))))
                 text.append(UInt8(ascii: "%"))
                 canvas.drawText(text, font: .small, in: Rect(x: bx, y: y, width: 24, height: 12), alignment: .center)
             }
-            bx += 26
+            bx += boxStep(model)
         }
     }
 
@@ -231,10 +237,11 @@ public struct ScreenRenderer: Sendable {
             let box = Rect(x: bx, y: y, width: 24, height: 13)
             let connected = state == .connected
             if connected { canvas.fill(box) } else { canvas.strokeRect(box) }
-            canvas.drawText(roleWord(role), font: .small, in: Rect(x: box.x, y: box.y, width: box.width, height: 12),
+            if role == .gps { writeGpsBox(model.gps) } else { text.clear(); text.append(roleWord(role)) }
+            canvas.drawText(text, font: .small, in: Rect(x: box.x, y: box.y, width: box.width, height: 12),
                             alignment: .center, on: !connected)
             if state == .lost { canvas.line(x0: box.x, y0: box.maxY - 1, x1: box.maxX - 1, y1: box.y) }
-            bx += 26
+            bx += boxStep(model)
         }
     }
 
@@ -247,7 +254,7 @@ public struct ScreenRenderer: Sendable {
             if expectedSensorCount(model) == 0 {
                 canvas.drawText("NO SENSORS", font: .small, in: Rect(x: 0, y: 48, width: width, height: 12), alignment: .center)
             } else {
-                drawSensorBoxes(y: 47, x: (width - 26 * expectedSensorCount(model) + 2) / 2, model)
+                drawSensorBoxes(y: 47, x: (width - boxStep(model) * expectedSensorCount(model) + 2) / 2, model)
             }
         } else {
             canvas.drawText(text, font: .digitsHuge, x: 4, y: 3)
@@ -256,7 +263,7 @@ public struct ScreenRenderer: Sendable {
         }
     }
 
-    private func expectedSensorCount(_ model: ScreenModel) -> Int {
+    func expectedSensorCount(_ model: ScreenModel) -> Int {
         var n = 0
         for role in SensorRole.allCases where model.sensor(role) != .notConfigured { n += 1 }
         return n
@@ -427,6 +434,7 @@ public struct ScreenRenderer: Sendable {
         case .power: "PWR"
         case .speed: "SPD"
         case .cadence: "CAD"
+        case .gps: "GPS"
         }
     }
 

@@ -100,8 +100,10 @@ public enum ValueFormat {
             text.append(value / 1000, decimals: value < 100_000 ? 2 : 1) // m -> km
         case .heartRate, .averageHeartRate, .maxHeartRate, .lapAverageHeartRate,
              .power, .averagePower, .maxPower, .normalizedPower, .lapAveragePower,
-             .cadence, .averageCadence, .heartRateZone, .powerZone:
+             .cadence, .averageCadence, .heartRateZone, .powerZone, .altitude, .ascent:
             text.append(value, decimals: 0)
+        case .grade:
+            text.append(value, decimals: 1)
         }
     }
 }

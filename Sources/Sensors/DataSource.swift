@@ -34,6 +34,8 @@ public struct PairedSensor: Sendable, Hashable {
 public struct DataSourceConfiguration: Sendable, Hashable {
     /// Sensors one ride can pair.
     public static let pairedSensorsMax = 8
+    /// Onboard receivers beside them (the GPS and the barometer).
+    public static let onboardSourcesMax = 2
 
     public var sensors: [PairedSensor]
     public var enabled: QuantitySet
@@ -52,7 +54,7 @@ public struct DataSourceConfiguration: Sendable, Hashable {
                 wheelCircumferenceMm: Int = SensorDecoder.defaultWheelCircumferenceMm,
                 staleAfterMs: Int64 = 3_000, lostAfterMs: Int64 = 10_000, bridgeSilenceMs: Int64 = 5_000,
                 framesPerSensorPerSecondMax: Int = 40) {
-        precondition(sensors.count <= Self.pairedSensorsMax, "at most \(Self.pairedSensorsMax) paired sensors")
+        precondition(sensors.count <= Self.pairedSensorsMax + Self.onboardSourcesMax, "at most \(Self.pairedSensorsMax) paired sensors and \(Self.onboardSourcesMax) onboard receivers")
         self.sensors = sensors
         self.enabled = enabled
         self.wheelCircumferenceMm = wheelCircumferenceMm
@@ -93,6 +95,8 @@ public struct DataSource: Sendable {
         var windowStart = MonotonicInstant.zero
         var framesInWindow = 0
         var lastDistanceM: Double?
+        /// When `lastDistanceM` was read.
+        var lastDistanceAt = MonotonicInstant.zero
         /// When this sensor last delivered each quantity (by `Quantity.rawValue`; nil: not since
         /// it connected). A sensor that could provide a quantity but does not (a power meter
         /// without crank data, for cadence) never keeps a lower-priority sensor's values out.
@@ -276,7 +280,9 @@ public struct DataSource: Sendable {
     mutating func lose(_ i: Int) {
         if slots[i].state != .searching { slots[i].state = .lost }
         for d in slots[i].decoders.indices { slots[i].decoders[d].reset() }
-        slots[i].lastDistanceM = nil
+        // A radio sensor's counter may start again when it reconnects; an onboard receiver's
+        // (the GPS odometer) goes on across a lost fix and counts the way across the gap.
+        if slots[i].paired.identity.radio != nil { slots[i].lastDistanceM = nil }
         for q in slots[i].producedAt.indices { slots[i].producedAt[q] = nil }
     }
 
@@ -315,11 +321,14 @@ public struct DataSource: Sendable {
     /// Quantities taken from `DerivedValues.value(_:)` (RR and distance are handled apart).
     static let valueQuantities: [Quantity] = [.heartRate, .power, .cadence, .speed, .energy, .pedalBalanceRight,
                                               .torqueEffectivenessLeft, .torqueEffectivenessRight,
-                                              .pedalSmoothnessLeft, .pedalSmoothnessRight]
+                                              .pedalSmoothnessLeft, .pedalSmoothnessRight,
+                                              .latitude, .longitude, .altitude, .ascent, .descent, .grade]
+    /// Quantities whose values may be negative (west, south, below sea level, downhill).
+    static let signedQuantities = QuantitySet(.latitude, .longitude, .altitude, .grade)
 
     mutating func emitSamples(_ v: DerivedValues, from i: Int, at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
         func send(_ q: Quantity, _ value: Double, origin: SampleOrigin = .measured) {
-            guard value.isFinite, value >= 0 else { status.bad.count(.absurdValue); return }
+            guard value.isFinite, value >= 0 || Self.signedQuantities.contains(q) else { status.bad.count(.absurdValue); return }
             status.samplesEmitted &+= 1
             emit(.sample(Sample(q, value, at: now, origin: origin)))
         }
@@ -331,12 +340,30 @@ public struct DataSource: Sendable {
         }
         if let dist = v.distanceM {
             let increment = slots[i].lastDistanceM.map { dist - $0 } ?? 0
-            slots[i].lastDistanceM = dist
-            if increment >= 0, pass(.distance, from: i, at: now) {
-                odometerM += increment
-                send(.distance, odometerM, origin: .generated)
+            if pass(.distance, from: i, at: now) {
+                slots[i].lastDistanceM = dist
+                slots[i].lastDistanceAt = now
+                if increment >= 0 {
+                    odometerM += increment
+                    send(.distance, odometerM, origin: .generated)
+                }
+            } else if slots[i].lastDistanceM == nil || distanceCoveredByOthers(since: slots[i].lastDistanceAt, than: i) {
+                // The preferred source counted this stretch. While it is silent (before it
+                // is stale) this one keeps its reading: when it takes over, the silent stretch
+                // is counted once, by it (docs/gps.md, "wheel sensor or GPS").
+                slots[i].lastDistanceM = dist
+                slots[i].lastDistanceAt = now
             }
         }
+    }
+
+    /// Whether a connected source other than `i` delivered distance after `instant`.
+    func distanceCoveredByOthers(since instant: MonotonicInstant, than i: Int) -> Bool {
+        let k = Int(Quantity.distance.rawValue)
+        for j in slots.indices where j != i && slots[j].state == .connected {
+            if let t = slots[j].producedAt[k], t > instant { return true }
+        }
+        return false
     }
 
     mutating func refreshRoles(at now: MonotonicInstant, force: Bool, _ emit: (SensorEvent) -> Void) {

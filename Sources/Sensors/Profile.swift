@@ -116,6 +116,13 @@ public struct DerivedValues: Sendable {
     public var pedalSmoothnessLeftPercent: Double?
     public var pedalSmoothnessRightPercent: Double?
     public var batteryPercent: Int?
+    /// From an onboard GPS or the altimetry (docs/gps.md): degrees, m, m (cumulative), %.
+    public var latitudeDeg: Double?
+    public var longitudeDeg: Double?
+    public var altitudeM: Double?
+    public var ascentM: Double?
+    public var descentM: Double?
+    public var gradePercent: Double?
     /// Bad-input kinds met while decoding (bit = `BadInput.rawValue`) that did not stop it.
     public var warnings: UInt32 = 0
 
@@ -149,6 +156,12 @@ public struct DerivedValues: Sendable {
         case .pedalSmoothnessLeft: pedalSmoothnessLeftPercent
         case .pedalSmoothnessRight: pedalSmoothnessRightPercent
         case .battery: batteryPercent.map(Double.init)
+        case .latitude: latitudeDeg
+        case .longitude: longitudeDeg
+        case .altitude: altitudeM
+        case .ascent: ascentM
+        case .descent: descentM
+        case .grade: gradePercent
         default: nil
         }
     }

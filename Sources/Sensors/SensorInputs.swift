@@ -13,6 +13,16 @@ public enum RawSensorInput {
     case bridgePacket(UnsafeRawBufferPointer, truncated: Bool)
     /// Bytes read from a serial bridge, in any chunking (COBS records, see `SerialDeframer`).
     case serialBytes(UnsafeRawBufferPointer)
+    /// One line from gpsd (without its line end): a JSON report (`PositionInputs`).
+    case gpsdLine(UnsafeRawBufferPointer)
+    /// gpsd sent a line longer than the client's buffer (dropped).
+    case gpsdLineTooLong
+    /// The connection to gpsd ended (it connects again by itself).
+    case gpsdDisconnected
+    /// The barometer's 24 calibration registers (0x88…), once when it is opened.
+    case barometerCalibration(UnsafeRawBufferPointer)
+    /// The barometer's 6 data registers (0xF7…), once a second.
+    case barometerData(UnsafeRawBufferPointer)
 }
 
 /// The one owner of sensor input: parses raw input (bridge packets, serial bytes), runs the data
@@ -21,6 +31,8 @@ public enum RawSensorInput {
 public struct SensorInputs: Sendable {
     public private(set) var source: DataSource
     var deframer = SerialDeframer()
+    /// GPS and barometer (docs/gps.md).
+    public internal(set) var positioning = PositionInputs()
 
     public init(_ configuration: DataSourceConfiguration) { source = DataSource(configuration) }
 
@@ -63,6 +75,11 @@ public struct SensorInputs: Sendable {
             var d = deframer
             d.feed(bytes) { source.handle($0, at: now, emit) }
             deframer = d
+        case .gpsdLine(let line): positioning.gpsdLine(line, at: now, &source, emit)
+        case .gpsdLineTooLong: positioning.gpsdLineTooLong(at: now, &source, emit)
+        case .gpsdDisconnected: positioning.gpsdDisconnected(at: now, &source, emit)
+        case .barometerCalibration(let bytes): positioning.barometerCalibrationBytes(bytes)
+        case .barometerData(let bytes): positioning.barometerData(bytes, at: now, &source, emit)
         }
     }
 
@@ -78,6 +95,7 @@ public struct SensorInputs: Sendable {
 
     /// Time passing: stale and lost sources, a silent bridge. At least once a second.
     public mutating func tick(at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
+        positioning.tick(at: now, &source, emit)
         source.tick(at: now, emit)
     }
 }

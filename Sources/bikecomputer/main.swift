@@ -9,7 +9,8 @@ struct BikeComputer: ParsableCommand {
         commandName: "bikecomputer",
         abstract: "An open-source bike computer for Linux single-board computers.",
         version: ProjectVersion.text("bikecomputer"),
-        subcommands: [Run.self, Ctl.self, ConfigCommand.self, Decode.self, JournalCommand.self, ZonesCommand.self, SensorsCommand.self, Rides.self, UsbImage.self, CompanionCommand.self],
+        subcommands: [Run.self, Ctl.self, ConfigCommand.self, Decode.self, JournalCommand.self, ZonesCommand.self, SensorsCommand.self, Rides.self, UsbImage.self, CompanionCommand.self,
+                      GpsCommand.self, BarometerCommand.self],
         defaultSubcommand: Run.self)
 }
 

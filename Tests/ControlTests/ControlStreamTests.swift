@@ -80,7 +80,7 @@ struct ControlStreamTests {
         let running = try #require(parsed.last { $0["type"] as? String == "metrics" && $0["state"] as? String == "running" })
         #expect((running["timer_ms"] as? Int ?? 0) > 0)
         #expect(running["metrics"] is [String: Any])
-        #expect((running["sensors"] as? [String: Any])?.count == 4)
+        #expect((running["sensors"] as? [String: Any])?.count == SensorRole.allCases.count)
         let z = try #require(running["zones"] as? [String: Any])
         #expect(z["heart_rate"] is [String: Any] && z["power"] is [String: Any])
     }

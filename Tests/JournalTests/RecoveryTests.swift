@@ -164,6 +164,8 @@ extension AppInput {
         case .button(var b): b.instant = b.instant.advanced(byMs: ms); self = .button(b)
         case .sensor(.sample(var s)): s.instant = s.instant.advanced(byMs: ms); self = .sample(s)
         case .sensor(.status(let s, let t)): self = .sensor(s, at: t.advanced(byMs: ms))
+        case .sensor(.gps(let g, let t)): self = .sensor(.gps(g, at: t.advanced(byMs: ms)))
+        case .sensor(.clock(let w, let t)): self = .sensor(.clock(w, at: t.advanced(byMs: ms)))
         case .tick(let t): self = .tick(t.advanced(byMs: ms))
         case .command(let c, let t): self = .command(c, at: t.advanced(byMs: ms))
         case .wallClock(let w, let t): self = .wallClock(w, at: t.advanced(byMs: ms))

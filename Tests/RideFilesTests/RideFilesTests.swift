@@ -31,6 +31,8 @@ func appTotals(_ records: [RideRecord]) -> [String: Any] {
         d["max_power"] = s[.power].max ?? NSNull()
         d["avg_cadence"] = s[.cadence].average ?? NSNull()
         d["max_cadence"] = s[.cadence].max ?? NSNull()
+        d["ascent_m"] = s[.ascent].hasData ? s.totals[Quantity.ascent.index] : NSNull()
+        d["descent_m"] = s[.descent].hasData ? s.totals[Quantity.descent.index] : NSNull()
         d["hr_zones_s"] = hr.map { $0.values.map { Double($0) / 1000 } } ?? NSNull()
         d["power_zones_s"] = pw.map { $0.values.map { Double($0) / 1000 } } ?? NSNull()
         return d

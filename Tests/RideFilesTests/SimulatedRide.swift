@@ -43,6 +43,7 @@ struct SimulatedRide {
         var running = true
         var distance = rng.double(0...5000) // a counter that does not start at 0
         var lat = 47.0 + rng.double(-1...1), lon = 8.0 + rng.double(-1...1), alt = rng.double(200...900)
+        var ascent = 0.0, descent = 0.0
         var hr = 110.0, power = 180.0, cadence = 85.0
         var hrDropoutUntil: Int64 = 0
         var lastRowSecond = Int64.min
@@ -108,10 +109,16 @@ struct SimulatedRide {
             }
             wrote = true
             if outdoor, rng.chance(0.97) { // GPS misses now and then
-                lat += rng.double(-0.0002...0.0002); lon += rng.double(-0.0002...0.0002); alt += rng.double(-1...1)
+                lat += rng.double(-0.0002...0.0002); lon += rng.double(-0.0002...0.0002)
+                let climb = rng.double(-1...1.2)
+                alt += climb
+                ascent += max(0, climb); descent += max(0, -climb)
                 records.append(.sample(Sample(.latitude, lat, at: at, origin: .measured)))
                 records.append(.sample(Sample(.longitude, lon, at: at, origin: .measured)))
                 records.append(.sample(Sample(.altitude, alt, at: at)))
+                records.append(.sample(Sample(.ascent, ascent, at: at, origin: .generated)))
+                records.append(.sample(Sample(.descent, descent, at: at, origin: .generated)))
+                records.append(.sample(Sample(.grade, climb / max(1, speed) * 100, at: at, origin: .generated)))
                 let sec = (at.milliseconds - start.milliseconds) / 1000
                 if sec != lastPositionSecond { positionSeconds += 1; lastPositionSecond = sec }
             }

@@ -14,6 +14,7 @@ import RideModel
             switch o {
             case .sample(let s): samples.append(s)
             case let .status(st, _): functions.append((st.role, st.state, st.batteryPercent))
+            case .gps, .clock: break
             }
         }
         func values(_ q: Quantity) -> [Double] { samples.filter { $0.quantity == q }.map(\.value) }
@@ -35,8 +36,8 @@ import RideModel
         var ds = source()
         var c = Collected()
         ds.start(at: ms(0)) { c.take($0) }
-        #expect(c.functions.count == 4)
-        #expect(c.functions.allSatisfy { $0.1 == .searching })
+        #expect(c.functions.count == SensorRole.allCases.count)
+        #expect(c.functions.allSatisfy { $0.1 == ($0.0 == .gps ? .notConfigured : .searching) }) // no GPS paired
         ds.handle(data(.ant(deviceNumber: 99, deviceType: 120, transmissionType: 1), 120, "00 00 00 00 00 00 00 48"), at: ms(10)) { c.take($0) }
         #expect(ds.status.bad[.unpairedSensor] == 1)
         #expect(c.samples.isEmpty)

@@ -41,7 +41,7 @@ struct ScenarioTests {
         ("at 1s command fly", 1, "unknown command"),
         ("duration 1m\nat 2m crash", 2, "after the end"),
         ("jump 1s", 1, "unknown instruction"),
-        ("sensors hr gps", 1, "unknown sensor"),
+        ("sensors hr radar", 1, "unknown sensor"),
     ])
     func errorsNameTheLine(text: String, line: Int, message: String) {
         do {

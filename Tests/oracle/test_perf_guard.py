@@ -70,3 +70,20 @@ def test_allocation_trace_names_the_allocating_code(bikebench):
     assert r.returncode == 1
     assert r.stderr.count("--- allocation of ") == 2, r.stderr
     assert "swift_allocObject" in r.stderr or "swift_slowAlloc" in r.stderr, r.stderr
+
+
+GPS_LINE = re.compile(r"GPS: (\d+) gpsd lines \((\d+) fixes\), (\d+) heap allocations; barometer: (\d+) readings, (\d+) heap allocations")
+
+
+def test_no_heap_allocation_per_gps_report_or_barometer_reading(bikebench):
+    # The same guard with the GPS (gpsd report lines, 1 Hz) and the barometer (BMP280 registers,
+    # 1 Hz) among the frames (docs/gps.md): every line and reading goes through the parser, the
+    # fix rules, the compensation, the altimetry, the data source and the app core.
+    r, frames, allocations, allocating = guard(bikebench, "--gps")
+    m = GPS_LINE.search(r.stdout)
+    assert m, f"no GPS line in bikebench output:\n{r.stdout}\n{r.stderr}"
+    lines, fixes, gps_allocations, readings, baro_allocations = map(int, m.groups())
+    assert lines > 300 and fixes > 250 and readings > 250, r.stdout
+    assert gps_allocations == 0 and baro_allocations == 0, r.stdout
+    assert allocations == 0 and allocating == 0, r.stdout
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -6,6 +6,9 @@
 #   sent" with --no-display; the run loop draws its first frame before it serves the socket).
 #     bash scripts/bench/run_realtime.sh [SECONDS]
 # Needs: python3; a C compiler for the floor (optional).
+# GPS=1 adds a GPS (docs/gps.md): Debian's gpsd, fed the Edge 500 ride's own positions as NMEA at
+# 1 Hz through a pty (Tests/oracle/gpsd_feed.py; needs gpsd, python3-gps and the .venv's fitdecode),
+# and `[gps] enabled` in the app's config. The app's CPU is measured, not gpsd's.
 # Prints the wake-up floor for comparison (scripts/bench/wakeup_floor.c) at the end.
 # The bridge is board/bridge's own code (protocol, Bridge, SocketTransport), paced in real time.
 # Measures with /proc/PID/stat (utime+stime), /proc/PID/status (VmHWM) and /proc/PID/io
@@ -28,7 +31,7 @@ fi
     || { echo "run_realtime.sh: this bikecomputer has no \`run --no-display\` yet (branch run not merged)" >&2; exit 1; }
 python=$(command -v python3)
 tmp=$(mktemp -d)
-cleanup() { [ -n "${app:-}" ] && kill "$app" 2>/dev/null || true; [ -n "${bridge:-}" ] && kill "$bridge" 2>/dev/null || true; rm -rf "$tmp"; }
+cleanup() { [ -n "${app:-}" ] && kill "$app" 2>/dev/null || true; [ -n "${bridge:-}" ] && kill "$bridge" 2>/dev/null || true; [ -n "${gpsd_feeder:-}" ] && kill -- -"$gpsd_feeder" 2>/dev/null || kill "${gpsd_feeder:-0}" 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
 mkdir -p "$tmp/data"
 cat >"$tmp/config.toml" <<CONF
@@ -62,6 +65,18 @@ data_dir = "$tmp/data"
 [control]
 socket = "$tmp/control.sock"
 CONF
+if [ "${GPS:-0}" = 1 ]; then
+    gps_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    printf '\n[gps]\nenabled = true\ngpsd = "127.0.0.1:%s"\n' "$gps_port" >>"$tmp/config.toml"
+    .venv/bin/python Tests/oracle/gps_nmea.py ../shared/fixtures/rides/garmin-edge-500-activity.fit "$tmp/gps.log" \
+        --limit $((seconds + 60)) >&2
+    # gpsd starts at once; the feed begins when "go" arrives (after the app has connected), one
+    # epoch (5 sentences) a second.
+    (sleep 4; echo go; sleep $((seconds + 120))) | /usr/bin/python3 Tests/oracle/gpsd_feed.py "$gps_port" 0.2 "$tmp/gps.log" \
+        >"$tmp/gpsd.log" 2>&1 &
+    gpsd_feeder=$!
+    sleep 1
+fi
 # The replay: the same payload layouts as Simulator/Sources/Simulation/SensorPayloads.swift.
 "$python" - "$seconds" >"$tmp/ride.jsonl" <<'PY'
 import json, sys, math
@@ -142,6 +157,7 @@ jb1=$(journal_bytes)
 hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$app/status")
 status=$("$bin/bikecomputer" ctl --socket "$tmp/control.sock" status 2>&1 | tr '\n' ' ')
 echo "at the end: $(echo "$status" | grep -o '"live":{[^}]*}') $(echo "$status" | grep -o '"counters":"[^"]*"')"
+[ "${GPS:-0}" = 1 ] && echo "gps: $(echo "$status" | grep -o '"gps":{[^}]*}')"
 awk -v u=$((user1 - user0)) -v c=$((cpu1 - cpu0)) -v ns=$((ns1 - ns0)) -v hz="$clk" -v s="$seconds" -v io=$((io1 - io0)) -v hwm="$hwm" -v ready="$ready_ms" -v jb=$(( ${jb1:-0} - ${jb0:-0} )) 'BEGIN {
     printf "cpu_share_percent %.4f   (target <= 0.05; %.1f ms on CPU over %d s, /proc/PID/schedstat; utime+stime: %d ticks of 1/%d s, %d of them user)\n", ns / 1e9 / s * 100, ns / 1e6, s, c, hz, u
     printf "peak_rss_kb %d   (target <= 15360)\n", hwm

@@ -72,10 +72,12 @@ public final class HeadlessRun {
         self.archive = archive
         self.screen = screen
         self.log = MemoryLog(capacity: 512)
-        self.configuration = configuration
+        // With a GPS or a barometer the climbing and map pages are there, as on the board.
+        self.configuration = scenario.withPositionPages(configuration)
         let seed = scenario.seed ?? options.seed
         sensors = SimulatedSensors(seed: seed, present: scenario.sensors)
-        runtime = Self.boot(storage: storage, archive: archive, screen: screen, log: log, configuration: configuration,
+        sensors.positioning.startUnixMs = options.startUnixMs
+        runtime = Self.boot(storage: storage, archive: archive, screen: screen, log: log, configuration: self.configuration,
                             sensors: sensors.configuration, seed: seed, options: options, at: 0, counters: &counters)
         _ = runtime.addObserver(summaries)
     }
@@ -201,6 +203,8 @@ public final class HeadlessRun {
             sensors.dropout(s, fromMs: ms, lengthMs: len)
         case .bridgeRestart(let len):
             sensors.bridgeDown(fromMs: ms, lengthMs: len, runtime)
+        case .gpsLost(let len):
+            sensors.positioning.loseFix(fromMs: ms, lengthMs: len)
         case .crash:
             counters.crashes += 1
             kill(powerCut: false, at: ms)

@@ -32,6 +32,8 @@ public final class ReplayRun {
         /// A command handled after the tick of its instant (the end comes after the record of
         /// the stop's second).
         case commandAfterTick(ControlCommand)
+        /// Raw input for the runtime's input path (the recorded altitude as barometer registers).
+        case raw(ReplayRawInput)
     }
 
     public let activity: FITActivity
@@ -56,7 +58,8 @@ public final class ReplayRun {
         var configuration = configuration
         configuration.ride.sampleHoldLimitMs = max(configuration.ride.sampleHoldLimitMs, Self.holdLimitMs(activity))
         let opened = storage.open(configuration: configuration, seed: seed, deviceNow: .zero, wallNow: wall)
-        runtime = DeviceRuntime.boot(opened, archive: archive, screen: screen, log: log, wall: wall, at: .zero)
+        runtime = DeviceRuntime.boot(opened, archive: archive, screen: screen, log: log, sensors: Self.positionSources,
+                                     wall: wall, at: .zero)
         _ = runtime.addObserver(summaries)
         plan(t0: t0, timerEvents: timerEvents, countdownMs: Int64(configuration.countdownSeconds) * 1000)
     }
@@ -99,6 +102,7 @@ public final class ReplayRun {
 
     func plan(t0: Int64, timerEvents: [FITActivity.Event], countdownMs: Int64) {
         let zero = MonotonicInstant.zero
+        add(0, .raw(.barometerCalibration))
         for role in SensorRole.allCases { add(0, .input(.sensor(SensorStatus(role, .connected), at: zero))) }
         // START acts on its press: pressed one countdown before the recording's first timer start,
         // the ride starts exactly then.
@@ -200,6 +204,7 @@ public final class ReplayRun {
                 present[q.index] = v != nil
                 if let v { add(t, .input(.sample(Sample(q, v, at: at)))) }
             }
+            planPosition(r, at: t)
             if let v = distance {
                 let dt = t == startMs && hasDistance ? t + 1 : t
                 add(dt, .input(.sample(Sample(.distance, v, at: MonotonicInstant(milliseconds: dt)))))
@@ -240,6 +245,7 @@ public final class ReplayRun {
                 case .input(let input): runtime.handle(input)
                 case .command(let c): runtime.command(c, at: now)
                 case .commandAfterTick(let c): late.append(c)
+                case .raw(let r): r.send(to: runtime, at: now)
                 }
                 i += 1
             }

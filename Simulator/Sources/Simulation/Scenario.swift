@@ -25,6 +25,11 @@ import RideModel
 public struct Scenario: Sendable, Hashable {
     public enum Sensor: String, Sendable, Hashable, CaseIterable {
         case hr, power, speed, cadence
+        /// The board's GPS (through gpsd) and barometer (docs/gps.md).
+        case gps, baro
+
+        /// The bridge's four sensors: a scenario's sensors unless it names them.
+        public static let radio: Set<Sensor> = [.hr, .power, .speed, .cadence]
     }
 
     public enum Action: Sendable, Hashable {
@@ -37,6 +42,8 @@ public struct Scenario: Sendable, Hashable {
         case crash
         /// Power is cut: the simulated flash also loses what was not synced.
         case powerCut
+        /// The GPS receiver loses its fix (it reports "no fix") for this long.
+        case gpsLost(ms: Int64)
         case diskFull(ms: Int64)
         case screenshot(String)
     }
@@ -53,7 +60,7 @@ public struct Scenario: Sendable, Hashable {
     /// In time order (file order for equal times).
     public var steps: [Step]
 
-    public init(seed: UInt64? = nil, durationMs: Int64, sensors: Set<Sensor> = Set(Sensor.allCases), steps: [Step] = []) {
+    public init(seed: UInt64? = nil, durationMs: Int64, sensors: Set<Sensor> = Sensor.radio, steps: [Step] = []) {
         self.seed = seed
         self.durationMs = durationMs
         self.sensors = sensors
@@ -134,13 +141,13 @@ public struct Scenario: Sendable, Hashable {
             case "sensors":
                 var set = Set<Sensor>()
                 for w in words.dropFirst() {
-                    guard let s = Sensor(rawValue: String(w)) else { throw fail("unknown sensor '\(w)'; use hr, power, speed, cadence") }
+                    guard let s = Sensor(rawValue: String(w)) else { throw fail("unknown sensor '\(w)'; use hr, power, speed, cadence, gps, baro") }
                     set.insert(s)
                 }
                 scenario.sensors = set
             case "at":
                 let at = try duration(1, "time")
-                guard words.count >= 3 else { throw fail("'at TIME' needs an action: press, hold, command, marker, dropout, bridge-restart, crash, power-cut, disk-full, screenshot") }
+                guard words.count >= 3 else { throw fail("'at TIME' needs an action: press, hold, command, marker, dropout, bridge-restart, gps-lost, crash, power-cut, disk-full, screenshot") }
                 let action: Action
                 switch words[2] {
                 case "press":
@@ -180,6 +187,9 @@ public struct Scenario: Sendable, Hashable {
                     action = .dropout(s, ms: try duration(4, "dropout length"))
                 case "bridge-restart":
                     action = .bridgeRestart(ms: words.count >= 4 ? try duration(3, "outage") : 2_000)
+                case "gps-lost":
+                    guard words.count == 4 else { throw fail("gps-lost takes a duration, e.g. gps-lost 30s") }
+                    action = .gpsLost(ms: try duration(3, "how long the fix is lost"))
                 case "crash": action = .crash
                 case "power-cut": action = .powerCut
                 case "disk-full":

@@ -59,6 +59,7 @@ public struct SimulatedSensors: Sendable {
             case .power: paired.append(PairedSensor(who, provides: QuantitySet(.power, .cadence, .pedalBalanceRight), priority: 1))
             case .speed: paired.append(PairedSensor(who, provides: QuantitySet(.speed, .distance)))
             case .cadence: paired.append(PairedSensor(who, provides: QuantitySet(.cadence)))
+            case .gps: break // not a bridge sensor (SimulatedPositionFeed)
             }
         }
         return DataSourceConfiguration(sensors: paired, wheelCircumferenceMm: wheelCircumferenceMm)
@@ -75,6 +76,8 @@ public struct SimulatedSensors: Sendable {
     var accumulatedPowerW = 0
     var bridgeID: UInt32
     var payload: [UInt8] = []
+    /// The GPS and barometer, when the scenario has them (their lines go in time order with the frames).
+    public internal(set) var positioning: SimulatedPositionFeed
     /// Payloads the synthesizer could not build (a bug if ever non-zero).
     public private(set) var framesRejected = 0
     /// Frames handed to the device.
@@ -83,9 +86,10 @@ public struct SimulatedSensors: Sendable {
     public init(seed: UInt64, present: Set<Scenario.Sensor>) {
         ride = SyntheticRide(seed: seed)
         sensors = Self.catalogue
-        let roles = Set(present.map(\.role))
+        let roles = Set(present.compactMap(\.role)).subtracting([.gps])
         for role in roles { sensors[Int(role.rawValue)].present = true }
-        configuration = Self.dataSourceConfiguration(present: roles)
+        positioning = SimulatedPositionFeed(seed: seed, gps: present.contains(.gps), barometer: present.contains(.baro))
+        configuration = positioning.adding(to: Self.dataSourceConfiguration(present: roles))
         bridgeID = UInt32(truncatingIfNeeded: seed &* 2_654_435_761)
         payload.reserveCapacity(SensorPayloads.payloadBytesMax)
     }
@@ -103,19 +107,23 @@ public struct SimulatedSensors: Sendable {
         var t = Int64.max
         if !bridgeUp { t = bridgeDownUntilMs }
         for s in sensors where s.present { t = min(t, dueMs(s)) }
-        return t
+        return min(t, positioning.nextDueMs)
     }
 
     /// Sends every frame due up to `ms`, in time order, to the device.
     public mutating func emit(upTo ms: Int64, into device: DeviceRuntime) {
         if !bridgeUp && ms >= bridgeDownUntilMs { connectBridge(at: max(bridgeDownUntilMs, 0), device) }
-        guard bridgeUp else { return }
         while true {
             var best = -1
             var bestMs = Int64.max
-            for i in sensors.indices where sensors[i].present {
+            for i in sensors.indices where sensors[i].present && bridgeUp {
                 let due = dueMs(sensors[i])
                 if due <= ms && due < bestMs { best = i; bestMs = due }
+            }
+            let positionDue = positioning.nextDueMs
+            if positionDue <= ms && positionDue < bestMs {
+                positioning.emit(atMs: positionDue, ride: &ride, device)
+                continue
             }
             guard best >= 0 else { break }
             let s = sensors[best]
@@ -160,6 +168,8 @@ public struct SimulatedSensors: Sendable {
         case .cadence:
             SensorPayloads.antRevolutions(eventMs: ride.lastCrankEventMs, revolutions: ride.crankRevolutions,
                                           messageCount: sensors[i].messageCount, into: &payload)
+        case .gps:
+            return
         }
         guard let p = Payload(payload) else { framesRejected += 1; return }
         let s = sensors[i]
@@ -168,7 +178,9 @@ public struct SimulatedSensors: Sendable {
     }
 
     public mutating func dropout(_ s: Scenario.Sensor, fromMs: Int64, lengthMs: Int64) {
-        let i = Int(s.role.rawValue)
+        if s == .gps || s == .baro { positioning.silence(s, fromMs: fromMs, lengthMs: lengthMs); return }
+        guard let role = s.role else { return }
+        let i = Int(role.rawValue)
         sensors[i].silentUntilMs = max(sensors[i].silentUntilMs, fromMs + lengthMs)
     }
 
@@ -183,6 +195,7 @@ public struct SimulatedSensors: Sendable {
     /// The device is down: the sensors go on riding but nobody listens.
     public mutating func skip(to ms: Int64) {
         ride.advance(toMs: ms)
+        positioning.skip(to: ms)
         for i in sensors.indices where sensors[i].nextDueMs <= ms {
             let period = sensors[i].periodMs
             sensors[i].nextDueMs += ((ms - sensors[i].nextDueMs) / period + 1) * period
@@ -191,13 +204,15 @@ public struct SimulatedSensors: Sendable {
 }
 
 extension Scenario.Sensor {
-    /// The sensor role a scenario's sensor name stands for.
-    public var role: SensorRole {
+    /// The sensor role a scenario's sensor name stands for (the barometer has none).
+    public var role: SensorRole? {
         switch self {
         case .hr: .heartRate
         case .power: .power
         case .speed: .speed
         case .cadence: .cadence
+        case .gps: .gps
+        case .baro: nil
         }
     }
 }

@@ -24,6 +24,9 @@ public enum SummaryJSON {
         w.number("normalized_power_w", np, decimals: 1)
         w.number("avg_cadence_rpm", s[.cadence].average, decimals: 1)
         w.number("max_cadence_rpm", s[.cadence].max, decimals: 1)
+        // Climbing (docs/gps.md): null without altitude.
+        w.number("ascent_m", s[.ascent].hasData ? s.totals[Quantity.ascent.index] : nil, decimals: 1)
+        w.number("descent_m", s[.descent].hasData ? s.totals[Quantity.descent.index] : nil, decimals: 1)
         zones(&w, "time_in_hr_zone_s", hrZones)
         zones(&w, "time_in_power_zone_s", powerZones)
         w.number("samples_lost_s", Double(lostMs) / 1000)

@@ -49,6 +49,10 @@ public struct SyntheticRide: Sendable {
     public private(set) var cadenceRpm = 0.0
     public private(set) var heartRateBpm: Double
     public private(set) var distanceM = 0.0
+    /// Height above sea level, m: the route's start height plus the workout's grades ridden
+    /// (the route and elevation profile: SyntheticRoute.swift).
+    public private(set) var altitudeM = SyntheticRide.startAltitudeM
+    public static let startAltitudeM = 436.0
     /// Cumulative revolutions (fractional) and the instants of the last whole revolution.
     public private(set) var wheelRevolutions = 0.0
     public private(set) var crankRevolutions = 0.0
@@ -126,6 +130,7 @@ public struct SyntheticRide: Sendable {
         // Counters.
         let newTimeMs = timeMs + dtMs
         distanceM += speedMps * dt
+        altitudeM += speedMps * dt * grade
         let wheelBefore = wheelRevolutions.rounded(.down)
         wheelRevolutions += speedMps * dt / wheelCircumferenceM
         if wheelRevolutions.rounded(.down) > wheelBefore { lastWheelEventMs = newTimeMs }

@@ -164,6 +164,7 @@ struct Interactive {
         case .power: "PWR"
         case .speed: "SPD"
         case .cadence: "CAD"
+        case .gps: "GPS"
         }
     }
 

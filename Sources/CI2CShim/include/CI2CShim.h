@@ -1,6 +1,7 @@
 #ifndef CI2CSHIM_H
 #define CI2CSHIM_H
 #include <stdint.h>
+#include "CI2CRegisters.h" /* sensor registers (the barometer) */
 
 /// libi2c (i2c-tools) and the i2c-dev ioctls for the display bus. Every function returns 0 (or
 /// a file descriptor) on success and a negative errno value on failure; EINTR is retried.
