@@ -12,8 +12,10 @@ What this cannot show (radio range, real bonding, LE Secure Connections, which f
 here): docs/sensors.md."""
 from __future__ import annotations
 
+import bisect
 import json
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -23,8 +25,11 @@ import pytest
 import vmlib
 from conftest import prepared
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "ble"))
+import btvirt  # noqa: E402
+
 BLE_MODULES = ["hci_vhci", "algif_skcipher", "algif_hash", "ecb", "cmac"]
-HOST_PACKAGES = ["bluez", "bluez-test-tools", "dbus"]
+HOST_PACKAGES = ["bluez", "dbus"]
 BRIDGE = vmlib.REPO / "board" / "bridge"
 RECORD_S = 20
 
@@ -38,7 +43,8 @@ def bridge_venv() -> pathlib.Path:
         return venv
     shutil.rmtree(venv, ignore_errors=True)
     vmlib.log(f"making the bridge's venv ({venv.name})")
-    vmlib.sh([sys.executable if pathlib.Path(sys.executable).name.startswith("python3") else "python3", "-m", "venv", str(venv)])
+    vmlib.ensure_packages(["python3-venv"])
+    vmlib.sh(["/usr/bin/python3", "-m", "venv", str(venv)])  # Debian's python3, as on a board
     vmlib.sh([str(venv / "bin" / "pip"), "install", "-q", "-r", str(req)], timeout=900)
     (venv / "ready").write_text(req.read_text())
     return venv
@@ -58,12 +64,13 @@ def ble_ride(amd64, swift_bin):
     prepared("the BLE packages on the host", vmlib.ensure_packages, HOST_PACKAGES)
     venv = prepared("the bridge's venv", bridge_venv)
     ride = prepared("the ride values", ride_values)
+    btvirt_bin = prepared("btvirt (built from BlueZ's source)", btvirt.build)
     vm = prepared("the amd64 guest", vmlib.Machine, amd64, BLE_MODULES, [])
     script = f"""
 set -u
 mount -t tmpfs tmpfs /host/var/lib/bluetooth || {{ echo "no /var/lib/bluetooth on the host: install bluez"; exit 93; }}
 inhost /usr/bin/python3 Tests/vm/ble/guest_ble.py --bin {swift_bin / 'bikecomputer'} --venv {venv} --out /run/vm \\
-    --repo {vmlib.REPO} --ride {ride} --record-s {RECORD_S}
+    --repo {vmlib.REPO} --ride {ride} --record-s {RECORD_S} --btvirt {btvirt_bin}
 """
     result = vm.run(script, timeout_s=400, name="ble")
     rec_file = result.outdir / "ble.json"
@@ -86,8 +93,187 @@ def sent(result: vmlib.Result) -> list[dict]:
     return [json.loads(line) for line in (result.outdir / "sent.jsonl").read_text().splitlines() if line]
 
 
+# ---------------------------------------------------------------------------------- helpers
+
+VALUE = re.compile(r"(series|sample) (\w+)=([-\d.e]+)\S* at=(\d+)ms")
+CHARS = {"hr": "2a37", "power": "2a63", "csc": "2a5b"}
+STEADY = [("start", "recorded"), ("recorded", "bad"), ("bad", "hr back"), ("app back", "after app restart")]
+DISRUPTED = [("hr back", "after bluetoothd restart")]
+
+
+def checkpoints(r: dict) -> dict:
+    return {c["name"]: c for c in r["checkpoints"]}
+
+
+def sim_count(c: dict, sensor: str, char: str) -> int:
+    return c["sim"][sensor]["sent"].get(char, 0)
+
+
+def bridge_count(c: dict, address: str, char: str) -> int:
+    return c["bridge"]["notifications"].get(f"{address}/{char}", 0)
+
+
+def journal_values(result: vmlib.Result) -> list[tuple[str, str, float, int]]:
+    """(kind, quantity, value, app time in ms) of every sample and series value in the journal."""
+    j = json.loads((result.outdir / "journal.json").read_text())
+    out = []
+    for rec in j["records"]:
+        for v in rec.get("values", []):
+            m = VALUE.match(v)
+            if m:
+                out.append((m.group(1), m.group(2), float(m.group(3)), int(m.group(4))))
+    return out
+
+
+def journal_events(result: vmlib.Result) -> list[str]:
+    j = json.loads((result.outdir / "journal.json").read_text())
+    return [rec["record"] for rec in j["records"] if rec["type"] == "event"]
+
+
+def ride_window_ms(result: vmlib.Result) -> tuple[int, int]:
+    """From the ride's start event to its pause (app times, ms)."""
+    events = journal_events(result)
+    start = next(int(re.search(r"at=(\d+)ms", e).group(1)) for e in events if e.startswith("event start"))
+    pause = next(int(re.search(r"at=(\d+)ms", e).group(1)) for e in events if e.startswith("event pause"))
+    return start, pause
+
+
+def sent_by(result: vmlib.Result, sensor: str, char: str) -> list[dict]:
+    return [e for e in sent(result) if e["s"] == sensor and e["u"] == char and not e.get("bad")]
+
+
+def preceding(times_ms: list[int], t_ms: int) -> int:
+    """Index of the last time at or before t_ms (the notification a value came from)."""
+    return bisect.bisect_right(times_ms, t_ms) - 1
+
+
+# ---------------------------------------------------------------------------------- tests
+
 def test_all_three_sensors_connect_and_nothing_crashes(ble_ride):
     result, r = ble_ride
     assert r["alive"] == {"btvirt": True, "bluetoothd": True, "sim": True, "app": True, "bridge": True}, r["alive"]
     assert r["exit"]["bridge"] == 0 and r["exit"]["app"] == 0, r["exit"]
     print(json.dumps(r["steps"], indent=1))
+
+
+def test_every_notification_sent_reaches_the_bridge_and_every_frame_the_app(ble_ride):
+    """Counted on the three sides with the sensors holding still: what the simulated sensors
+    notified, what the bridge forwarded (per sensor and characteristic), what the app received
+    (frames). Equal over every stretch without a restart in it."""
+    result, r = ble_ride
+    cp = checkpoints(r)
+    for a, b in STEADY:
+        for sensor, char in CHARS.items():
+            address = r["addresses"][sensor]
+            sent_n = sim_count(cp[b], sensor, char) - sim_count(cp[a], sensor, char)
+            fwd_n = bridge_count(cp[b], address, char) - bridge_count(cp[a], address, char)
+            assert sent_n == fwd_n and sent_n > 0, f"{a} -> {b}, {sensor} {char}: sent {sent_n}, bridge forwarded {fwd_n}"
+        frames_out = cp[b]["bridge"]["sent"] - cp[a]["bridge"]["sent"]
+        frames_in = cp[b]["app"]["frames"] - cp[a]["app"]["frames"]
+        assert frames_out == frames_in, f"{a} -> {b}: the bridge sent {frames_out} frames, the app received {frames_in}"
+        assert cp[b]["bridge"]["dropped"] == cp[a]["bridge"]["dropped"], f"{a} -> {b}: frames dropped"
+
+
+def test_a_bluetoothd_restart_loses_at_most_what_was_in_flight(ble_ride):
+    result, r = ble_ride
+    cp = checkpoints(r)
+    for a, b in DISRUPTED:
+        for sensor, char in CHARS.items():
+            address = r["addresses"][sensor]
+            sent_n = sim_count(cp[b], sensor, char) - sim_count(cp[a], sensor, char)
+            fwd_n = bridge_count(cp[b], address, char) - bridge_count(cp[a], address, char)
+            assert 0 <= sent_n - fwd_n <= 2 and fwd_n > 0, f"{a} -> {b}, {sensor} {char}: sent {sent_n}, forwarded {fwd_n}"
+    assert r["bluetoothd_restart_back_s"] < 30, r["bluetoothd_restart_back_s"]
+    assert r["bridge_final"]["ble"]["bluetoothd_restarts"] == 1
+
+
+def test_the_values_in_the_ride_are_the_ones_sent(ble_ride):
+    """Every 4 Hz power value in the ride's journal is the power of the notification that
+    carried it (the last one sent before the app recorded it); every RR interval is one sent;
+    1 Hz heart rates are values sent; speed and cadence, computed by the app from wheel and
+    crank revolutions, follow the recorded ride."""
+    result, r = ble_ride
+    values = journal_values(result)
+    start, pause = ride_window_ms(result)
+    power = sent_by(result, "power", "2a63")
+    power_ms = [e["t_us"] // 1000 for e in power]
+    series = [(v, t) for kind, q, v, t in values if kind == "series" and q == "power"]
+    sent_in_ride = [e for e in power if start <= e["t_us"] // 1000 <= pause]
+    assert len(series) >= 0.9 * len(sent_in_ride) and len(series) > 40, (len(series), len(sent_in_ride))
+    lags = []
+    for v, t in series:
+        i = preceding(power_ms, t)
+        assert i >= 0 and power[i]["v"]["power"] == v, f"power {v} W at {t} ms; last sent {power[i] if i >= 0 else None}"
+        lags.append(t - power_ms[i])
+    lags.sort()
+    assert lags[len(lags) // 2] < 500, f"median notification-to-ride time {lags[len(lags) // 2]} ms"
+    rr_sent = [x for e in sent_by(result, "hr", "2a37") if start - 2000 <= e["t_us"] // 1000 <= pause for x in e["v"]["rr"]]
+    rr_ride = [round(v * 1024) for kind, q, v, t in values if kind == "series" and q == "rr_interval"]
+    assert rr_ride and set(rr_ride) <= set(rr_sent), f"RR in the ride not sent: {sorted(set(rr_ride) - set(rr_sent))[:10]}"
+    hr = sent_by(result, "hr", "2a37")
+    hr_ms = [e["t_us"] // 1000 for e in hr]
+    for kind, q, v, t in values:
+        if kind == "sample" and q == "heart_rate":
+            recent = {e["v"]["hr"] for e in hr[max(0, preceding(hr_ms, t) - 3):preceding(hr_ms, t) + 1]}
+            assert v in recent, f"heart rate {v} at {t} ms; sent just before: {recent}"
+    for q in ("cadence", "speed"):
+        errors = []
+        for kind, name, v, t in values:
+            if kind == "sample" and name == q:
+                ref = power[preceding(power_ms, t)]["v"][q]
+                if ref:
+                    errors.append(abs(v - ref) / ref)
+        errors.sort()
+        assert errors and errors[len(errors) // 2] < 0.05, f"{q}: median error {errors[len(errors) // 2]:.3f}"
+        assert errors[int(len(errors) * 0.9)] < 0.15, f"{q}: 90th percentile error {errors[int(len(errors) * 0.9)]:.3f}"
+
+
+def test_battery_levels_reach_ctl_status(ble_ride):
+    _, r = ble_ride
+    assert r["battery_before"] == {"HR": 81, "PWR": 64, "SPD": 47, "CAD": 64} or \
+        r["battery_before"] == {"HR": 81, "PWR": 64, "SPD": 64, "CAD": 64}, r["battery_before"]
+    assert r["battery_change_s"] < 5, r["battery_change_s"]
+
+
+def test_malformed_notifications_are_counted_and_logged_by_the_bridge_and_the_app(ble_ride):
+    result, r = ble_ride
+    cp = checkpoints(r)
+    assert cp["bad"]["bridge"]["bad"].get("malformed", 0) - cp["recorded"]["bridge"]["bad"].get("malformed", 0) == 6
+    log = (result.outdir / "bridge.log").read_text(errors="replace")
+    assert "truncated: its flags announce" in log
+    counters = r["status_after_bad"]["bridge"]["counters"]
+    m = re.search(r"truncated (\d+)", counters)
+    assert m and int(m.group(1)) == 6, counters
+    assert r["alive"]["bridge"] and r["alive"]["app"]
+
+
+def test_a_device_without_the_measurement_is_counted_not_a_crash(ble_ride):
+    """The "broken" sensor advertises cycling power but has no 0x2A63: paired through a search
+    (below), the bridge reports it unusable and counts it."""
+    pytest.skip("needs the search and pairing (protocol version 2 in the app)")
+
+
+def test_a_sensor_that_disappears_is_lost_at_once_and_comes_back_on_its_own(ble_ride):
+    """The bridge sees the link drop and says so (a link frame): the app marks the sensor lost
+    at once, not after its 10 s silence timeout (docs/sensors.md); when the sensor advertises
+    again the bridge connects it again without being asked."""
+    _, r = ble_ride
+    assert r["hr_lost_after_s"] < 3.0, r["hr_lost_after_s"]
+    assert r["hr_back_after_s"] < 15.0, r["hr_back_after_s"]
+    assert r["bridge_final"]["ble"]["sensors"][r["addresses"]["hr"]]["sessions"] >= 3
+
+
+def test_the_app_restarting_is_survived(ble_ride):
+    _, r = ble_ride
+    assert r["after_app_restart"] == {"state": "running", "recovered": True}, r["after_app_restart"]
+    assert r["app_restart_back_s"] < 15, r["app_restart_back_s"]
+    assert r["bridge_final"]["app_connections"] == 2
+
+
+def test_cpu_shares_while_recording(ble_ride):
+    """Reported, not asserted beyond sanity (TCG): bluetoothd, bridge and app relative to
+    each other; written to cpu.json for docs/performance.md."""
+    result, r = ble_ride
+    ticks = r["cpu"]["ticks"]
+    assert all(ticks[n] >= 0 for n in ticks) and ticks["app"] > 0 and ticks["bridge"] > 0, ticks
+    print("cpu ticks over", r["cpu"]["seconds"], "s:", ticks)

@@ -293,6 +293,7 @@ auto_pause = false
         st = status()
         record["after_app_restart"] = {"state": st["state"], "recovered": st["recovered"]}
         note("all back after app restart", after_s=record["app_restart_back_s"], state=st["state"])
+        checkpoint("app back")
         time.sleep(4)
         checkpoint("after app restart")
 

@@ -278,7 +278,13 @@ class Sensor:
                 entry["bad"] = True
             self.sim.log(entry)
 
-    def measure(self, now_s: float, dt_s: float) -> None:
+    def wheel_rate(self, now_s: float) -> float:
+        return float(self.sim.ride.at(now_s)["speed"]) / WHEEL_M
+
+    def crank_rate(self, now_s: float) -> float:
+        return float(self.sim.ride.at(now_s)["cadence"]) / 60.0
+
+    def measure(self, now_s: float) -> None:
         """One measurement notification at `now_s` (seconds since the sensors started)."""
         v = self.sim.ride.at(now_s)
         if self.name == "hr":
@@ -297,15 +303,11 @@ class Sensor:
         elif self.name == "power":
             power = int(v["power"])
             speed, cadence = float(v["speed"]), float(v["cadence"])
-            self.wheel.advance(speed / WHEEL_M, now_s, dt_s)
-            self.crank.advance(cadence / 60.0, now_s, dt_s)
             value = struct.pack("<HhIHHH", 0x30, power, int(self.wheel.revs) & 0xFFFFFFFF, self.wheel.event_ticks(),
                                 int(self.crank.revs) & 0xFFFF, self.crank.event_ticks())
             self.send(0x2A63, value, {"power": power, "speed": speed, "cadence": cadence})
         elif self.name == "csc":
             speed, cadence = float(v["speed"]), float(v["cadence"])
-            self.wheel.advance(speed / WHEEL_M, now_s, dt_s)
-            self.crank.advance(cadence / 60.0, now_s, dt_s)
             value = struct.pack("<BIHHH", 0x03, int(self.wheel.revs) & 0xFFFFFFFF, self.wheel.event_ticks(),
                                 int(self.crank.revs) & 0xFFFF, self.crank.event_ticks())
             self.send(0x2A5B, value, {"speed": speed, "cadence": cadence})
@@ -329,12 +331,21 @@ class Sensor:
         """Measurements at the sensor's period, on absolute times (no drift)."""
         period = self.PERIOD_S[self.name]
         start = time.monotonic()
+        last = start - self.sim.started
         k = 0
         while True:
             k += 1
             await asyncio.sleep(max(0.0, start + k * period - time.monotonic()))
-            if self.name != "broken" and not self.sim.held:
-                self.measure(time.monotonic() - self.sim.started, period)
+            if self.name == "broken":
+                continue
+            now_s = time.monotonic() - self.sim.started
+            # The wheel and crank turn on whether or not a notification goes out (the
+            # revolutions follow the real time elapsed, however late this loop wakes).
+            self.wheel.advance(self.wheel_rate(now_s), now_s, now_s - last)
+            self.crank.advance(self.crank_rate(now_s), now_s, now_s - last)
+            last = now_s
+            if not self.sim.held:
+                self.measure(now_s)
 
     def status(self) -> dict:
         return {"address": self.address, "hidden": self.hidden, "registered": self.registered,

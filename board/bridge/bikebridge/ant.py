@@ -139,12 +139,13 @@ class AntRadio:
             self.pool.append(ch)
 
     def _apply_paired(self, devices) -> None:
-        wanted = {tuple(d) for d in devices}
+        ordered = list(dict.fromkeys(tuple(d) for d in devices))  # the config's order
+        wanted = set(ordered)
         for key in [k for k in self.paired if k not in wanted]:
             self._release(self.paired.pop(key))
             self.bridge.link(protocol.AntId(key[1], key[0], key[2]), key[0], protocol.LINK_DISCONNECTED)
             log.info("ANT+ channel closed: type %d number %d", key[0], key[1])
-        for device_type, number, trans in sorted(wanted - set(self.paired)):
+        for device_type, number, trans in [k for k in ordered if k not in self.paired]:
             fallback = protocol.AntId(number, device_type, trans)
 
             def on_data(data, fallback=fallback, device_type=device_type):

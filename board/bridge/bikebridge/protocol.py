@@ -90,8 +90,8 @@ def _sensor_bytes(sensor: SensorId, profile: int) -> bytes:
     return body + struct.pack("<H", profile)
 
 
-def hello(time_us: int, radios: int, bridge_id: int) -> bytes:
-    return struct.pack("<BBQBBI", VERSION, KIND_HELLO, time_us, VERSION_MAX, radios, bridge_id)
+def hello(time_us: int, radios: int, bridge_id: int, version_max: int = VERSION_MAX) -> bytes:
+    return struct.pack("<BBQBBI", VERSION, KIND_HELLO, time_us, version_max, radios, bridge_id)
 
 
 def heartbeat(time_us: int, sequence: int) -> bytes:
