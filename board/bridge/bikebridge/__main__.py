@@ -183,13 +183,7 @@ class Runner:
         else:
             self.transport.connect()
         self.arm_heartbeat()
-        if not self.args.no_ble and (self.args.config or self.args.ble):
-            from .ble import BleRadio
-            self.ble = BleRadio(self.bridge, self.args.adapter)
-            self.bridge.radios |= protocol.RADIO_BLE
-            await self.ble.start()
-        if not self.args.no_ant and ant_stick_present():
-            self.start_ant()
+        await self.start_radios()
         self.reload()
         if self.args.config:
             from . import config
@@ -201,6 +195,15 @@ class Runner:
         await self.stop.wait()
         self.write_stats()
         return 0
+
+    async def start_radios(self) -> None:
+        if not self.args.no_ble and (self.args.config or self.args.ble):
+            from .ble import BleRadio
+            self.ble = BleRadio(self.bridge, self.args.adapter)
+            self.bridge.radios |= protocol.RADIO_BLE
+            await self.ble.start()
+        if not self.args.no_ant and ant_stick_present():
+            self.start_ant()
 
     async def poll_config(self) -> None:
         from . import config
