@@ -28,7 +28,9 @@ let package = Package(
     ],
     targets: [
         // MARK: Pure logic
-        .target(name: "RideModel", swiftSettings: swift6),
+        .target(name: "RideModel", dependencies: ["CBuildInfo"], swiftSettings: swift6),
+        // The git commit a release build passes in (-Xcc -DBIKECOMPUTER_GIT_COMMIT=...): scripts/build-release.sh.
+        .target(name: "CBuildInfo", path: "Sources/CBuildInfo"),
         .target(name: "Training", dependencies: ["RideModel"], swiftSettings: swift6),
         .target(name: "Sensors", dependencies: ["RideModel"], swiftSettings: swift6),
         .target(name: "Display", swiftSettings: swift6),

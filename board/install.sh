@@ -1,76 +1,137 @@
 #!/bin/sh
 # Installs bikecomputer on a Raspberry Pi (or any Debian-like board):
-#   sudo board/install.sh [--binary PATH] [--boot-config] [--user NAME]
+#   sudo board/install.sh [--binary PATH] [--companion PATH | --no-companion] [--boot-config] [--user NAME]
 # - the binary to /usr/local/bin/bikecomputer
 # - a system user (default `bike`) in the gpio, i2c and dialout groups
 # - udev rules for /dev/gpiochip* and /dev/i2c-* (group access, no root needed)
 # - /etc/bikecomputer/config.toml (kept if it exists) and the systemd unit
+# - the phone companion (/usr/local/bin/bikecompanion, Chart.js, its own unit), which stays off
+#   until the config says [companion] enabled = true
 # - with --boot-config: the I2C/button lines appended once to the boot config.txt
-# Run it again after an update: it only replaces the binary and the unit.
+# Run it again after an update: it only replaces the binaries and the units.
+#
+# Each part is one function below, run in order by main(); a new part (e.g. the bridge's user,
+# venv and unit) is a new function and one line in main().
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 binary="$here/../.build/release/bikecomputer"
+companion=""            # default: bikecompanion beside the binary
+with_companion=yes
 user=bike
 boot_config=no
+doc_dir=/usr/local/share/doc/bikecomputer
 
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --binary) binary=$2; shift 2 ;;
-        --user) user=$2; shift 2 ;;
-        --boot-config) boot_config=yes; shift ;;
-        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
-        *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 64 ;;
-    esac
-done
+usage() { sed -n '2,14p' "$0"; }
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "install.sh: run as root (sudo board/install.sh)" >&2
-    exit 1
-fi
-if [ ! -x "$binary" ]; then
-    echo "install.sh: no binary at $binary; build it with 'swift build -c release' or pass --binary PATH" >&2
-    exit 1
-fi
+parse_args() {
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --binary) binary=$2; shift 2 ;;
+            --companion) companion=$2; shift 2 ;;
+            --no-companion) with_companion=no; shift ;;
+            --user) user=$2; shift 2 ;;
+            --boot-config) boot_config=yes; shift ;;
+            -h|--help) usage; exit 0 ;;
+            *) echo "install.sh: unknown option $1 (see --help)" >&2; exit 64 ;;
+        esac
+    done
+    [ -n "$companion" ] || companion="$(dirname "$binary")/bikecompanion"
+}
 
-echo "* packages: gpiod and i2c-tools (they pull in the libgpiod and libi2c runtime libraries)"
-if command -v apt-get >/dev/null 2>&1; then
-    apt-get install -y --no-install-recommends gpiod i2c-tools
-fi
+check_prerequisites() {
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "install.sh: run as root (sudo board/install.sh)" >&2
+        exit 1
+    fi
+    if [ ! -x "$binary" ]; then
+        echo "install.sh: no binary at $binary; build it with 'scripts/build-release.sh --static-swift-stdlib --product bikecomputer' or pass --binary PATH" >&2
+        exit 1
+    fi
+    if [ "$with_companion" = yes ] && [ ! -x "$companion" ]; then
+        echo "install.sh: no companion at $companion; build it with 'scripts/build-release.sh --static-swift-stdlib --product bikecompanion', pass --companion PATH, or install without it: --no-companion" >&2
+        exit 1
+    fi
+}
 
-echo "* groups and the $user user"
-for g in gpio i2c; do
-    getent group "$g" >/dev/null || groupadd --system "$g"
-done
-if ! id "$user" >/dev/null 2>&1; then
-    useradd --system --home-dir /var/lib/bikecomputer --no-create-home --shell /usr/sbin/nologin "$user"
-fi
-usermod -aG gpio,i2c,dialout "$user"
+install_packages() {
+    # gpiod and i2c-tools pull in the libgpiod and libi2c runtime libraries; libjs-chart.js is
+    # the companion page's charts (served by the companion: the phone has no internet on a ride).
+    packages="gpiod i2c-tools"
+    if [ "$with_companion" = yes ]; then packages="$packages libjs-chart.js"; fi
+    echo "* packages: $packages"
+    if command -v apt-get >/dev/null 2>&1; then
+        # shellcheck disable=SC2086
+        apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends $packages
+    else
+        echo "  no apt-get on this system: install $packages with its package manager" >&2
+    fi
+}
 
-echo "* udev rules and the i2c-dev module"
-install -m 0644 "$here/udev/99-bikecomputer.rules" /etc/udev/rules.d/99-bikecomputer.rules
-echo i2c-dev > /etc/modules-load.d/bikecomputer.conf
-modprobe i2c-dev 2>/dev/null || true
-udevadm control --reload-rules && udevadm trigger --subsystem-match=gpio --subsystem-match=i2c-dev || true
+install_user() {
+    echo "* groups and the $user user"
+    for g in gpio i2c; do
+        getent group "$g" >/dev/null || groupadd --system "$g"
+    done
+    if ! id "$user" >/dev/null 2>&1; then
+        useradd --system --home-dir /var/lib/bikecomputer --no-create-home --shell /usr/sbin/nologin "$user"
+    fi
+    usermod -aG gpio,i2c,dialout "$user"
+}
 
-echo "* binary and config"
-install -m 0755 "$binary" /usr/local/bin/bikecomputer
-install -d -m 0755 /etc/bikecomputer
-if [ ! -e /etc/bikecomputer/config.toml ]; then
-    install -m 0644 "$here/config.toml" /etc/bikecomputer/config.toml
-else
-    echo "  keeping the existing /etc/bikecomputer/config.toml"
-fi
-/usr/local/bin/bikecomputer config check /etc/bikecomputer/config.toml >/dev/null
+install_udev() {
+    echo "* udev rules and the i2c-dev module"
+    install -m 0644 "$here/udev/99-bikecomputer.rules" /etc/udev/rules.d/99-bikecomputer.rules
+    echo i2c-dev > /etc/modules-load.d/bikecomputer.conf
+    modprobe i2c-dev 2>/dev/null || true
+    udevadm control --reload-rules && udevadm trigger --subsystem-match=gpio --subsystem-match=i2c-dev || true
+}
 
-echo "* systemd unit"
-sed "s/^User=bike$/User=$user/; s/^Group=bike$/Group=$user/" "$here/systemd/bikecomputer.service" \
-    > /etc/systemd/system/bikecomputer.service
-chmod 0644 /etc/systemd/system/bikecomputer.service
-systemctl daemon-reload
-systemctl enable bikecomputer.service
+# A unit file from board/systemd with User=/Group= set to the service user.
+install_unit() {
+    sed "s/^User=bike$/User=$user/; s/^Group=bike$/Group=$user/" "$here/systemd/$1" > "/etc/systemd/system/$1"
+    chmod 0644 "/etc/systemd/system/$1"
+}
 
-if [ "$boot_config" = yes ]; then
+install_device() {
+    echo "* binary and config"
+    install -m 0755 "$binary" /usr/local/bin/bikecomputer
+    install -d -m 0755 /etc/bikecomputer
+    if [ ! -e /etc/bikecomputer/config.toml ]; then
+        install -m 0644 "$here/config.toml" /etc/bikecomputer/config.toml
+    else
+        echo "  keeping the existing /etc/bikecomputer/config.toml"
+    fi
+    /usr/local/bin/bikecomputer config check /etc/bikecomputer/config.toml >/dev/null
+    install -d -m 0755 "$doc_dir"
+    for doc in board.md config.md companion.md; do
+        if [ -f "$here/../docs/$doc" ]; then install -m 0644 "$here/../docs/$doc" "$doc_dir/$doc"; fi
+    done
+    echo "* systemd unit bikecomputer.service"
+    install_unit bikecomputer.service
+    systemctl daemon-reload
+    systemctl enable bikecomputer.service
+}
+
+install_companion() {
+    [ "$with_companion" = yes ] || { echo "* companion: skipped (--no-companion)"; return 0; }
+    echo "* companion: bikecompanion and bikecompanion.service (runs as $user, like bikecomputer: the control socket accepts only that user)"
+    # `bikecomputer companion` runs bikecompanion from the directory bikecomputer is in.
+    install -m 0755 "$companion" /usr/local/bin/bikecompanion
+    install_unit bikecompanion.service
+    systemctl daemon-reload
+    # Enabled, but its ExecCondition (bikecompanion check-enabled) skips it until the config
+    # has [companion] enabled = true.
+    systemctl enable bikecompanion.service
+    if /usr/local/bin/bikecompanion check-enabled --config /etc/bikecomputer/config.toml >/dev/null 2>&1; then
+        echo "  [companion] enabled = true: it starts with the unit"
+    else
+        echo "  off until [companion] enabled = true in /etc/bikecomputer/config.toml; then: sudo systemctl start bikecompanion"
+    fi
+}
+
+install_boot_config() {
+    [ "$boot_config" = yes ] || return 0
     cfg=/boot/firmware/config.txt
     [ -f "$cfg" ] || cfg=/boot/config.txt
     if [ ! -f "$cfg" ]; then
@@ -82,6 +143,18 @@ if [ "$boot_config" = yes ]; then
         cat "$here/boot-config.txt" >> "$cfg"
         echo "  appended the I2C and button lines to $cfg (reboot to apply)"
     fi
-fi
+}
 
-echo "done: reboot (boot config), then 'systemctl start bikecomputer' and 'bikecomputer ctl status'"
+main() {
+    parse_args "$@"
+    check_prerequisites
+    install_packages
+    install_user
+    install_udev
+    install_device
+    install_companion
+    install_boot_config
+    echo "done: reboot (boot config), then 'systemctl start bikecomputer' and 'bikecomputer ctl status'"
+}
+
+main "$@"

@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
 # The test command (README): installs what the tests need, then runs every test.
+#   - Swift 6.1 or later on PATH (checked first), python3.
 #   - Debian packages: libgpiod-dev, libi2c-dev (board adapters), dosfstools, mtools (USB image),
-#     python3-venv; installed with apt-get when running as root, otherwise named and we stop.
+#     python3-venv, tmux (terminal demo test), libjs-chart.js (companion charts); installed with apt-get when running as root, otherwise named and we stop.
 #   - A Python venv in .venv with the independent oracle decoders (Tests/oracle/requirements.txt).
 #   - swift build, swift test, then the oracle tests (pytest) against the built binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-apt_packages=(libgpiod-dev libi2c-dev dosfstools mtools)
+# The toolchain first: nothing is installed for a build that cannot run. Package.swift says
+# swift-tools-version 6.1.
+command -v swift >/dev/null || { echo "test.sh: no swift on PATH: install the Swift 6.1+ toolchain (swift.org/install/linux) and put its usr/bin on PATH" >&2; exit 1; }
+swift_version=$(swift --version 2>/dev/null | sed -n 's/.*Swift version \([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p' | head -n 1)
+case "$swift_version" in
+    "" | [0-5].* | 6.0) echo "test.sh: Swift ${swift_version:-of unknown version} found; this package needs Swift 6.1 or later: install it from swift.org/install/linux" >&2; exit 1 ;;
+esac
+command -v python3 >/dev/null || { echo "test.sh: no python3: sudo apt-get install python3 python3-venv" >&2; exit 1; }
+
+# tmux: the terminal demo's test; libjs-chart.js: the companion page's charts.
+apt_packages=(libgpiod-dev libi2c-dev dosfstools mtools python3-venv tmux libjs-chart.js)
 missing=()
 for p in "${apt_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -16,8 +27,11 @@ if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         echo "test.sh: installing Debian packages: ${missing[*]}"
         apt-get update -qq >/dev/null || { echo "test.sh: apt-get update failed" >&2; exit 1; }
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null \
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq "${missing[@]}" >/dev/null \
             || { echo "test.sh: could not install ${missing[*]}; install them with: sudo apt-get install ${missing[*]}" >&2; exit 1; }
+    elif ! command -v apt-get >/dev/null; then
+        echo "test.sh: missing packages (Debian names): ${missing[*]}; no apt-get here: install their equivalents with this system's package manager" >&2
+        exit 1
     else
         echo "test.sh: missing Debian packages: ${missing[*]}" >&2
         echo "         install them with: sudo apt-get install ${missing[*]}" >&2
@@ -29,12 +43,10 @@ fi
 # the reason), so a failed install is not fatal.
 if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "test.sh: installing chromium for the companion's browser test"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 \
-        || echo "test.sh: could not install chromium; the companion browser test will be skipped" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq chromium; } >/dev/null 2>&1 \
+        || echo "test.sh: could not install chromium; the companion browser test will fail (install it: sudo apt-get install chromium)" >&2
 fi
 
-command -v swift >/dev/null || { echo "test.sh: no swift on PATH: install the Swift 6 toolchain (swift.org) first" >&2; exit 1; }
-command -v python3 >/dev/null || { echo "test.sh: no python3: sudo apt-get install python3 python3-venv" >&2; exit 1; }
 
 # Oracle tools in a venv (created once, refreshed when requirements change).
 req=Tests/oracle/requirements.txt

@@ -20,6 +20,10 @@ func value(_ flag: String) -> String? {
     return args[i + 1]
 }
 
+if args.contains("--version") {
+    print(ProjectVersion.text("bikebench"))
+    exit(0)
+}
 let known: Set<String> = ["--json", "--guard", "--inject-allocation", "--quick", "--hours", "--out", "--callgrind-frames", "--trace-allocations", "--help", "-h"]
 for (i, a) in args.enumerated() where a.hasPrefix("-") && !known.contains(a) {
     if i > 0, ["--hours", "--out", "--callgrind-frames", "--trace-allocations"].contains(args[i - 1]) { continue }

@@ -7,8 +7,16 @@ public struct AppConfiguration: Sendable, Hashable {
     public var countdownSeconds: Int
     /// Held at least this long, a press is a long press.
     public var longPressMs: Int64
-    /// A live value older than this is shown as "--" and not recorded.
+    /// A live value older than this is shown as "--".
     public var liveStaleMs: Int64
+    /// A 1 Hz record carries a value only if its frame arrived within this long before the
+    /// record and was not recorded already: a sensor that falls silent stops adding values at
+    /// once (docs/statistics.md, "values that never happened").
+    public var recordWindowMs: Int64
+    /// Whether cadence and power averages leave zeros out (Garmin's defaults: cadence without
+    /// zeros, power with zeros). Journaled with the ride, so recovery and its file agree.
+    public var cadenceAveraging: ZeroAveraging
+    public var powerAveraging: ZeroAveraging
     public var alertDisplayMs: Int64
     public var runningPageCount: Int
     public var summaryPageCount: Int
@@ -29,9 +37,12 @@ public struct AppConfiguration: Sendable, Hashable {
                 countdownSeconds: Int = 3,
                 longPressMs: Int64 = 1_500,
                 liveStaleMs: Int64 = 3_000,
+                recordWindowMs: Int64 = 1_000,
+                cadenceAveraging: ZeroAveraging = .excludeZeros,
+                powerAveraging: ZeroAveraging = .includeZeros,
                 alertDisplayMs: Int64 = 4_000,
                 runningPageCount: Int = 3,
-                summaryPageCount: Int = 3,
+                summaryPageCount: Int = 6, // Screens' SummaryPage.standard (a DisplayTests test keeps them equal)
                 expectedSensors: [SensorRole] = SensorRole.allCases,
                 disabledQuantities: [Quantity] = [],
                 recordPowerSeries: Bool = true,
@@ -42,6 +53,9 @@ public struct AppConfiguration: Sendable, Hashable {
         self.countdownSeconds = countdownSeconds
         self.longPressMs = longPressMs
         self.liveStaleMs = liveStaleMs
+        self.recordWindowMs = recordWindowMs
+        self.cadenceAveraging = cadenceAveraging
+        self.powerAveraging = powerAveraging
         self.alertDisplayMs = alertDisplayMs
         self.runningPageCount = runningPageCount
         self.summaryPageCount = summaryPageCount
@@ -79,6 +93,9 @@ public struct AppCore: Sendable {
     public internal(set) var disabledSamples: UInt64 = 0
     /// 1 Hz records not taken because a tick came late.
     public internal(set) var recordsSkipped: UInt64 = 0
+    /// Journaled events the builder refused while replaying (never expected: the live core
+    /// refuses them first); their lifecycle change was not applied either.
+    public internal(set) var replayRefusals: UInt64 = 0
 
     public var state: SessionState { lifecycle.state }
     /// The wall-clock anchor of the ride in progress (re-anchored when the clock was corrected).
@@ -89,6 +106,8 @@ public struct AppCore: Sendable {
     var liveValue: [Double]
     var liveInstant: [MonotonicInstant]
     var liveSeen: [Bool]
+    /// The instant of the live value last put into a record, per quantity.
+    var liveRecorded: [MonotonicInstant]
     var sensorStates: [SensorState]
     // Buttons.
     var buttonDownAt: [MonotonicInstant?]
@@ -123,6 +142,8 @@ public struct AppCore: Sendable {
     var recordValues: [Double?] = [nil, nil, nil]
     /// While replaying: the instant of the record whose samples are being replayed.
     var replayRecordInstant: MonotonicInstant?
+    /// How far the last distance auto-lap ran past its mark (the next lap ends on the next mark).
+    var autoLapCarryM = 0.0
     /// Journaled training settings that could not be read back (ignored, counted).
     public internal(set) var unreadableSettings: UInt64 = 0
     var wallAnchor: WallClockAnchor?
@@ -136,6 +157,7 @@ public struct AppCore: Sendable {
         liveValue = Array(repeating: 0, count: Quantity.countMax)
         liveInstant = Array(repeating: .zero, count: Quantity.countMax)
         liveSeen = Array(repeating: false, count: Quantity.countMax)
+        liveRecorded = Array(repeating: MonotonicInstant(milliseconds: .min), count: Quantity.countMax)
         sensorStates = configuration.expectedSensors.map { $0 ? .searching : .notConfigured }
         buttonDownAt = Array(repeating: nil, count: Button.allCases.count)
         longPressFired = Array(repeating: false, count: Button.allCases.count)
@@ -308,15 +330,55 @@ public struct AppCore: Sendable {
     }
 
     /// Applies a lifecycle action, or reports the refusal (reply for commands, overlay for
-    /// buttons). Returns whether it was applied.
-    mutating func transition(_ action: SessionAction, at now: MonotonicInstant, fromCommand: Bool) -> Bool {
-        do {
-            try lifecycle.apply(action, at: now)
-            return true
-        } catch {
+    /// buttons). Returns whether it was applied. With `event`, the ride's builder is asked
+    /// first: the transition is applied only if the builder will take the event too (both or
+    /// neither), and the caller then applies it with `applyChecked`.
+    mutating func transition(_ action: SessionAction, at now: MonotonicInstant, fromCommand: Bool,
+                             event: RideEvent.Kind? = nil) -> Bool {
+        if let error = lifecycle.check(action, at: now) {
             if fromCommand { reply(false, error.description) }
             if case .rideAlreadyInProgress = error { showOverlay(.rideInProgress, at: now) }
             return false
+        }
+        if let kind = event, let b = builder, let refusal = b.check(kind, at: now) {
+            if fromCommand {
+                reply(false, refusal == .capacityReached
+                      ? "\(action) refused: the ride's event table is full (\(b.events.count) events); end the ride to save it"
+                      : "\(action) refused: \(refusal)")
+            }
+            showOverlay(.rideTableFull, at: now)
+            return false
+        }
+        do { try lifecycle.apply(action, at: now) } catch {
+            preconditionFailure("a checked transition was refused: \(error)")
+        }
+        return true
+    }
+
+    /// Applies a builder event that `transition` checked. A refusal here would leave the screen
+    /// and the ride's figures telling different stories: it stops the program in release builds
+    /// too (the journal then recovers the ride as it was before the event).
+    mutating func applyChecked(_ body: (inout RideBuilder) throws(BuilderRejection) -> Void) {
+        guard builder != nil else { return }
+        do { try body(&builder!) } catch {
+            preconditionFailure("the builder refused a checked event: \(error)")
+        }
+    }
+
+    /// Counter readings (distance, energy) at a pause, resume or stop instant, so that the
+    /// distance ridden up to a pause and from a resume is counted to the instant (a record at the
+    /// same instant reads the counter again: a repeated reading adds nothing).
+    mutating func takeBoundaryReadings(at instant: MonotonicInstant) {
+        guard builder?.startInstant != nil else { return }
+        for q in [Quantity.distance, .energy] {
+            guard let v = recordValue(q, at: instant) else { continue }
+            let s = Sample(q, q.recordedValue(v), at: instant, origin: .generated)
+            do {
+                try builder!.add(s)
+                journal(.sample(s))
+            } catch {
+                continue
+            }
         }
     }
 
@@ -350,41 +412,50 @@ public struct AppCore: Sendable {
         gapsMs = 0
         runningPage = 0
         lastZone = [nil, nil]
-        nextRecordInstant = start.advanced(byMs: 1000)
+        // The first record is at the start instant itself: the distance ridden in the first
+        // second is counted from it.
+        nextRecordInstant = start
+        for i in liveRecorded.indices { liveRecorded[i] = MonotonicInstant(milliseconds: .min) }
         journal(.header(h))
         journalTrainingAtStart()
-        try? builder!.start(at: start)
+        for (key, z) in [(RideBuilder.cadenceAveragingKey, configuration.cadenceAveraging),
+                         (RideBuilder.powerAveragingKey, configuration.powerAveraging)] {
+            let value = RideBuilder.averagingValue(z)
+            journal(.metadata(key: key, value: value))
+            replayMetadata(key: key, value: value)
+        }
+        applyChecked { b throws(BuilderRejection) in try b.start(at: start) }
+        autoLapCarryM = 0
         trainingDidStart(at: start)
         journal(.event(RideEvent(.start, at: start)))
         emit(.syncJournal)
+        alertLowSensorBattery(at: start)
     }
 
     mutating func pause(at now: MonotonicInstant, trigger: Trigger, fromCommand: Bool) {
-        guard transition(.pause, at: now, fromCommand: fromCommand) else { return }
-        try? builder?.pause(at: now, trigger: trigger)
+        guard transition(.pause, at: now, fromCommand: fromCommand, event: .pause) else { return }
+        applyChecked { b throws(BuilderRejection) in try b.pause(at: now, trigger: trigger) }
         trainingDidPause(at: now, trigger: trigger)
         journal(.event(RideEvent(.pause, at: now, trigger: trigger)))
         emit(.syncJournal)
+        takeBoundaryReadings(at: now)
         if fromCommand { reply(true, "paused") }
     }
 
     mutating func resume(at now: MonotonicInstant, trigger: Trigger, fromCommand: Bool) {
-        guard transition(.resume, at: now, fromCommand: fromCommand) else { return }
-        try? builder?.resume(at: now, trigger: trigger)
+        guard transition(.resume, at: now, fromCommand: fromCommand, event: .resume) else { return }
+        applyChecked { b throws(BuilderRejection) in try b.resume(at: now, trigger: trigger) }
         trainingDidResume(at: now, trigger: trigger)
         journal(.event(RideEvent(.resume, at: now, trigger: trigger)))
         emit(.syncJournal)
+        takeBoundaryReadings(at: now)
         if fromCommand { reply(true, "resumed") }
     }
 
     mutating func lap(at now: MonotonicInstant, trigger: Trigger, fromCommand: Bool) {
-        guard transition(.lap, at: now, fromCommand: fromCommand) else { return }
-        do {
-            try builder?.lap(at: now, trigger: trigger)
-        } catch {
-            if fromCommand { reply(false, "lap not recorded: \(error)") }
-            return
-        }
+        guard transition(.lap, at: now, fromCommand: fromCommand, event: .lap) else { return }
+        applyChecked { b throws(BuilderRejection) in try b.lap(at: now, trigger: trigger) }
+        noteLapForAutoLap(trigger)
         journal(.event(RideEvent(.lap, at: now, trigger: trigger)))
         emit(.syncJournal)
         if fromCommand { reply(true, "lap \(builder?.laps.count ?? 0)") }
@@ -396,6 +467,10 @@ public struct AppCore: Sendable {
             return
         }
         let e = RideEvent(.marker, at: now, markerKind: kind, value: value)
+        if let b = builder, !b.canRecord(.marker) {
+            reply(false, "marker not recorded: the ride holds \(b.events.count) events, the most for markers; pause, lap and end still work")
+            return
+        }
         do {
             try builder?.mark(e)
         } catch {
@@ -409,10 +484,15 @@ public struct AppCore: Sendable {
 
     /// Stops the ride and saves or discards it.
     mutating func end(saving: Bool, at now: MonotonicInstant, fromCommand: Bool) {
-        guard transition(.stop, at: now, fromCommand: fromCommand) else { return }
-        try? builder?.stop(at: now)
+        guard transition(.stop, at: now, fromCommand: fromCommand, event: .stop) else { return }
+        let wasRunning = builder?.isRunning ?? false
+        applyChecked { b throws(BuilderRejection) in try b.stop(at: now) }
         autoPause.didStop()
         journal(.event(RideEvent(.stop, at: now)))
+        if wasRunning {
+            emit(.syncJournal)
+            takeBoundaryReadings(at: now)
+        }
         _ = transition(saving ? .save : .discard, at: now, fromCommand: false)
         journal(.finished(saved: saving, at: now))
         emit(.syncJournal)
@@ -445,10 +525,11 @@ public struct AppCore: Sendable {
     }
 
     static func makeSummary(_ b: RideBuilder, header: RideHeader, saved: Bool?, recovered: Bool, at now: MonotonicInstant) -> RideSummary {
-        let r = b.ride
+        let r = b.statistics(at: now)
         return RideSummary(
             rideID: header.rideID, saved: saved,
             timerTimeMs: b.timerTimeMs(at: now), elapsedTimeMs: b.elapsedTimeMs(at: now),
+            movingTimeMs: r.movingTime,
             distanceM: r[.distance].hasData ? r.distanceM : nil,
             averageSpeedMps: r.averageSpeedMps, maxSpeedMps: r[.speed].max,
             averageHeartRate: r[.heartRate].average, maxHeartRate: r[.heartRate].max,
@@ -459,7 +540,8 @@ public struct AppCore: Sendable {
             heartRateZoneTimes: b.heartRateZoneTimes, powerZoneTimes: b.powerZoneTimes,
             recovered: recovered,
             heartRateZones: b.settings.heartRateZones, powerZones: b.settings.powerZones,
-            lapHeartRateZoneTimes: b.laps.map(\.heartRateZoneTimes), lapPowerZoneTimes: b.laps.map(\.powerZoneTimes))
+            lapHeartRateZoneTimes: b.laps.map(\.heartRateZoneTimes), lapPowerZoneTimes: b.laps.map(\.powerZoneTimes),
+            charts: SummaryCharts(b.intervals))
     }
 
     // MARK: Samples, sensors, clock, storage
@@ -482,6 +564,7 @@ public struct AppCore: Sendable {
         let old = sensorStates[i]
         sensorStates[i] = status.state
         screen.sensors[i] = status.state
+        if let b = status.batteryPercent { screen.sensorBatteryPercent[i] = b }
         let riding = lifecycle.state == .running || lifecycle.state == .paused
         if riding && (old == .connected || old == .stale) && status.state == .lost { showOverlay(.sensorLost(status.role), at: now) }
         if riding && old == .lost && status.state == .connected { showOverlay(.sensorBack(status.role), at: now) }
@@ -543,7 +626,12 @@ public struct AppCore: Sendable {
         guard builder != nil else { return }
         for i in 0..<recordValues.count { recordValues[i] = nil }
         for q in Quantity.allCases where q != .rrInterval {
-            guard let live = freshLiveValue(q, at: instant) else { continue }
+            guard let live = recordValue(q, at: instant) else {
+                // A sensor reported stale or lost: its last value is not bridged to a later one.
+                if !liveSeen[q.index] && !q.isCumulative { builder!.interrupt(q, at: instant) }
+                continue
+            }
+            liveRecorded[q.index] = liveInstant[q.index]
             let v = q.recordedValue(live)
             let s = Sample(q, v, at: instant, origin: q == .distance || q == .energy ? .generated : .measured)
             do {
@@ -555,6 +643,20 @@ public struct AppCore: Sendable {
             }
         }
         afterRecord(at: instant, live: true)
+    }
+
+    /// The value a record at `instant` carries for `q`: a frame received within
+    /// `recordWindowMs` before it and not recorded yet. A counter (distance, energy) is read at
+    /// every record while its sensor is not reported stale or lost: the newest reading stays
+    /// true until the next (a repeated reading adds nothing), and the distance covered while its
+    /// sensor was quiet is counted when it speaks again.
+    func recordValue(_ q: Quantity, at instant: MonotonicInstant) -> Double? {
+        let i = q.index
+        guard liveSeen[i], configuration.enabledQuantities[i] else { return nil }
+        if q.isCumulative { return liveValue[i] }
+        guard liveInstant[i] > liveRecorded[i],
+              instant.milliseconds(since: liveInstant[i]) <= configuration.recordWindowMs else { return nil }
+        return liveValue[i]
     }
 
     func freshLiveValue(_ q: Quantity, at now: MonotonicInstant) -> Double? {
@@ -611,6 +713,7 @@ public struct AppCore: Sendable {
             if lifecycle.state == .prepared || lifecycle.state == .idle {
                 screen.timerMs = 0
                 screen.elapsedMs = 0
+                screen.movingMs = nil
                 screen.lapTimerMs = 0
                 screen.lapNumber = 0
             }
@@ -625,10 +728,13 @@ public struct AppCore: Sendable {
         }
         screen.timerMs = b.timerTimeMs(at: now)
         screen.elapsedMs = b.elapsedTimeMs(at: now)
+        screen.movingMs = b.ride.movingTime
         screen.lapTimerMs = b.lapTimerTimeMs(at: now)
         screen.lapNumber = b.laps.count
-        let r = b.ride
-        let lap = b.currentLap?.statistics
+        // Timer times at `now`: the live averages (speed = distance / timer time) are current
+        // at every instant, also after a pause.
+        let r = b.statistics(at: now)
+        let lap = b.laps.isEmpty ? nil : b.lapStatistics(b.laps.count - 1, at: now)
         let live = lifecycle.state == .running
         screen[.speed] = live ? freshLiveValue(.speed, at: now) : nil
         screen[.heartRate] = live ? freshLiveValue(.heartRate, at: now) : nil

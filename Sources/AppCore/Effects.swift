@@ -14,6 +14,10 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
     case rideInProgress
     case rideSaved
     case rideDiscarded
+    /// A pause, resume or lap refused because the ride's event table is full.
+    case rideTableFull
+    /// At the start of a ride: a sensor's battery is under `AppCore.sensorBatteryLowPercent`.
+    case lowSensorBattery(SensorRole, percent: Int)
 
     public var description: String {
         switch self {
@@ -28,13 +32,15 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
         case .rideInProgress: "RIDE IN PROGRESS"
         case .rideSaved: "RIDE SAVED"
         case .rideDiscarded: "RIDE DISCARDED"
+        case .rideTableFull: "RIDE FULL"
+        case .lowSensorBattery(let r, let p): "\(r) BATTERY \(p)%"
         }
     }
 
     /// Whether a buzzer/LED line should pulse for it.
     public var sounds: Bool {
         switch self {
-        case .sensorLost, .zoneDrift, .storageFull, .storageError: true
+        case .sensorLost, .zoneDrift, .storageFull, .storageError, .lowSensorBattery: true
         default: false
         }
     }

@@ -23,8 +23,12 @@ extension AppCore {
         case .event(let e):
             replayEvent(e)
         case .sample(let s):
+            // A counter reading taken with a pause, resume or stop (not in a record being
+            // replayed): not a record, so the monitors do not see it (as live).
+            let boundary = s.quantity.isCumulative && s.instant == builder?.lastEventInstant && replayRecordInstant != s.instant
             do {
                 try builder?.add(s)
+                if boundary { return }
                 noteRecordValue(s)
                 replayRecordInstant = s.instant
             } catch {}
@@ -47,31 +51,44 @@ extension AppCore {
         }
     }
 
+    /// Applies a journaled event to the builder and, only if the builder took it, to the
+    /// lifecycle and the training monitors (both or neither, as live). A refusal is counted
+    /// (`replayRefusals`).
     private mutating func replayEvent(_ e: RideEvent) {
+        guard builder != nil else { replayRefusals &+= 1; return }
+        do {
+            switch e.kind {
+            case .start: try builder!.start(at: e.instant)
+            case .pause: try builder!.pause(at: e.instant, trigger: e.trigger)
+            case .resume: try builder!.resume(at: e.instant, trigger: e.trigger)
+            case .lap: try builder!.lap(at: e.instant, trigger: e.trigger)
+            case .stop: try builder!.stop(at: e.instant)
+            case .marker, .gap: try builder!.mark(e)
+            }
+        } catch {
+            replayRefusals &+= 1
+            return
+        }
         switch e.kind {
         case .start:
-            try? builder?.start(at: e.instant)
+            autoLapCarryM = 0
             lifecycle = SessionLifecycle(restoring: .running, lastTransition: e.instant)
             trainingDidStart(at: e.instant)
-            nextRecordInstant = e.instant.advanced(byMs: 1000)
+            nextRecordInstant = e.instant
         case .pause:
-            try? builder?.pause(at: e.instant, trigger: e.trigger)
             lifecycle = SessionLifecycle(restoring: .paused, lastTransition: e.instant)
             trainingDidPause(at: e.instant, trigger: e.trigger)
         case .resume:
-            try? builder?.resume(at: e.instant, trigger: e.trigger)
             lifecycle = SessionLifecycle(restoring: .running, lastTransition: e.instant)
             trainingDidResume(at: e.instant, trigger: e.trigger)
         case .lap:
-            try? builder?.lap(at: e.instant, trigger: e.trigger)
+            noteLapForAutoLap(e.trigger)
+        case .marker:
+            break
         case .stop:
-            try? builder?.stop(at: e.instant)
             autoPause.didStop()
             lifecycle = SessionLifecycle(restoring: .stopped, lastTransition: e.instant)
-        case .marker:
-            try? builder?.mark(e)
         case .gap:
-            try? builder?.mark(e)
             gapsMs += e.value
             recovered = true
         }
@@ -102,10 +119,16 @@ extension AppCore {
         screen.recovered = true
         switch lifecycle.state {
         case .running, .paused:
+            // The gap stops the ride's timer where the device went down and starts it again
+            // when it came back (RideBuilder.mark): downtime is elapsed time, not timer time.
             let e = RideEvent(.gap, at: last, value: gap)
-            try? builder?.mark(e)
-            gapsMs += gap
-            journal(.event(e))
+            do {
+                try builder!.mark(e)
+                gapsMs += gap
+                journal(.event(e))
+            } catch {
+                replayRefusals &+= 1 // the event table is full: the ride goes on, the gap unrecorded
+            }
             emit(.syncJournal)
             if let start = builder?.startInstant {
                 let aligned = start.advanced(byMs: (rideNow.milliseconds(since: start) / 1000) * 1000)

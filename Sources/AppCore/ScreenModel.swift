@@ -66,6 +66,8 @@ public struct RideSummary: Sendable, Hashable {
     public var saved: Bool?
     public var timerTimeMs: Int64
     public var elapsedTimeMs: Int64
+    /// Timer time with a speed of at least `RideSettings.movingSpeedMps` (nil without speed).
+    public var movingTimeMs: Int64? = nil
     public var distanceM: Double?
     public var averageSpeedMps: Double?
     public var maxSpeedMps: Double?
@@ -86,6 +88,8 @@ public struct RideSummary: Sendable, Hashable {
     /// Time in zone per lap, in lap order.
     public var lapHeartRateZoneTimes: [ZoneTimes] = []
     public var lapPowerZoneTimes: [ZoneTimes] = []
+    /// Speed, heart rate, power, cadence and altitude over timer time (the chart pages).
+    public var charts = SummaryCharts()
 }
 
 /// The screen value: everything the renderer needs, and nothing it must compute. Updated in
@@ -94,6 +98,8 @@ public struct ScreenModel: Sendable, Hashable {
     public var mode: ScreenMode = .idle
     public var timerMs: Int64 = 0
     public var elapsedMs: Int64 = 0
+    /// Moving time of the ride (timer time at speed ≥ the moving threshold; nil without speed).
+    public var movingMs: Int64?
     public var lapTimerMs: Int64 = 0
     /// 1-based number of the current lap.
     public var lapNumber: Int = 0
@@ -101,6 +107,8 @@ public struct ScreenModel: Sendable, Hashable {
     public var metrics: [Double?] = Array(repeating: nil, count: Metric.countMax)
     /// Sensor states indexed by `SensorRole.rawValue`.
     public var sensors: [SensorState] = Array(repeating: .notConfigured, count: SensorRole.allCases.count)
+    /// Last battery level each sensor reported, %, indexed by `SensorRole.rawValue` (nil: none yet).
+    public var sensorBatteryPercent: [Int?] = Array(repeating: nil, count: SensorRole.allCases.count)
     public var overlay: Alert?
     public var storage: StorageCondition = .ok
     /// The ride on screen was recovered after a crash.

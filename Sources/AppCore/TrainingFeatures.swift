@@ -160,7 +160,8 @@ extension AppCore {
                 training.setTarget(q, nil)
             }
         }
-        var entries: [(key: String, value: String)] = []
+        // The software that records the ride (the FIT file's device_info says it).
+        var entries: [(key: String, value: String)] = [(ProjectVersion.metadataKey, ProjectVersion.fitVersionText)]
         if b.settings.heartRateZones != nil { entries.append((Self.heartRateZonesSourceKey, customZones[0] == nil ? "preferred" : "custom")) }
         if b.settings.powerZones != nil { entries.append((Self.powerZonesSourceKey, customZones[1] == nil ? "preferred" : "custom")) }
         entries += training.metadataEntries
@@ -238,9 +239,17 @@ extension AppCore {
         case nil: break
         }
         if lifecycle.state == .running, let autoLap = training.autoLap, let b = builder, let lap = b.currentLap,
-           let trigger = autoLap.due(lapDistanceM: lap.statistics.distanceM, lapTimerMs: b.lapTimerTimeMs(at: instant)) {
+           let trigger = autoLap.due(lapDistanceM: lap.statistics.distanceM, lapTimerMs: b.lapTimerTimeMs(at: instant), carriedM: autoLapCarryM) {
             self.lap(at: instant, trigger: trigger, fromCommand: false)
         }
+    }
+
+    /// After any lap (live or replayed, so recovery keeps the distance marks): how far the
+    /// closed lap ran past its distance mark.
+    mutating func noteLapForAutoLap(_ trigger: Trigger) {
+        guard let b = builder, b.laps.count >= 2 else { autoLapCarryM = 0; return }
+        let closed = b.laps[b.laps.count - 2]
+        autoLapCarryM = training.autoLap?.carry(after: trigger, lapDistanceM: closed.statistics.distanceM, carriedM: autoLapCarryM) ?? 0
     }
 
     /// Replay: the record being replayed is complete (a record of another kind or instant came).

@@ -133,6 +133,8 @@ public enum ConfigLoader {
         if let v = r.double("auto_pause_speed_kmh", 0.5...15) { t.autoPauseSpeedKmh = v }
         if let v = r.bool("auto_lap") { t.autoLap = v }
         if let v = r.int("auto_lap_distance_m", 100...100_000) { t.autoLapDistanceM = v }
+        if let v = r.bool("average_cadence_zeros") { t.averageCadenceZeros = v }
+        if let v = r.bool("average_power_zeros") { t.averagePowerZeros = v }
         r.finish()
     }
 

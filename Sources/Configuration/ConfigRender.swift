@@ -75,6 +75,8 @@ extension DeviceConfig {
         line("auto_pause_speed_kmh = \(num(training.autoPauseSpeedKmh))")
         line("auto_lap = \(training.autoLap)")
         line("auto_lap_distance_m = \(training.autoLapDistanceM)")
+        line("average_cadence_zeros = \(training.averageCadenceZeros)")
+        line("average_power_zeros = \(training.averagePowerZeros)")
         line("")
         line("[storage]")
         line("data_dir = \(q(storage.dataDir))")

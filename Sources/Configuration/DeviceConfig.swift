@@ -113,6 +113,10 @@ public struct DeviceConfig: Sendable, Hashable {
         public var autoPauseSpeedKmh = 3.0
         public var autoLap = false
         public var autoLapDistanceM = 5_000
+        /// Zero-averaging (docs/statistics.md): Garmin's defaults, cadence without zeros and
+        /// power with zeros.
+        public var averageCadenceZeros = false
+        public var averagePowerZeros = true
     }
 
     public struct Storage: Sendable, Hashable {

@@ -96,8 +96,11 @@ public enum ConfigMapping {
             training.autoLap = AutoLapSettings(everyDistanceM: Double(c.training.autoLapDistanceM))
         }
         let ride = zones.applied(to: RideSettings(), ftpW: Double(c.rider.ftpW))
-        return AppConfiguration(ride: ride, longPressMs: Int64(c.buttons.longPressMs),
-                                expectedSensors: expectedSensors(c), training: training)
+        var app = AppConfiguration(ride: ride, longPressMs: Int64(c.buttons.longPressMs),
+                                   expectedSensors: expectedSensors(c), training: training)
+        app.cadenceAveraging = c.training.averageCadenceZeros ? .includeZeros : .excludeZeros
+        app.powerAveraging = c.training.averagePowerZeros ? .includeZeros : .excludeZeros
+        return app
     }
 
     /// The roles the paired sensors fill (a ride warns when one of them is missing).

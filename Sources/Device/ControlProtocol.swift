@@ -275,6 +275,9 @@ public struct StatusReport: Sendable, Hashable {
     public var handlers: [HandlerLatency]
     public var journal: JournalHealth
     public var uptimeMs: Int64
+    /// The running program's version and, for a release build, its commit (docs/releasing.md).
+    public var version = ProjectVersion.string
+    public var commit = ProjectVersion.commit
 
     public init(state: SessionState, timerMs: Int64, distanceM: Double? = nil, sensors: [SensorStatus] = [],
                 loopTurns: UInt64 = 0, loopTurnMaxUs: UInt64 = 0, handlers: [HandlerLatency] = [],
@@ -295,6 +298,8 @@ public struct StatusReport: Sendable, Hashable {
         var w = JSONWriter(pretty: false)
         w.beginObject()
         w.string("state", state.description)
+        w.string("version", version)
+        w.string("commit", commit)
         w.int("timer_ms", timerMs)
         w.number("distance_m", distanceM, decimals: 1)
         w.int("uptime_ms", uptimeMs)

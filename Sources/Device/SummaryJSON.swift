@@ -10,8 +10,10 @@ public enum SummaryJSON {
         w.string("start_time_utc", startUTC)
         w.number("timer_time_s", Double(timerMs) / 1000)
         w.number("elapsed_time_s", Double(elapsedMs) / 1000)
+        w.number("moving_time_s", s.movingTime.map { Double($0) / 1000 })
         w.number("distance_m", s[.distance].hasData ? s.distanceM : nil, decimals: 2)
         w.number("avg_speed_mps", s.averageSpeedMps)
+        w.number("avg_moving_speed_mps", s.averageMovingSpeedMps)
         w.number("max_speed_mps", s[.speed].max)
         w.number("avg_hr_bpm", s[.heartRate].average, decimals: 1)
         w.number("max_hr_bpm", s[.heartRate].max, decimals: 1)
@@ -48,7 +50,11 @@ public enum SummaryJSON {
         w.beginObject()
         w.string("ride_id", h.rideID.description)
         w.string("state", core.state.description)
-        statistics(&w, b.ride, timerMs: b.timerTimeMs(at: end), elapsedMs: b.elapsedTimeMs(at: end),
+        w.beginObject("averaging")
+        w.string("cadence", RideBuilder.averagingValue(b.zeroAveraging[Quantity.cadence.index]))
+        w.string("power", RideBuilder.averagingValue(b.zeroAveraging[Quantity.power.index]))
+        w.endObject()
+        statistics(&w, b.statistics(at: end), timerMs: b.timerTimeMs(at: end), elapsedMs: b.elapsedTimeMs(at: end),
                    startUTC: utc(anchor, start), np: b.normalizedPowerW,
                    hrZones: h.settings.heartRateZones == nil ? nil : b.heartRateZoneTimes,
                    powerZones: h.settings.powerZones == nil ? nil : b.powerZoneTimes,
@@ -60,7 +66,8 @@ public enum SummaryJSON {
             w.string("trigger", lap.trigger?.description)
             let lapEnd = lap.endInstant ?? end
             let lapGaps = b.events.filter { $0.kind == .gap && $0.instant >= lap.startInstant && $0.instant < lapEnd }.reduce(0) { $0 + $1.value }
-            statistics(&w, lap.statistics, timerMs: lap.endInstant == nil ? b.lapTimerTimeMs(at: end) : lap.statistics.timerTimeMs,
+            let lapStats = b.lapStatistics(lap.index, at: end)
+            statistics(&w, lapStats, timerMs: lapStats.timerTimeMs,
                        elapsedMs: lap.elapsedMs(at: end), startUTC: utc(anchor, lap.startInstant),
                        np: lap.normalizedPower.normalizedPowerW,
                        hrZones: h.settings.heartRateZones == nil ? nil : lap.heartRateZoneTimes,

@@ -78,7 +78,7 @@ public final class BridgeLink {
                 l.close()
                 throw SystemError(errno: 24, call: "epoll_ctl", context: "\(path): \(error)")
             }
-            log.log(.info, "waiting for the sensor bridge on \(path)")
+            log.log(.info, "waiting for the sensor bridge on \(path) (on the board: sudo systemctl start bikebridge; board/bridge/ sets it up)")
         case .serial:
             openSerial()
         }

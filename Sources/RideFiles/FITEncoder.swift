@@ -2,7 +2,7 @@ import RideModel
 
 /// Encodes a ride as a FIT activity file (wire-formats.md §3, "Summary Last" order):
 ///
-/// file_id · device_info (unit, then each sensor) · hr_zone/power_zone · event timer start ·
+/// file_id · file_creator · device_info (unit, then each sensor) · hr_zone/power_zone · event timer start ·
 /// [record (1 Hz) · hrv · event timer stop/start (pause/resume, gap) · lap + time_in_zone]… ·
 /// event timer stop_all · last lap + time_in_zone · session + time_in_zone · activity.
 ///
@@ -11,7 +11,7 @@ import RideModel
 public enum FITEncoder {
     // Local message types.
     static let lFileID = 0, lDevice = 1, lEvent = 2, lRecord = 3, lHRV = 4, lLap = 5, lSession = 6,
-               lActivity = 7, lHRZone = 8, lPowerZone = 9, lTimeInZone = 10
+               lActivity = 7, lHRZone = 8, lPowerZone = 9, lTimeInZone = 10, lFileCreator = 11
     /// RR intervals per hrv message (Garmin writes 5).
     public static let rrPerMessage = 5
     /// Bytes reserved per record row (upper bound of a record message with every field).
@@ -94,6 +94,10 @@ public enum FITEncoder {
         w.u8(4); w.u16(manufacturerDevelopment); w.u16(ride.product); w.u32z(ride.serialNumber); w.u32(startTime)
         w.end()
 
+        // file_creator: the version of the software that wrote this file (ProjectVersion).
+        w.define(local: lFileCreator, global: 49, fields: [FITFieldDefinition(0, .uint16)])
+        w.begin(local: lFileCreator); w.u16(ProjectVersion.fitSoftwareVersion); w.end()
+
         // device_info: the unit (index 0, local source), then every sensor
         w.define(local: lDevice, global: 23, fields: [
             FITFieldDefinition(253, .uint32), FITFieldDefinition(0, .uint8), FITFieldDefinition(1, .uint8),
@@ -104,7 +108,8 @@ public enum FITEncoder {
         ])
         w.begin(local: lDevice)
         w.u32(startTime); w.u8(0); w.u8(0xFF); w.u16(manufacturerDevelopment); w.u32z(ride.serialNumber); w.u16(ride.product)
-        w.u16(ride.softwareVersionHundredths ?? 0xFFFF); w.u8(0xFF); w.u8(0xFF); w.u16z(nil); w.u8(0xFF); w.u8(5) // local
+        // The version that recorded the ride (journaled at its start), else this one.
+        w.u16(ride.softwareVersionHundredths ?? ProjectVersion.fitSoftwareVersion); w.u8(0xFF); w.u8(0xFF); w.u16z(nil); w.u8(0xFF); w.u8(5) // local
         w.string(ride.metadataValue(RideMetadataKey.deviceName) ?? "bikecomputer", sizeBytes: 20)
         w.end()
         for (i, s) in ride.sensors.prefix(250).enumerated() {
@@ -150,7 +155,7 @@ public enum FITEncoder {
                          FITFieldDefinition(14, .uint16), FITFieldDefinition(15, .uint8), FITFieldDefinition(16, .uint8),
                          FITFieldDefinition(17, .uint8), FITFieldDefinition(18, .uint8), FITFieldDefinition(19, .uint16),
                          FITFieldDefinition(20, .uint16), FITFieldDefinition(33, .uint16), FITFieldDefinition(24, .enumeration),
-                         FITFieldDefinition(25, .enumeration)]
+                         FITFieldDefinition(25, .enumeration), FITFieldDefinition(52, .uint32)]
         if let z = hrZones { lapFields.append(FITFieldDefinition(57, .uint32, count: z.zoneCount)) }
         if let z = powerZones { lapFields.append(FITFieldDefinition(60, .uint32, count: z.zoneCount)) }
         w.define(local: lLap, global: 19, fields: lapFields)
@@ -181,6 +186,7 @@ public enum FITEncoder {
             w.u32(ride.fitTime(lap.startInstant))
             summary(&w, lap.statistics, elapsedMs: end.milliseconds(since: lap.startInstant), np: lap.normalizedPower.normalizedPowerW)
             w.u8(lapTrigger(lap.trigger)); w.u8(2) // cycling
+            w.u32(lap.statistics.movingTime.map { Double($0) / 1000 }, scale: 1000) // total_moving_time
             if hrZones != nil { for i in 0..<lap.heartRateZoneTimes.zoneCount { w.u32(Double(lap.heartRateZoneTimes[i]) / 1000, scale: 1000) } }
             if powerZones != nil { for i in 0..<lap.powerZoneTimes.zoneCount { w.u32(Double(lap.powerZoneTimes[i]) / 1000, scale: 1000) } }
             w.end()
@@ -259,7 +265,8 @@ public enum FITEncoder {
                              FITFieldDefinition(18, .uint8), FITFieldDefinition(19, .uint8), FITFieldDefinition(20, .uint16),
                              FITFieldDefinition(21, .uint16), FITFieldDefinition(34, .uint16),
                              FITFieldDefinition(5, .enumeration), FITFieldDefinition(6, .enumeration),
-                             FITFieldDefinition(25, .uint16), FITFieldDefinition(26, .uint16), FITFieldDefinition(28, .enumeration)]
+                             FITFieldDefinition(25, .uint16), FITFieldDefinition(26, .uint16), FITFieldDefinition(28, .enumeration),
+                             FITFieldDefinition(59, .uint32)]
         if let z = hrZones { sessionFields.append(FITFieldDefinition(65, .uint32, count: z.zoneCount)) }
         if let z = powerZones { sessionFields.append(FITFieldDefinition(68, .uint32, count: z.zoneCount)) }
         w.define(local: lSession, global: 18, fields: sessionFields)
@@ -272,6 +279,7 @@ public enum FITEncoder {
         let (sport, subSport) = sport(ride.header.activity)
         w.u8(sport); w.u8(subSport)
         w.u16(0); w.u16(UInt16(clamping: b.laps.count)); w.u8(0) // activity_end
+        w.u32(rideStats.movingTime.map { Double($0) / 1000 }, scale: 1000) // total_moving_time
         if hrZones != nil { for i in 0..<b.heartRateZoneTimes.zoneCount { w.u32(Double(b.heartRateZoneTimes[i]) / 1000, scale: 1000) } }
         if powerZones != nil { for i in 0..<b.powerZoneTimes.zoneCount { w.u32(Double(b.powerZoneTimes[i]) / 1000, scale: 1000) } }
         w.end()

@@ -175,6 +175,10 @@ public struct FITActivity: Sendable {
         public var avgCadence: Double?, maxCadence: Double?, avgPowerW: Double?, maxPowerW: Double?
         /// lap_trigger (laps only): manual 0, time 1, distance 2, session_end 7, ...
         public var trigger: UInt8? = nil
+        /// total_moving_time (lap 52, session 59), s.
+        public var movingS: Double? = nil
+        /// normalized_power (lap 33, session 34), W.
+        public var normalizedPowerW: Double? = nil
     }
 
     public var records: [Record] = []
@@ -207,6 +211,8 @@ public struct FITActivity: Sendable {
                                   avgPowerW: m.value(s ? 19 : 20), maxPowerW: m.value(s ? 20 : 21))
                 var summary = sum
                 if s { summary.trigger = m.values[24].flatMap { UInt8(exactly: $0) } }
+                summary.movingS = m.value(s ? 52 : 59, scale: 1000)
+                summary.normalizedPowerW = m.value(s ? 33 : 34)
                 if s { laps.append(summary) } else { sessions.append(summary) }
             default: break
             }
@@ -225,6 +231,14 @@ extension FITActivity {
         let t0 = events.first(where: { $0.event == 0 && $0.eventType == 0 })?.timestamp ?? records.first?.timestamp ?? 0
         func at(_ t: UInt32) -> MonotonicInstant { MonotonicInstant(milliseconds: (Int64(t) - Int64(t0)) * 1000) }
         let wall = WallClockTime(unixMs: (Int64(t0) + FITTime.unixEpochOffsetSeconds) * 1000, trusted: true)
+        // The unit's own record spacing is bridged (a sparsely recording unit counted the time in
+        // between; docs/statistics.md).
+        var settings = settings
+        var longestGap: Int64 = 1
+        for (a, b) in zip(records, records.dropFirst()) where b.timestamp > a.timestamp {
+            longestGap = max(longestGap, Int64(b.timestamp) - Int64(a.timestamp))
+        }
+        settings.sampleHoldLimitMs = max(settings.sampleHoldLimitMs, min(3_600, longestGap + 1) * 1000)
         var out: [RideRecord] = [.header(RideHeader(rideID: rideID, anchor: WallClockAnchor(monotonic: .zero, wall: wall),
                                                     settings: settings, activity: activity))]
         out.reserveCapacity(1 + records.count * 6 + events.count + laps.count)
@@ -247,21 +261,31 @@ extension FITActivity {
 
         var started = false, running = false, stopped = false
         var pendingLap: Trigger? // a lap that ended while paused starts at the resume
+        // FIT distance is the activity's: 0 at the timer start, frozen while stopped. The reading
+        // at the start and at every resume is the base of the next increment.
+        let hasDistance = records.contains { $0.distanceM != nil }
+        var lastDistance: Double? = records.contains { $0.timestamp < t0 && $0.distanceM != nil } ? nil : (hasDistance ? 0 : nil)
         for it in items where !stopped {
             let instant = at(it.t)
             switch it.item {
             case .timer(let start, let auto):
                 if start && !started {
                     out.append(.event(RideEvent(.start, at: instant))); started = true; running = true
+                    if let d = lastDistance { out.append(.sample(Sample(.distance, d, at: instant))) }
                 } else if start && !running {
                     out.append(.event(RideEvent(.resume, at: instant, trigger: auto ? .auto : .manual))); running = true
+                    if let d = lastDistance { out.append(.sample(Sample(.distance, d, at: instant))) }
                     if let t = pendingLap { out.append(.event(RideEvent(.lap, at: instant, trigger: t))); pendingLap = nil }
                 } else if !start && running && started {
                     out.append(.event(RideEvent(.pause, at: instant, trigger: auto ? .auto : .manual))); running = false
                 }
             case .record(let i):
-                if !started { out.append(.event(RideEvent(.start, at: instant))); started = true; running = true }
+                if !started {
+                    out.append(.event(RideEvent(.start, at: instant))); started = true; running = true
+                    if let d = lastDistance, records[i].distanceM != nil { out.append(.sample(Sample(.distance, d, at: instant))) }
+                }
                 let r = records[i]
+                if let d = r.distanceM { lastDistance = d }
                 func add(_ q: Quantity, _ v: Double?) { if let v { out.append(.sample(Sample(q, v, at: instant))) } }
                 add(.heartRate, r.heartRate); add(.power, r.power); add(.cadence, r.cadence)
                 add(.speed, r.speedMps); add(.distance, r.distanceM); add(.altitude, r.altitudeM)

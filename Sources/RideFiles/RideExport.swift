@@ -54,6 +54,9 @@ public struct RideExport: Sendable {
     public private(set) var samplesDropped = 0
     /// Sensor metadata entries that could not be parsed.
     public private(set) var metadataMalformed = 0
+    /// Events the builder refused (out of order, invalid in the state, table full): never
+    /// expected from a journal the app wrote; counted, and the ride is rebuilt without them.
+    public private(set) var eventsRefused = 0
 
     public var rowCount: Int { rowSecond.count }
 
@@ -90,7 +93,6 @@ public struct RideExport: Sendable {
         rowSecond.reserveCapacity(spanSeconds)
         rowValues.reserveCapacity(spanSeconds * Self.columnCount)
 
-        var distanceLast = 0.0, distanceBaseline = false, distanceTotal = 0.0
         var headersSeen = 0
         for r in records {
             switch r {
@@ -99,24 +101,26 @@ public struct RideExport: Sendable {
                 if headersSeen > 1 { break } // a second ride's records: not ours
             case .event(let e):
                 guard headersSeen == 1 else { break }
-                switch e.kind {
-                case .start: try? builder.start(at: e.instant)
-                case .pause: try? builder.pause(at: e.instant, trigger: e.trigger); distanceBaseline = false
-                case .resume: try? builder.resume(at: e.instant, trigger: e.trigger)
-                case .lap: try? builder.lap(at: e.instant, trigger: e.trigger)
-                case .stop: try? builder.stop(at: e.instant); distanceBaseline = false
-                case .marker, .gap: try? builder.mark(e)
+                do {
+                    switch e.kind {
+                    case .start: try builder.start(at: e.instant)
+                    case .pause: try builder.pause(at: e.instant, trigger: e.trigger)
+                    case .resume: try builder.resume(at: e.instant, trigger: e.trigger)
+                    case .lap: try builder.lap(at: e.instant, trigger: e.trigger)
+                    case .stop: try builder.stop(at: e.instant)
+                    case .marker, .gap: try builder.mark(e)
+                    }
+                } catch {
+                    eventsRefused += 1
                 }
             case .sample(let s):
                 guard headersSeen == 1 else { break }
                 do { try builder.add(s) } catch { samplesDropped += 1; break }
-                if s.quantity == .distance {
-                    if builder.isRunning && distanceBaseline && s.value > distanceLast { distanceTotal += s.value - distanceLast }
-                    distanceLast = s.value
-                    distanceBaseline = builder.isRunning
-                }
-                guard builder.isRunning, s.quantity != .rrInterval, s.quantity != .energy else { break }
-                put(s.quantity, s.quantity == .distance ? distanceTotal : s.value, at: s.instant)
+                // Rows hold what counted: samples while running; at a pause or the stop instant
+                // only the counters (the distance ridden up to it).
+                let counted = builder.isRunning || (s.quantity == .distance && builder.lastEventInstant == s.instant)
+                guard counted, s.quantity != .rrInterval, s.quantity != .energy else { break }
+                put(s.quantity, s.quantity == .distance ? builder.ride.distanceM : s.value, at: s.instant)
             case .series(let s):
                 guard headersSeen == 1, s.quantity == .rrInterval, s.value.isFinite, s.value > 0,
                       builder.startInstant != nil, builder.stopInstant == nil,
@@ -136,7 +140,7 @@ public struct RideExport: Sendable {
         }
         if builder.stopInstant == nil {
             // Not stopped (exported during recovery or from a damaged journal): end at the last fact.
-            try? builder.stop(at: max(last, builder.lastEventInstant ?? start))
+            do { try builder.stop(at: max(last, builder.lastEventInstant ?? start)) } catch { eventsRefused += 1 }
         }
         stopInstant = builder.stopInstant ?? start
         for (k, v) in metadata where k.hasPrefix(RideMetadataKey.sensorPrefix) {

@@ -1,3 +1,5 @@
+import RideModel
+
 /// Metadata keys the ride files read from `.metadata` records (documented in docs/rides.md).
 ///
 /// - `device.product`: product number of the unit (u16, default 1).
@@ -12,7 +14,7 @@
 public enum RideMetadataKey {
     public static let product = "device.product"
     public static let serial = "device.serial"
-    public static let softwareVersion = "device.software_version"
+    public static let softwareVersion = ProjectVersion.metadataKey
     public static let deviceName = "device.name"
     public static let sensorPrefix = "sensor."
 }

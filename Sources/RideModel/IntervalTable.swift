@@ -1,6 +1,13 @@
-/// Statistics of the charted quantities bucketed by a fixed interval of timer time (default
-/// 60 s), in a table allocated once for at least 24 hours. Summaries and charts are drawn from
-/// it without keeping every sample.
+/// Statistics of the charted quantities (`chartedQuantities`: heart rate, power, cadence, speed,
+/// altitude) bucketed by a fixed interval of timer time (default 60 s), in a table allocated once
+/// for at least 24 hours. Summaries and charts are drawn from it without keeping every sample.
+///
+/// Public API (stable; docs/statistics.md): bucket `b` covers timer time
+/// [`bucketStartMs(b)`, `bucketStartMs(b) + intervalMs`); `bucketCount` buckets have been
+/// touched; `statistics(bucket:_:)` is the full `QuantityStatistics` of a quantity in a bucket
+/// (min, max, time-weighted average by the ride's zero-averaging convention, most recent,
+/// `weightMs` = timer time with data in the bucket); `averages(_:)` / `maxima(_:)` give a whole
+/// column as a chart series (nil where the bucket has no data).
 public struct IntervalTable: Sendable, Hashable {
     public static let chartedQuantities: [Quantity] = Quantity.allCases.filter(\.isCharted)
     public static let defaultIntervalMs: Int64 = 60_000
@@ -39,6 +46,23 @@ public struct IntervalTable: Sendable, Hashable {
     public func statistics(bucket: Int, _ q: Quantity) -> QuantityStatistics {
         guard let i = cellIndex(bucket: bucket, q) else { return QuantityStatistics() }
         return cells[i]
+    }
+
+    /// Timer time at which bucket `bucket` begins, ms.
+    public func bucketStartMs(_ bucket: Int) -> Int64 { Int64(bucket) * intervalMs }
+
+    /// The average of `q` in each touched bucket (nil where it has no data): a chart series.
+    public func averages(_ q: Quantity) -> [Double?] { (0..<bucketCount).map { statistics(bucket: $0, q).average } }
+
+    /// The maximum of `q` in each touched bucket (nil where it has no data).
+    public func maxima(_ q: Quantity) -> [Double?] { (0..<bucketCount).map { statistics(bucket: $0, q).max } }
+
+    /// Sets the zero-averaging convention of `q`'s cells.
+    mutating func setZeroAveraging(_ z: ZeroAveraging, for q: Quantity) {
+        let c = column[q.index]
+        guard c >= 0 else { return }
+        let n = Self.chartedQuantities.count
+        for b in 0..<bucketsMax { cells[b * n + c].setZeroAveraging(z) }
     }
 
     mutating func observe(_ q: Quantity, _ value: Double, timerMs: Int64) {

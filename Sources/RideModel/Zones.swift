@@ -99,7 +99,7 @@ public struct ZoneTimes: Sendable, Hashable {
     @inlinable public subscript(zone: Int) -> Int64 { milliseconds[zone] }
 
     public mutating func add(_ ms: Int64, toZone zone: Int) {
-        assert(zone >= 0 && zone < zoneCount)
+        precondition(zone >= 0 && zone < zoneCount, "zone \(zone) of \(zoneCount)") // a wrong index would corrupt the zone times
         milliseconds[zone] += ms
     }
 

@@ -25,6 +25,10 @@ public struct EmulatedPanel: Sendable {
     }
 }
 
+extension String {
+    func replacingUnderscores() -> String { String(map { $0 == "_" ? " " : $0 }) }
+}
+
 /// Every screen and overlay with representative values: the goldens in Tests/DisplayTests and
 /// the pictures in docs/screens come from this list.
 public enum ScreenCatalogue {
@@ -77,6 +81,7 @@ public enum ScreenCatalogue {
         s.saved = true
         s.timerTimeMs = 3_723_000
         s.elapsedTimeMs = 3_901_000
+        s.movingTimeMs = 3_655_000
         s.distanceM = 32_450
         s.averageSpeedMps = 28.9 / 3.6
         s.maxSpeedMps = 52.3 / 3.6
@@ -91,7 +96,40 @@ public enum ScreenCatalogue {
         s.heartRateZoneTimes = ZoneTimes(milliseconds: [300_000, 900_000, 1_500_000, 800_000, 223_000])
         s.powerZoneTimes = ZoneTimes(milliseconds: [400_000, 700_000, 1_100_000, 900_000, 400_000, 180_000, 43_000])
         s.recovered = false
+        s.charts = chartsOfARide(timerMs: s.timerTimeMs)
         return s
+    }
+
+    /// Interval averages of a representative 1:02:03 ride: a warm-up, three hard intervals with
+    /// recoveries, a climb and a cool-down; the heart-rate strap drops out for two minutes.
+    public static func chartsOfARide(timerMs: Int64) -> SummaryCharts {
+        var c = SummaryCharts()
+        c.bucketCount = Int((timerMs + c.intervalMs - 1) / c.intervalMs)
+        var speed: [Double] = [], heart: [Double] = [], power: [Double] = [], cadence: [Double] = []
+        for b in 0..<c.bucketCount {
+            let interval = (b >= 15 && b < 35) && (b - 15) % 7 < 4   // 4 min on, 3 off
+            let climb = b >= 42 && b < 50
+            var p = b < 10 ? 120 + 8 * Double(b) : 190
+            if interval { p = 300 + Double((b * 7) % 13) }
+            if climb { p = 250 + Double((b * 5) % 11) }
+            if b >= 57 { p = 130 }
+            power.append(p)
+            speed.append(climb ? 4.6 + 0.1 * Double(b % 3) : (p / 250) * 7.5 + 1.5)
+            let lag = power[max(0, b - 1)]
+            heart.append(b >= 26 && b < 28 ? .nan : 95 + 0.25 * lag + Double(b % 4))
+            cadence.append(climb ? 72 : 88 + Double(b % 5))
+        }
+        for (q, series) in [(Quantity.speed, speed), (.heartRate, heart), (.power, power), (.cadence, cadence)] {
+            if let i = IntervalTable.chartedQuantities.firstIndex(of: q) { c.averages[i] = series }
+        }
+        return c
+    }
+
+    /// "speed (km/h) over the ride's timer time, ..." for a chart page, else the page's title.
+    static func chartCaption(_ page: SummaryPage) -> String {
+        guard case .chart(let q)? = page.items.first else { return page.title.lowercased() }
+        return "\(q.name.replacingUnderscores()) (\(page.title.split(separator: " ").last!.lowercased())) over the ride's timer time, "
+            + "one column per minute average, labelled with the highest and lowest; a gap where the sensor had no data"
     }
 
     public static func entries() -> [Entry] {
@@ -105,7 +143,13 @@ public enum ScreenCatalogue {
         idle.sensors[Int(SensorRole.heartRate.rawValue)] = .connected
         idle.sensors[Int(SensorRole.power.rawValue)] = .searching
         idle.sensors[Int(SensorRole.speed.rawValue)] = .connected
-        add("idle", "Idle: expected sensors (filled = connected), the least healthy one in words", idle)
+        idle.sensorBatteryPercent[Int(SensorRole.heartRate.rawValue)] = 82
+        idle.sensorBatteryPercent[Int(SensorRole.speed.rawValue)] = 100
+        add("idle", "Idle: expected sensors (filled = connected) with the battery each last reported, the least healthy one in words", idle)
+        var idleWeak = idle
+        idleWeak.sensors[Int(SensorRole.power.rawValue)] = .connected
+        idleWeak.sensorBatteryPercent[Int(SensorRole.power.rawValue)] = 9
+        add("idle-battery-low", "Idle: every sensor connected, the power meter's battery under 15 %", idleWeak)
         add("idle-no-sensors", "Idle with no sensors set up", ScreenModel())
         var idleLow = idle
         idleLow.storage = .low
@@ -142,9 +186,9 @@ public enum ScreenCatalogue {
 
         var done = ScreenModel()
         done.summary = summary()
-        for page in 0..<3 {
+        for (page, layout) in SummaryPage.standard.enumerated() {
             done.mode = .summary(page: page)
-            add("summary-\(page + 1)", "Summary page \(page + 1)", done)
+            add("summary-\(page + 1)", "Summary page \(page + 1): " + chartCaption(layout), done)
         }
         done.mode = .confirmDiscard
         add("confirm-discard", "Discard confirmation (long press LAP on the summary)", done)
@@ -154,7 +198,8 @@ public enum ScreenCatalogue {
             ("zone-drift-high", .zoneDrift(.power, above: true)), ("zone-drift-low", .zoneDrift(.heartRate, above: false)),
             ("back-in-zone", .backInZone(.power)), ("low-storage", .lowStorage), ("storage-full", .storageFull),
             ("storage-error", .storageError), ("ride-recovered", .rideRecovered), ("ride-in-progress", .rideInProgress),
-            ("ride-saved", .rideSaved), ("ride-discarded", .rideDiscarded),
+            ("ride-saved", .rideSaved), ("ride-discarded", .rideDiscarded), ("ride-full", .rideTableFull),
+            ("low-sensor-battery", .lowSensorBattery(.heartRate, percent: 12)),
         ]
         for (name, alert) in alerts {
             var a = ride
@@ -180,6 +225,10 @@ public enum ScreenCatalogue {
         add("small-summary-1", "128x32 panel: summary page 1 (first two rows)", height: 32, smallDone)
         smallDone.mode = .summary(page: 2)
         add("small-summary-3", "128x32 panel: summary page 3", height: 32, smallDone)
+        for page in 3..<SummaryPage.standard.count {
+            smallDone.mode = .summary(page: page)
+            add("small-summary-\(page + 1)", "128x32 panel: summary page \(page + 1), " + chartCaption(SummaryPage.standard[page]), height: 32, smallDone)
+        }
         smallDone.mode = .confirmDiscard
         add("small-confirm-discard", "128x32 panel: discard confirmation", height: 32, smallDone)
         small.mode = .running(page: 0)

@@ -159,10 +159,28 @@ public struct ScreenRenderer: Sendable {
             return
         }
         canvas.horizontalLine(x: 0, y: 16, length: width)
-        drawSensorBoxes(y: 20, x: 0, model)
+        drawSensorBoxes(y: 19, x: 0, model)
+        drawSensorBatteries(y: 31, x: 0, model)
         sensorStatusLine(model)
-        canvas.drawText(text, font: .small, x: 0, y: 36)
-        canvas.drawText("START to ride", font: .small, x: 0, y: 51)
+        canvas.drawText(text, font: .small, x: 0, y: 41)
+        canvas.drawText("START to ride", font: .small, x: 0, y: 52)
+    }
+
+    /// Each expected sensor's last reported battery level under its box ("82%"; blank when the
+    /// sensor has not said).
+    private mutating func drawSensorBatteries(y: Int, x: Int, _ model: ScreenModel) {
+        var bx = x
+        for role in SensorRole.allCases {
+            let state = model.sensor(role)
+            guard state != .notConfigured else { continue }
+            if let b = model.sensorBatteryPercent[Int(role.rawValue)] {
+                text.clear()
+                text.append(integer: Int64(max(0, min(100, b))))
+                text.append(UInt8(ascii: "%"))
+                canvas.drawText(text, font: .small, in: Rect(x: bx, y: y, width: 24, height: 12), alignment: .center)
+            }
+            bx += 26
+        }
     }
 
     /// The least healthy expected sensor in words, or that all are fine.
@@ -177,7 +195,19 @@ public struct ScreenRenderer: Sendable {
             if state != .connected, worst == nil || severity(state) > severity(worst!.1) { worst = (role, state) }
         }
         if expected == 0 { text.append("NO SENSORS SET UP"); return }
-        guard let (role, state) = worst else { text.append("SENSORS OK"); return }
+        guard let (role, state) = worst else {
+            // All connected: the weakest battery under the alert level, else all is well.
+            var low: (SensorRole, Int)?
+            for role in SensorRole.allCases where model.sensor(role) != .notConfigured {
+                if let b = model.sensorBatteryPercent[Int(role.rawValue)], b < AppCore.sensorBatteryLowPercent, low == nil || b < low!.1 { low = (role, b) }
+            }
+            guard let (r, b) = low else { text.append("SENSORS OK"); return }
+            text.append(roleWord(r))
+            text.append(" BATTERY ")
+            text.append(integer: Int64(b))
+            text.append(UInt8(ascii: "%"))
+            return
+        }
         text.append(roleWord(role))
         text.append(UInt8(ascii: " "))
         text.append(stateWord(state))
@@ -286,6 +316,10 @@ public struct ScreenRenderer: Sendable {
                 drawZoneBars(summary, top: y)
                 return
             }
+            if case .chart(let q) = item {
+                SummaryChartView.draw(summary.charts, q, timerTimeMs: summary.timerTimeMs, top: y, into: &canvas, text: &text)
+                return
+            }
             item.write(summary, into: &text)
             canvas.drawText(item.label, font: .small, x: 0, y: y)
             canvas.drawText(text, font: .small, in: Rect(x: 0, y: y, width: width, height: 12), alignment: .right)
@@ -379,6 +413,9 @@ public struct ScreenRenderer: Sendable {
         case .rideInProgress: text.append("RIDE IN PROGRESS")
         case .rideSaved: text.append("RIDE SAVED")
         case .rideDiscarded: text.append("RIDE DISCARDED")
+        case .rideTableFull: text.append("RIDE FULL")
+        case .lowSensorBattery(let r, let p):
+            text.append(roleWord(r)); text.append(" BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
         }
     }
 

@@ -1,9 +1,12 @@
 import AppCore
+import RideModel
 
 /// One row of a summary page.
 public enum SummaryItem: Sendable, Hashable {
     case timerTime
     case elapsedTime
+    /// Moving time: timer time at a speed of at least 3.6 km/h ("--" without speed data).
+    case movingTime
     case distance
     case speedAverageMax
     case laps
@@ -13,11 +16,14 @@ public enum SummaryItem: Sendable, Hashable {
     case cadenceAverageMax
     /// Time in heart-rate zones (left) and power zones (right) as bar charts; fills the page.
     case zoneBars
+    /// A quantity's interval averages over timer time (`SummaryChartView`); fills the page.
+    case chart(Quantity)
 
     public var label: String {
         switch self {
         case .timerTime: "TIME"
         case .elapsedTime: "ELAPSED"
+        case .movingTime: "MOVING"
         case .distance: "KM"
         case .speedAverageMax: "SPD avg/max"
         case .laps: "LAPS"
@@ -26,6 +32,7 @@ public enum SummaryItem: Sendable, Hashable {
         case .normalizedPower: "NP W"
         case .cadenceAverageMax: "RPM avg/max"
         case .zoneBars: "ZONES"
+        case .chart(let q): SummaryChartView.title(q)
         }
     }
 
@@ -35,6 +42,8 @@ public enum SummaryItem: Sendable, Hashable {
         switch self {
         case .timerTime: text.append(clockMs: s.timerTimeMs)
         case .elapsedTime: text.append(clockMs: s.elapsedTimeMs)
+        case .movingTime:
+            if let m = s.movingTimeMs { text.append(clockMs: m) } else { text.appendMissing() }
         case .distance: ValueFormat.write(.distance, s.distanceM, into: &text)
         case .speedAverageMax: pair(.averageSpeed, s.averageSpeedMps, s.maxSpeedMps, &text)
         case .laps: text.append(integer: Int64(s.lapCount))
@@ -42,7 +51,7 @@ public enum SummaryItem: Sendable, Hashable {
         case .powerAverageMax: pair(.averagePower, s.averagePowerW, s.maxPowerW, &text)
         case .normalizedPower: ValueFormat.write(.normalizedPower, s.normalizedPowerW, into: &text)
         case .cadenceAverageMax: pair(.averageCadence, s.averageCadence, s.maxCadence, &text)
-        case .zoneBars: break
+        case .zoneBars, .chart: break
         }
     }
 
@@ -63,10 +72,22 @@ public struct SummaryPage: Sendable, Hashable {
         self.items = items
     }
 
-    /// Totals; heart rate, power, cadence; time in zones.
+    /// Totals; heart rate, power, cadence; time in zones; then one chart page per charted
+    /// quantity. `AppConfiguration.summaryPageCount` (AppCore) must equal this list's count.
     public static let standard: [SummaryPage] = [
-        SummaryPage(title: "RIDE", items: [.timerTime, .distance, .speedAverageMax, .laps]),
+        // Moving time beside the timer time, as Garmin Connect and Strava show both.
+        SummaryPage(title: "RIDE", items: [.timerTime, .movingTime, .distance, .speedAverageMax]),
         SummaryPage(title: "EFFORT", items: [.heartRateAverageMax, .powerAverageMax, .normalizedPower, .cadenceAverageMax]),
         SummaryPage(title: "ZONES", items: [.zoneBars]),
+        chart(.speed),
+        chart(.heartRate),
+        chart(.power),
+        // Altitude: the interval table already buckets it; when the GPS lands, add
+        // `chart(.altitude)` here and raise AppConfiguration's summaryPageCount to 7.
     ]
+
+    /// A page holding one quantity's chart, titled with its unit.
+    public static func chart(_ q: Quantity) -> SummaryPage {
+        SummaryPage(title: SummaryChartView.title(q), items: [.chart(q)])
+    }
 }

@@ -98,10 +98,21 @@ public struct AutoLapSettings: Sendable, Hashable {
     }
 
     /// The lap trigger due for a lap that has covered `lapDistanceM` in `lapTimerMs`, if any.
-    /// Stateless: everything it needs is in the ride's current lap.
-    public func due(lapDistanceM: Double, lapTimerMs: Int64) -> Trigger? {
-        if let d = everyDistanceM, lapDistanceM >= d { return .distance }
+    /// `carriedM` is how far the previous distance lap ran past its mark (`carry(after:...)`):
+    /// distance laps end on the true marks (every 1 km of the ride, not 1 km after wherever the
+    /// last lap happened to be taken), so they do not drift by a record's worth each lap.
+    public func due(lapDistanceM: Double, lapTimerMs: Int64, carriedM: Double = 0) -> Trigger? {
+        if let d = everyDistanceM, lapDistanceM + carriedM >= d { return .distance }
         if let t = everyTimerMs, lapTimerMs >= t { return .time }
         return nil
+    }
+
+    /// The carry after a lap that ended with `trigger` having covered `lapDistanceM`: the part
+    /// past the distance mark after a distance lap (kept below one lap length), nothing after a
+    /// manual or time lap (they restart the count).
+    public func carry(after trigger: Trigger, lapDistanceM: Double, carriedM: Double) -> Double {
+        guard trigger == .distance, let d = everyDistanceM, d > 0 else { return 0 }
+        let over = lapDistanceM + carriedM - d
+        return over > 0 && over < d ? over : 0
     }
 }

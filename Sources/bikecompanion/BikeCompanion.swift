@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import RideModel
 
 /// `bikecompanion` (also run as `bikecomputer companion`): follows the running bike computer
 /// over its control socket and serves paired phones over HTTP + WebSocket (docs/companion.md).
@@ -12,7 +13,8 @@ struct BikeCompanion: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bikecompanion",
         abstract: "Mirror a live ride to a paired phone or laptop (off unless [companion] enabled = true).",
-        subcommands: [Serve.self, Revoke.self, Tokens.self],
+        version: ProjectVersion.text("bikecompanion"),
+        subcommands: [Serve.self, Revoke.self, Tokens.self, CheckEnabled.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -65,6 +67,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "host:port to listen on (default: [companion] listen).")
     var listen: String?
 
+    @Option(help: "Chart.js for the page's charts (default: \(CompanionServer.defaultChartJSPath), from Debian's libjs-chart.js).")
+    var chartjs: String?
+
     func run() async throws {
         let config = try common.load()
         guard config.companion.enabled else {
@@ -84,7 +89,11 @@ struct Serve: AsyncParsableCommand {
         link.log = log
         let tokens = common.tokenStore(config)
         let pairing = Pairing()
-        let server = CompanionServer(link: link, tokens: tokens, pairing: pairing, log: log)
+        var server = CompanionServer(link: link, tokens: tokens, pairing: pairing, log: log)
+        if let chartjs { server.chartJSPath = chartjs }
+        if !FileManager.default.fileExists(atPath: server.chartJSPath) {
+            log("no Chart.js at \(server.chartJSPath): the page works without its charts; sudo apt-get install libjs-chart.js")
+        }
         link.start()
 
         // Once a second: end an expired pairing code, close connections of revoked tokens.
@@ -156,5 +165,26 @@ struct Tokens: ParsableCommand {
             let date = Date(timeIntervalSince1970: TimeInterval(e.createdUnixS))
             print("\(e.id)  \(ISO8601DateFormatter().string(from: date))  \(e.name)")
         }
+    }
+}
+
+/// `bikecompanion check-enabled`: exit 0 when `[companion] enabled = true`, else 1 with the key to
+/// set. The systemd unit's ExecCondition (board/systemd/bikecompanion.service): the companion
+/// is skipped, not failed, until the config turns it on.
+struct CheckEnabled: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-enabled",
+        abstract: "Exit 0 if [companion] enabled = true in the config, else 1 (the systemd unit's condition).")
+
+    @OptionGroup var common: CommonOptions
+
+    func run() throws {
+        let config = try common.load()
+        let path = common.config ?? DeviceConfig.defaultPath
+        guard config.companion.enabled else {
+            print("bikecompanion: off: set `enabled = true` under [companion] in \(path), then `sudo systemctl start bikecompanion`")
+            throw ExitCode(1)
+        }
+        print("bikecompanion: on ([companion] enabled = true in \(path)); listening on \(config.companion.listen)")
     }
 }

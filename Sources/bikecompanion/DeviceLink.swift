@@ -16,6 +16,8 @@ final class DeviceLink: @unchecked Sendable {
 
     let socketPath: String
     let hub: Hub
+    /// The ride so far, for the page's ride chart (RideHistory.swift).
+    let history = RideHistory()
     private let lock = NSLock()
     private var view: [String: Any] = [:]
     private var lastSeq: UInt64?
@@ -114,6 +116,7 @@ final class DeviceLink: @unchecked Sendable {
         case "metrics":
             for (k, v) in obj where k != "type" { view[k] = v }
             lastSeq = seq
+            history.add(obj)
         case "state":
             if obj["replay"] as? Bool != true {
                 for k in ["state", "mode", "countdown", "timer_ms", "lap", "seq", "t_ms"] { if let v = obj[k] { view[k] = v } }

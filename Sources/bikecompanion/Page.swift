@@ -1,5 +1,8 @@
-/// The phone page: one self-contained HTML document (no external assets). It shows only what
-/// the device's stream says: a snapshot on connect, then state, metrics and zone lines.
+/// The phone page: one HTML document; its only other asset is Chart.js, which the companion
+/// itself serves from Debian's libjs-chart.js (`/static/chart.js`: the phone has no internet on
+/// a ride). It shows only what the device's stream says: a snapshot on connect, then state,
+/// metrics and zone lines; the live chart is drawn from the stream's metrics, the ride chart
+/// from `/api/history` (the companion's record of the ride so far).
 enum CompanionPage {
     static let html = #"""
 <!doctype html>
@@ -27,7 +30,11 @@ enum CompanionPage {
   #link { font-size: .8rem; color: #888; }
   #log { font-size: .8rem; color: #aaa; max-height: 8rem; overflow: auto; }
   .hidden { display: none; }
+  h2 { font-size: .9rem; font-weight: normal; color: #aaa; margin: .8rem 0 .2rem; }
+  .chart { position: relative; height: 11rem; background: #1a1a1a; border-radius: .5rem; padding: .3rem; }
+  #chartmsg { font-size: .8rem; color: #fc6; }
 </style>
+<script src="/static/chart.js"></script>
 </head>
 <body>
 <main>
@@ -52,6 +59,13 @@ enum CompanionPage {
       <div class="cell"><small>Zones</small><b id="zones">--</b></div>
     </div>
     <div id="sensors"></div>
+    <section id="charts">
+      <h2>Last 10 minutes</h2>
+      <div class="chart"><canvas id="c-live"></canvas></div>
+      <h2>Ride so far</h2>
+      <div class="chart"><canvas id="c-ride"></canvas></div>
+      <div id="chartmsg"></div>
+    </section>
     <div class="row">
       <button data-cmd="start" id="b-start">Start</button>
       <button data-cmd="pause" id="b-pause">Pause</button>
@@ -115,12 +129,65 @@ function render(v) {
   }
 }
 
+// Charts (Chart.js): power, heart rate and speed over timer time. x is timer seconds.
+const LIVE_S = 600;
+const charts = {};
+window.charts = charts;
+const SERIES = [["power", "Power W", "#b48cf0", "yP", 1], ["heart_rate", "Heart rate bpm", "#f06060", "yH", 1], ["speed", "Speed km/h", "#60b0f0", "yS", 3.6]];
+function makeChart(id) {
+  return new Chart(document.getElementById(id), {
+    type: "line",
+    data: { datasets: SERIES.map(([k, label, color, axis]) => ({ label: label, key: k, data: [], borderColor: color, backgroundColor: color,
+      yAxisID: axis, pointRadius: 0, borderWidth: 1.5, spanGaps: false })) },
+    options: { animation: false, responsive: true, maintainAspectRatio: false, parsing: false, normalized: true,
+      scales: {
+        x: { type: "linear", ticks: { color: "#aaa", maxTicksLimit: 6, callback: (v) => hms(v * 1000) }, grid: { color: "#333" } },
+        yP: { position: "left", ticks: { color: "#b48cf0" }, grid: { color: "#333" } },
+        yH: { position: "right", ticks: { color: "#f06060" }, grid: { display: false } },
+        yS: { position: "right", ticks: { color: "#60b0f0" }, grid: { display: false } } },
+      plugins: { legend: { labels: { color: "#ddd", boxWidth: 10 } } } } });
+}
+function setupCharts() {
+  if (typeof Chart === "undefined") {
+    $("chartmsg").textContent = "Charts need Chart.js on the unit: sudo apt-get install libjs-chart.js";
+    return;
+  }
+  charts.live = makeChart("c-live");
+  charts.ride = makeChart("c-ride");
+}
+// Live: every metrics line while running; the last ten minutes of timer time are kept.
+function chartMetrics(m) {
+  if (!charts.live || m.state !== "running" || !m.metrics || m.timer_ms === undefined) return;
+  const x = m.timer_ms / 1000;
+  charts.live.data.datasets.forEach((d, i) => {
+    const [k, , , , scale] = SERIES[i];
+    const v = m.metrics[k];
+    if (d.data.length && x < d.data[d.data.length - 1].x) d.data.length = 0; // a new ride
+    d.data.push({ x: x, y: v === null || v === undefined ? null : v * scale });
+    while (d.data.length && d.data[0].x < x - LIVE_S) d.data.shift();
+  });
+  charts.live.update("none");
+}
+// The ride so far, from the companion's history.
+async function loadHistory() {
+  if (!charts.ride) return;
+  const r = await fetch("/api/history", { credentials: "same-origin" }).catch(() => null);
+  if (!r || r.status !== 200) return;
+  const h = await r.json();
+  charts.ride.data.datasets.forEach((d, i) => {
+    const [k, , , , scale] = SERIES[i];
+    d.data = h.timer_ms.map((t, j) => ({ x: t / 1000, y: h[k][j] === null ? null : h[k][j] * scale }));
+  });
+  charts.ride.update("none");
+  window.lastHistory = h;
+}
+
 function onMessage(ev) {
   let m; try { m = JSON.parse(ev.data); } catch (e) { return; }
   window.lastMessage = m;
   switch (m.type) {
     case "snapshot": render(m); $("link").textContent = m.device_connected ? "live · seq " + m.seq : "device not connected"; break;
-    case "metrics": render(m); $("link").textContent = "live · seq " + m.seq; break;
+    case "metrics": render(m); chartMetrics(m); $("link").textContent = "live · seq " + m.seq; break;
     case "state": if (!m.replay) render(m); break;
     case "zone": if (!m.replay) logLine((m.quantity === "power" ? "Power" : "HR") + " zone " + (m.zone || "-")); break;
     case "marker": logLine((m.replay ? "(while away) " : "") + "marker " + m.kind + " " + m.value + (m.unit ? " " + m.unit : "")); break;
@@ -150,7 +217,13 @@ function send(obj) {
 
 async function start() {
   const r = await fetch("/api/session", { credentials: "same-origin" }).catch(() => null);
-  if (r && r.status === 200) { show("ride"); connect(); }
+  if (r && r.status === 200) {
+    show("ride");
+    if (!charts.live && !$("chartmsg").textContent) setupCharts();
+    connect();
+    loadHistory();
+    if (!window.historyTimer) window.historyTimer = setInterval(loadHistory, 10000);
+  }
   else if (r && r.status === 401) { show("pair"); }
   else { setTimeout(start, 2000); }
 }

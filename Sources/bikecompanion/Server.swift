@@ -17,6 +17,12 @@ struct CompanionServer: Sendable {
     let tokens: TokenStore
     let pairing: Pairing
     let log: @Sendable (String) -> Void
+    /// Chart.js as Debian's libjs-chart.js installs it; served to the page at /static/chart.js
+    /// (the phone has no internet on a ride).
+    var chartJSPath = CompanionServer.defaultChartJSPath
+
+    static let defaultChartJSPath = "/usr/share/javascript/chart.js/chart.min.js"
+    static let chartJSBytesMax = 4 << 20
 
     // MARK: Access
 
@@ -101,6 +107,25 @@ struct CompanionServer: Sendable {
             headers[.contentType] = "text/html; charset=utf-8"
             headers[.cacheControl] = "no-store"
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: CompanionPage.html)))
+        }
+
+        // Chart.js for the page's charts, from the installed Debian package. No token: it is a
+        // public library, and the page loads it before pairing.
+        router.get("/static/chart.js") { _, _ in
+            var headers: HTTPFields = [:]
+            headers[.contentType] = "application/javascript; charset=utf-8"
+            guard let data = FileManager.default.contents(atPath: server.chartJSPath), data.count <= Self.chartJSBytesMax else {
+                headers[.cacheControl] = "no-store"
+                let why = "// Chart.js is not installed at \(server.chartJSPath): sudo apt-get install libjs-chart.js (or bikecompanion --chartjs PATH)\n"
+                return Response(status: .notFound, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: why)))
+            }
+            headers[.cacheControl] = "max-age=86400"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+        }
+
+        router.get("/api/history") { request, _ in
+            guard server.authorize(request) != nil else { return Self.json(Self.pairingRequired, status: .unauthorized) }
+            return Self.json(server.link.history.json())
         }
 
         router.get("/api/session") { request, _ in

@@ -78,10 +78,24 @@ struct Rides: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show a ride's files and summary (from its FIT file).")
         @OptionGroup var data: DataDirectoryOption
         @Argument(help: "The ride id (or its first characters).") var id: String
+        @Flag(help: "Print the summary, laps and intervals as JSON (for charts).") var json = false
+        @Flag(name: .customLong("no-intervals"), help: "Leave out the per-interval table.") var noIntervals = false
+        @Option(help: ArgumentHelp("Also draw the ride as an SVG picture: speed, heart rate, power, cadence (and altitude) over time, laps marked, zones shaded.", valueName: "FILE.svg"))
+        var plot: String?
+
+        func validate() throws { try validatePlotPath(plot) }
 
         func run() throws {
             let lib = data.library()
             let r = try orExit { try lib.find(id) }
+            if json {
+                let bytes = try orExit { try lib.bytes(r, .fit) }
+                let file: FITFile
+                do { file = try FITFile(bytes: bytes) } catch { throw CommandFailure("\(lib.path(r, .fit)): \(error.description)") }
+                print(try Self.tablesJSON(FITActivity(file), rideID: r.rideID))
+                if let plot { try writePlot(r, lib, to: plot) }
+                return
+            }
             print("id:       \(r.rideID)")
             print("version:  \(r.version)")
             print("start:    \(r.startText) UTC")
@@ -99,6 +113,7 @@ struct Rides: ParsableCommand {
                     print("\(label)\(v.map { decimalText($0, decimals: decimals) + unit } ?? "--")")
                 }
                 show("timer:    ", s.timerS, " s", 1)
+                show("moving:   ", s.movingS, " s", 1)
                 show("elapsed:  ", s.elapsedS, " s", 1)
                 show("distance: ", s.distanceM.map { $0 / 1000 }, " km", 2)
                 show("avg speed:", s.avgSpeedMps.map { $0 * 3.6 }, " km/h", 1)
@@ -108,6 +123,15 @@ struct Rides: ParsableCommand {
                 show("max power:", s.maxPowerW, " W")
                 show("avg cad:  ", s.avgCadence, " rpm")
             }
+            let ride = try Self.rebuild(a, rideID: r.rideID)
+            print("averages: cadence \(ride.builder.zeroAveraging[Quantity.cadence.index]), power \(ride.builder.zeroAveraging[Quantity.power.index]), time-weighted over timer time (docs/statistics.md)")
+            print("")
+            print(Self.lapTable(a))
+            if !noIntervals {
+                print("")
+                print(Self.intervalTable(ride.builder.intervals))
+            }
+            if let plot { try writePlot(r, lib, to: plot) }
         }
     }
 
@@ -175,6 +199,107 @@ extension Rides {
             let stored = try orExit { try data.library().storeTyped(rideID: id, records: records) }
             print("\(id): \(stored)")
         }
+    }
+}
+
+// MARK: rides show: lap and interval tables (docs/statistics.md)
+
+extension Rides.Show {
+    /// The ride rebuilt from its FIT file through the app's own statistics (its intervals are
+    /// not in the file).
+    static func rebuild(_ a: FITActivity, rideID: RideID) throws -> RideExport {
+        do { return try RideExport(records: a.rideRecords(rideID: rideID)) } catch {
+            throw CommandFailure("the ride's file holds no ride to rebuild: \(error.description)")
+        }
+    }
+
+    static func clock(_ seconds: Double?) -> String {
+        guard let s = seconds, s.isFinite, s >= 0 else { return "--" }
+        let t = Int(s.rounded())
+        let h = t / 3600, m = (t / 60) % 60, sec = t % 60
+        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        return h > 0 ? "\(h):\(two(m)):\(two(sec))" : "\(m):\(two(sec))"
+    }
+
+    static func cell(_ v: Double?, _ decimals: Int = 0) -> String { v.map { decimalText($0, decimals: decimals) } ?? "--" }
+
+    static func row(_ cells: [String], _ widths: [Int]) -> String {
+        zip(cells, widths).map { pad($0, $1) }.joined(separator: " ")
+    }
+
+    static let lapWidths = [3, 8, 8, 8, 7, 7, 6, 6, 6, 6, 6]
+
+    /// One row per lap message of the file: what the recording wrote.
+    static func lapTable(_ a: FITActivity) -> String {
+        var lines = ["LAPS", row(["#", "trigger", "timer", "moving", "km", "km/h", "avg HR", "max HR", "avg W", "max W", "avg rpm"], lapWidths)]
+        for (i, l) in a.laps.enumerated() {
+            let trigger = switch l.trigger { case 0: "manual"; case 1: "time"; case 2: "distance"; case 7: "end"; case nil: "--"; default: "other" }
+            lines.append(row([String(i + 1), trigger, clock(l.timerS), clock(l.movingS), cell(l.distanceM.map { $0 / 1000 }, 2),
+                              cell(l.avgSpeedMps.map { $0 * 3.6 }, 1), cell(l.avgHeartRate), cell(l.maxHeartRate),
+                              cell(l.avgPowerW), cell(l.maxPowerW), cell(l.avgCadence)], lapWidths))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static let intervalWidths = [8, 6, 6, 6, 6, 7, 6, 7]
+
+    /// One row per interval bucket (timer time) with data.
+    static func intervalTable(_ t: IntervalTable) -> String {
+        var lines = ["INTERVALS (every \(t.intervalMs / 1000) s of timer time)",
+                     row(["from", "avg HR", "max HR", "avg W", "max W", "avg rpm", "km/h", "alt m"], intervalWidths)]
+        for b in 0..<t.bucketCount {
+            let hr = t.statistics(bucket: b, .heartRate), p = t.statistics(bucket: b, .power)
+            lines.append(row([clock(Double(t.bucketStartMs(b)) / 1000), cell(hr.average), cell(hr.max), cell(p.average), cell(p.max),
+                              cell(t.statistics(bucket: b, .cadence).average), cell(t.statistics(bucket: b, .speed).average.map { $0 * 3.6 }, 1),
+                              cell(t.statistics(bucket: b, .altitude).average)], intervalWidths))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// `rides show --json`: the session, the laps (from the file) and the intervals (rebuilt):
+    /// every average states its convention.
+    static func tablesJSON(_ a: FITActivity, rideID: RideID) throws -> String {
+        let ride = try rebuild(a, rideID: rideID)
+        let b = ride.builder
+        var w = JSONWriter()
+        w.beginObject()
+        w.string("id", rideID.description)
+        w.beginObject("averaging")
+        w.string("cadence", RideBuilder.averagingValue(b.zeroAveraging[Quantity.cadence.index]))
+        w.string("power", RideBuilder.averagingValue(b.zeroAveraging[Quantity.power.index]))
+        w.string("weighting", "time-weighted over timer time")
+        w.endObject()
+        func summary(_ s: FITActivity.Summary) {
+            w.number("timer_time_s", s.timerS); w.number("moving_time_s", s.movingS); w.number("elapsed_time_s", s.elapsedS)
+            w.number("distance_m", s.distanceM, decimals: 2); w.number("avg_speed_mps", s.avgSpeedMps); w.number("max_speed_mps", s.maxSpeedMps)
+            w.number("avg_hr_bpm", s.avgHeartRate); w.number("max_hr_bpm", s.maxHeartRate)
+            w.number("avg_power_w", s.avgPowerW); w.number("max_power_w", s.maxPowerW); w.number("normalized_power_w", s.normalizedPowerW)
+            w.number("avg_cadence_rpm", s.avgCadence); w.number("max_cadence_rpm", s.maxCadence)
+        }
+        if let s = a.sessions.first { w.beginObject("session"); summary(s); w.endObject() } else { w.raw("session", "null") }
+        w.beginArray("laps")
+        for (i, l) in a.laps.enumerated() { w.beginObject(); w.int("index", Int64(i)); summary(l); w.endObject() }
+        w.endArray()
+        let t = b.intervals
+        w.beginObject("intervals")
+        w.int("interval_s", t.intervalMs / 1000)
+        w.beginArray("buckets")
+        for k in 0..<t.bucketCount {
+            w.beginObject()
+            w.number("start_timer_s", Double(t.bucketStartMs(k)) / 1000)
+            for q in IntervalTable.chartedQuantities {
+                let st = t.statistics(bucket: k, q)
+                w.beginObject(q.name)
+                w.number("avg", st.average); w.number("min", st.min); w.number("max", st.max)
+                w.number("data_s", Double(st.weightMs) / 1000)
+                w.endObject()
+            }
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        w.endObject()
+        return w.text
     }
 }
 

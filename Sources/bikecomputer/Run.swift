@@ -451,7 +451,7 @@ final class BoardRunner {
         let screen = core.screen
         var sensors: [SensorStatus] = []
         for role in SensorRole.allCases {
-            sensors.append(SensorStatus(role, screen.sensors[Int(role.rawValue)]))
+            sensors.append(SensorStatus(role, screen.sensors[Int(role.rawValue)], batteryPercent: screen.sensorBatteryPercent[Int(role.rawValue)]))
         }
         let stats = loop.stats
         let handlers = stats.handlers.map {
@@ -485,6 +485,16 @@ final class BoardRunner {
         w.int("samples", Int64(clamping: src.samplesEmitted))
         w.string("counters", src.logLine)
         w.endObject()
+        // Every paired sensor: its state and last battery level (`bikecomputer sensors`).
+        w.beginArray("paired")
+        for r in bridge.sensors.source.sensorReports {
+            w.beginObject()
+            w.string("sensor", r.sensor.identity.description)
+            w.string("state", r.state.description)
+            w.int("battery_percent", r.batteryPercent.map(Int64.init))
+            w.endObject()
+        }
+        w.endArray()
         w.beginObject("hardware")
         w.string("display", i2cScreen.map { $0.isAnswering ? displayState : $0.status } ?? displayState)
         w.string("buttons", buttonsState)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Device
+import RideModel
 
 /// The device executable: `bikecomputer run` (the default) on the board, plus maintenance
 /// subcommands.
@@ -7,7 +8,8 @@ struct BikeComputer: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bikecomputer",
         abstract: "An open-source bike computer for Linux single-board computers.",
-        subcommands: [Run.self, Ctl.self, ConfigCommand.self, Decode.self, JournalCommand.self, ZonesCommand.self, Rides.self, UsbImage.self, CompanionCommand.self],
+        version: ProjectVersion.text("bikecomputer"),
+        subcommands: [Run.self, Ctl.self, ConfigCommand.self, Decode.self, JournalCommand.self, ZonesCommand.self, SensorsCommand.self, Rides.self, UsbImage.self, CompanionCommand.self],
         defaultSubcommand: Run.self)
 }
 

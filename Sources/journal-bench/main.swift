@@ -109,6 +109,10 @@ func fresh(_ storage: SegmentStorage, seed: UInt64 = 1) -> RideDriver {
 func kb(_ bytes: Int) -> String { JSONWriter.format(Double(bytes) / 1000, decimals: 1) + " KB" }
 
 let args = CommandLine.arguments
+if args.contains("--version") {
+    print(ProjectVersion.text("journal-bench"))
+    exit(0)
+}
 let quick = args.contains("--quick")
 var dirArg: String?
 if let i = args.firstIndex(of: "--dir"), i + 1 < args.count { dirArg = args[i + 1] }

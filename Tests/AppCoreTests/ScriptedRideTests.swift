@@ -84,10 +84,19 @@ struct ScriptedRideTests {
             #expect(nextSync != nil)
             if let s = nextSample, let y = nextSync { #expect(y < s, "sync must come before the next sample") }
         }
-        // 1 Hz samples exactly at start + k s while running or paused, none after the stop.
-        let sampleTimes = Set(h.records().compactMap { if case .sample(let s) = $0 { s.instant.milliseconds } else { nil } })
-        #expect(sampleTimes.allSatisfy { ($0 - 3_000) % 1_000 == 0 && $0 > 3_000 && $0 <= 27_500 })
-        #expect(sampleTimes.contains(4_000) && sampleTimes.contains(9_000))
+        // 1 Hz samples exactly at start + k s (the first at the start itself) while running or
+        // paused, none after the stop; between records only counter readings (distance,
+        // energy) at a pause, resume or stop instant.
+        let eventTimes = Set(events.map(\.instant.milliseconds))
+        let samples = h.records().compactMap { if case .sample(let s) = $0 { s } else { nil } }
+        for s in samples {
+            let t = s.instant.milliseconds
+            let onGrid = (t - 3_000) % 1_000 == 0
+            #expect(t >= 3_000 && t <= 27_500, "sample at \(t)")
+            #expect(onGrid || (s.quantity.isCumulative && eventTimes.contains(t)), "\(s.quantity) at \(t) is neither a record nor a counter reading at an event")
+        }
+        let sampleTimes = Set(samples.map(\.instant.milliseconds))
+        #expect(sampleTimes.contains(3_000) && sampleTimes.contains(4_000) && sampleTimes.contains(9_000))
         guard case .header(let header) = h.records().first else { Issue.record("first record must be the header"); return }
         #expect(header.anchor.monotonic.milliseconds == 3_000)
         #expect(h.records().contains(.finished(saved: true, at: MonotonicInstant(milliseconds: 27_500))))

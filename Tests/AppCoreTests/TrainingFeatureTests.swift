@@ -130,13 +130,33 @@ struct TrainingFeatureTests {
     @Test func autoLapByDistance() {
         var h = Harness(AppConfiguration(training: TrainingSettings(autoLap: AutoLapSettings(everyDistanceM: 100))))
         h.startRide()
-        // 10 m/s; the first record (4 s) is the distance baseline, so the lap reaches 100 m at 14 s.
+        // 10 m/s; the first reading (the record of 4 s: the samples begin after the start's
+        // record at 3 s) is the distance baseline, so the lap reaches 100 m at 14 s.
         Self.ride(&h, from: 3_000, to: 35_000) { t in [(.speed, 10), (.distance, Double(t - 3_000) / 100)] }
         let laps = h.events.filter { $0.kind == .lap }
         #expect(laps.map(\.instant.milliseconds) == [14_000, 24_000, 34_000])
         #expect(laps.allSatisfy { $0.trigger == .distance })
         let b = h.core.builder!
         #expect(b.laps.dropLast().allSatisfy { $0.statistics.distanceM == 100 && $0.trigger == .distance })
+    }
+
+    /// 7.3 m/s with 100 m laps: each lap overshoots its mark by up to a record's worth; the next
+    /// lap ends on the next true mark (200, 300, 400 m of the ride), not 100 m after the
+    /// overshoot (which drifted: the 4th lap came at 408.8 m). Failed before the fix.
+    @Test func distanceLapsStayOnTheTrueMarks() {
+        var h = Harness(AppConfiguration(training: TrainingSettings(autoLap: AutoLapSettings(everyDistanceM: 100))))
+        h.startRide()
+        Self.ride(&h, from: 3_000, to: 120_000) { t in [(.speed, 7.3), (.distance, Double(t - 3_000) / 1000 * 7.3)] }
+        let laps = h.events.filter { $0.kind == .lap }.map(\.instant.milliseconds)
+        // The first record at or past each mark: the baseline is the record of 4 s, so the ride's
+        // distance at record k (k s after it) is 7.3 k.
+        var expected: [Int64] = []
+        var mark = 100.0
+        for k in 1...115 where 7.3 * Double(k) >= mark - 1e-9 {
+            expected.append(4_000 + Int64(k) * 1_000)
+            mark += 100
+        }
+        #expect(laps == expected, "laps at \(laps), expected \(expected)")
     }
 
     @Test func autoLapByTimeCountsTimerTimeOnly() {
@@ -224,7 +244,10 @@ struct TrainingFeatureTests {
 
     func check(_ h: Harness, seed: UInt64) {
         let zones = ZoneConfiguration.defaultHeartRate
-        let hold: Int64 = 5_000
+        // The hold rule (docs/statistics.md): a value counts until the next value within the
+        // hold limit H, else for one record period P; at a pause, stop or lap edge within H it
+        // counts up to the edge.
+        let hold = RideSettings.defaultSampleHoldLimitMs, period = RideSettings.defaultSamplePeriodMs
         let records = h.records
         var stretches: [(Int64, Int64)] = []
         var lapStarts: [Int64] = []
@@ -249,8 +272,15 @@ struct TrainingFeatureTests {
         for (a, b) in stretches {
             let inside = hrSamples.filter { $0.0 >= a && $0.0 < b }
             for (i, s) in inside.enumerated() {
-                var to = min(s.0 + hold, b)
-                if i + 1 < inside.count { to = min(to, inside[i + 1].0) }
+                let to: Int64
+                if i + 1 < inside.count, inside[i + 1].0 <= s.0 + hold {
+                    to = inside[i + 1].0
+                } else if b <= s.0 + hold {
+                    to = b
+                } else {
+                    let edge = lapStarts.filter { $0 > s.0 && $0 <= s.0 + hold && $0 < b }.max() ?? s.0
+                    to = max(s.0 + period, edge)
+                }
                 if to > s.0 { segments.append((s.0, to, zones.zone(of: s.1))) }
             }
         }
@@ -265,7 +295,7 @@ struct TrainingFeatureTests {
         func zoneAt(_ t: Int64) -> Int?? { // nil: not running; .some(nil): no current zone
             guard let stretch = stretches.first(where: { t >= $0.0 && t < $0.1 }) else { return nil }
             let a = stretch.0
-            guard let s = hrSamples.last(where: { $0.0 >= a && $0.0 <= t }), t < s.0 + hold else { return .some(nil) }
+            guard let s = hrSamples.last(where: { $0.0 >= a && $0.0 <= t }), t <= s.0 + hold else { return .some(nil) }
             return .some(zones.zone(of: s.1))
         }
         var expected: [(Int64, Int?, Int?, [Int64], [Int64])] = []
@@ -305,12 +335,13 @@ struct TrainingFeatureTests {
         #expect(h.zoneUpdates.last?.zone == 3)
         Self.ride(&h, from: 5_000, to: 7_000) { _ in [(.heartRate, 100)] }
         #expect(h.core.screen[.heartRateZone] == 2)
-        // Data stops: the last record with 100 bpm is at 9 s (3 s stale limit), held 5 s ⇒ no zone from 14 s.
+        // Data stops: the last frame (6.75 s) is in the record of 7 s, which counts until 8 s and
+        // could be bridged to a value up to 9 s (the 2 s hold limit) ⇒ no zone from 10 s.
         Self.ride(&h, from: 7_000, to: 16_000) { _ in [] }
         #expect(h.core.screen[.heartRateZone] == nil)
         let last = h.zoneUpdates.last!
         #expect(last.zone == nil && last.previousZone == 1)
-        #expect(last.lastSampleInstant.milliseconds == 14_000, "announced at the record where the hold ran out")
+        #expect(last.lastSampleInstant.milliseconds == 10_000, "announced at the record after the hold ran out")
     }
 
     @Test func screenNumbersZonesAsTheModelNamesThem() throws {

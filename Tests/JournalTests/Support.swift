@@ -82,6 +82,8 @@ final class Rig {
     /// The core as it was when everything appended so far was durable, and how many records.
     var durableCore: AppCore?
     var durableCount = 0
+    /// The input instant at which `durableCore` was taken.
+    var durableNow = MonotonicInstant.zero
 
     init(flash: SimulatedFlash, seed: UInt64 = 42, deviceNow: MonotonicInstant = .zero, wallNow: WallClockTime? = nil,
          policy: CommitPolicy = CommitPolicy(checkpointIntervalMs: 30_000)) {
@@ -109,6 +111,7 @@ final class Rig {
         if Int(journal.counters.recordsDurable) == appended.count {
             durableCore = core
             durableCount = appended.count
+            durableNow = now
         }
     }
 }

@@ -259,9 +259,12 @@ struct FixtureReaderTests {
             let device = try #require(a.sessions.first)
             let timerS = Double(export.builder.ride.timerTimeMs) / 1000
             print("\(name): app timer \(timerS) s vs device \(device.timerS ?? -1) s; laps \(export.builder.laps.count) vs \(a.laps.count); distance \(export.builder.ride.distanceM) vs \(device.distanceM ?? -1)")
-            #expect(abs(timerS - (device.timerS ?? 0)) <= max(3, 0.002 * timerS), "\(name): timer time")
+            // Whole-second timer events against the unit's sub-second timer (docs/simulator.md).
+            #expect(abs(timerS - (device.timerS ?? 0)) <= 1.2, "\(name): timer time")
             #expect(export.builder.laps.count == a.laps.count, "\(name): laps")
-            if let d = device.distanceM { #expect(abs(export.builder.ride.distanceM - d) <= max(10, 0.002 * d), "\(name): distance (the app does not count the increment before the first sample of a running stretch)") }
+            // The activity's distance from 0 at the timer start, the increments across every
+            // resume included: the unit's own figure (it was 136 m short on the Edge 500).
+            if let d = device.distanceM { #expect(abs(export.builder.ride.distanceM - d) <= 0.011, "\(name): distance") }
             if let hr = device.maxHeartRate { #expect(export.builder.ride[.heartRate].max == hr, "\(name): max HR") }
             let base = samplesDirectory + "/replayed-\(i)"
             try Data(FITEncoder.encode(export)).write(to: URL(fileURLWithPath: base + ".fit"))

@@ -73,8 +73,12 @@ struct HeadlessRunTests {
         // The gap is the outage plus at most one second of unsynced samples.
         #expect(lost >= Double(outage) / 1000 && lost <= Double(outage) / 1000 + 1.0, "lost \(lost) s")
         let timer = try #require(Self.number(json, "timer_time_s"))
-        // Running from 5 s to 11:00; the timer keeps counting through the gap (the ride was running).
-        #expect(abs(timer - (660 - 5)) < 1.5, "timer \(timer)")
+        let elapsed = try #require(Self.number(json, "elapsed_time_s"))
+        // Running from 5 s to 11:00; the time the device was down (the gap: the outage plus the
+        // unsynced second) is elapsed time, never timer time.
+        #expect(abs(timer - (660 - 5 - lost)) < 1.5, "timer \(timer), lost \(lost)")
+        // Elapsed = timer + the gap + the pause before the end (11:00 to the long press, 11.5 s).
+        #expect(abs(elapsed - timer - lost - 11.5) < 1.5, "elapsed \(elapsed) = timer \(timer) + the gap \(lost) + 11.5 s paused")
         #expect(json.components(separatedBy: "\"index\"").count - 1 == 2, "the lap before the crash survives")
     }
 

@@ -35,7 +35,7 @@ class FakeDevice:
     def view(self):
         return {"state": self.state, "mode": self.state, "countdown": None, "timer_ms": self.timer_ms,
                 "elapsed_ms": self.timer_ms, "lap": self.lap, "lap_timer_ms": 0,
-                "metrics": {"speed": 8.5, "power": 201.0, "heart_rate": 142.0, "cadence": 88.0, "distance": 1234.0},
+                "metrics": self.metrics(),
                 "zones": {"heart_rate": {"zone": 3, "count": 5, "name": "Z3", "target": None},
                           "power": {"zone": 2, "count": 7, "name": None, "target": None}},
                 "sensors": {"heart_rate": "connected", "power": "connected", "speed": "not_configured", "cadence": "not_configured"},
@@ -50,6 +50,14 @@ class FakeDevice:
                     s.sendall((line + "\n").encode())
                 except OSError:
                     self.subscribers.remove(s)
+
+    def metrics(self):
+        # Intervals: 20 s hard, 20 s easy (of timer time), so a chart has something to show.
+        t = self.timer_ms // 1000
+        hard = (t // 20) % 2 == 1
+        power = 280.0 if hard else 180.0
+        return {"speed": 7.5 + (1.5 if hard else 0.0), "power": power, "heart_rate": 130.0 + t % 20 + (15 if hard else 0),
+                "cadence": 88.0, "distance": 1234.0 + 8 * t}
 
     def _ticker(self):
         while not self.stopped:

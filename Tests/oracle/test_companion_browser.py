@@ -1,7 +1,8 @@
 """A real browser against the companion: headless Chromium (Debian package `chromium`,
 driven over the DevTools protocol) opens the page, pairs with the code the (fake) unit was
 asked to show, sees the device's timer advance, presses Pause and sees the device's state
-change. The screenshot is a test artefact in .build/test-artifacts/companion.png; it replaces
+change, and draws the live and ride charts with Chart.js served by the companion itself from
+Debian's libjs-chart.js (the phone has no internet on a ride). The screenshot is a test artefact in .build/test-artifacts/companion.png; it replaces
 docs/companion.png when that is missing or UPDATE_DOCS_SCREENSHOT=1 (so a test run does not
 dirty the work tree)."""
 import os
@@ -22,9 +23,15 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from test_companion import Companion, free_port  # noqa: E402
 from test_companion import bikecompanion  # noqa: E402,F401  (fixture)
 
-websockets_sync = pytest.importorskip("websockets.sync.client")
+import websockets.sync.client as websockets_sync  # noqa: E402  (pinned in requirements.txt)
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+CHART_JS = "/usr/share/javascript/chart.js/chart.min.js"
+
+# How many pixels of a canvas are drawn (not transparent).
+INKED = """(() => { const c = document.getElementById('%s'); if (!c || !c.width) return 0;
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0;
+  for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; })()"""
 
 
 def chromium_binary():
@@ -71,7 +78,7 @@ class DevTools:
 def browser():
     binary = chromium_binary()
     if not binary:
-        pytest.skip("headless browser test: no chromium on PATH (Debian: apt-get install chromium; scripts/test.sh installs it as root)")
+        pytest.fail("headless browser test cannot run: no chromium on PATH (Debian: apt-get install chromium; scripts/test.sh installs it as root)")
     port = free_port()
     profile = tempfile.mkdtemp(prefix="companion-chromium-")
     proc = subprocess.Popen([binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
@@ -88,7 +95,7 @@ def browser():
             except OSError:
                 time.sleep(0.2)
         if target is None:
-            pytest.skip("chromium started but offered no DevTools page within 30 s")
+            pytest.fail("chromium started but offered no DevTools page within 30 s")
         yield DevTools(target)
     finally:
         proc.terminate()
@@ -100,6 +107,7 @@ def browser():
 
 
 def test_page_follows_and_pauses_the_ride(bikecompanion, browser, tmp_path):  # noqa: F811
+    assert os.path.exists(CHART_JS), f"no {CHART_JS}: apt-get install libjs-chart.js (scripts/test.sh installs it as root)"
     c = Companion(bikecompanion, tmp_path)
     try:
         # The ride is running on the device before the phone arrives.
@@ -125,6 +133,28 @@ def test_page_follows_and_pauses_the_ride(bikecompanion, browser, tmp_path):  # 
         first = b.wait("(() => { const t = document.getElementById('timer').textContent; return t !== '0:00:00' && t; })()", what="a timer")
         b.wait(f"document.getElementById('timer').textContent !== '{first}'", what="the timer to advance")
 
+        # Charts: Chart.js came from the companion itself, and both charts draw what the device said.
+        assert b.eval("typeof Chart") == "function", "Chart.js loaded"
+        assert b.eval("performance.getEntriesByType('resource').filter(e => e.name.endsWith('/static/chart.js')).length") == 1
+        assert b.eval("performance.getEntriesByType('resource').every(e => e.name.startsWith(location.origin))"), \
+            "no asset from outside the unit"
+        # The fake device alternates 20 s of 180 W and 280 W of timer time (4 s of its seconds per real second).
+        b.wait("(() => { const d = window.charts.live.data.datasets[0].data.map(p => p.y);"
+               " return d.length >= 30 && d.includes(180) && d.includes(280); })()", timeout=20, what="both intervals in the live chart")
+        live = b.eval("window.charts.live.data.datasets.map(d => d.data.map(p => [p.x, p.y]))")
+        power, heart, speed = live
+        assert {y for _, y in power} <= {180, 280}, "the live chart shows the device's power"
+        xs = [x for x, _ in power]
+        assert xs == sorted(xs) and xs[-1] - xs[0] <= 600, "timer seconds, the last ten minutes"
+        assert all(abs(y - 3.6 * (7.5 + (1.5 if p == 280 else 0))) < 1e-6 for (_, y), (_, p) in zip(speed, power)), "speed in km/h"
+        b.eval("loadHistory()")
+        b.wait("window.lastHistory && window.lastHistory.timer_ms.length >= 20", timeout=10, what="the ride so far from /api/history")
+        history = b.eval("window.lastHistory")
+        assert set(history["power"]) <= {180, 280} and history["timer_ms"] == sorted(history["timer_ms"])
+        ride_points = b.eval("window.charts.ride.data.datasets[0].data.length")
+        assert ride_points == len(history["timer_ms"])
+        assert b.eval(INKED % "c-live") > 500 and b.eval(INKED % "c-ride") > 500, "both charts drawn"
+
         # Pause from the page: the device's state changes, and the page shows the device's.
         b.eval("document.getElementById('b-pause').click()")
         deadline = time.time() + 10
@@ -145,6 +175,9 @@ def test_page_follows_and_pauses_the_ride(bikecompanion, browser, tmp_path):  # 
         assert "marker water 250" in c.device.received
         b.wait("document.getElementById('log').textContent.includes('water 250 ml')", what="the marker in the page's log")
 
+        # The whole page, charts included, for docs/companion.md.
+        b.call("Emulation.setDeviceMetricsOverride", width=390, height=1300, deviceScaleFactor=1, mobile=True)
+        time.sleep(0.5)
         png = base64.b64decode(b.call("Page.captureScreenshot", format="png")["data"])
         assert png[:8] == b"\x89PNG\r\n\x1a\n"
         artifacts = REPO / ".build" / "test-artifacts"

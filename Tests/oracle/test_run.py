@@ -390,6 +390,9 @@ def test_sigkill_mid_ride_then_restart_recovers_the_ride(bikecomputer, run_dir):
         st = app.status()
         timer_before = st["timer_ms"]
         ride_id = st["ride_id"]
+        # Kill late in a record's second (the status came just after a record), where the most
+        # is unsynced: the bound below must hold there too.
+        time.sleep(0.7)
         app.proc.send_signal(signal.SIGKILL)
         killed_at_ms = time.monotonic_ns() // 1_000_000
         app.proc.wait(timeout=10)
@@ -401,8 +404,13 @@ def test_sigkill_mid_ride_then_restart_recovers_the_ride(bikecomputer, run_dir):
         assert rebuilt["ride_id"] == ride_id and rebuilt["state"] == "running"
         lost_ms = killed_at_ms - rebuilt["last_instant_ms"]
         print(f"samples lost at SIGKILL: {lost_ms} ms (timer at kill ≥ {timer_before} ms, durable timer {rebuilt['timer_time_ms']} ms)")
-        assert lost_ms <= 2000, f"{lost_ms} ms of the ride lost (commit interval 1 s + one record period)"
-        assert rebuilt["timer_time_ms"] >= timer_before - 2000
+        # The promise (docs/journal.md): a 1 Hz record is committed at the tick that takes it, so
+        # at most the second in progress is lost. Tolerance: the tick runs a little after its
+        # record instant and the commit's fsync takes time, on a 2-core machine shared with
+        # builds; 300 ms covers both (observed: well under 100 ms on an idle machine).
+        tolerance_ms = 300
+        assert lost_ms <= 1000 + tolerance_ms, f"{lost_ms} ms of the ride lost (promised: one record period, 1000 ms, + {tolerance_ms} ms)"
+        assert rebuilt["timer_time_ms"] >= timer_before - (1000 + tolerance_ms)
         # The durable samples are the ones the bridge sent.
         assert rebuilt["average_heart_rate_bpm"] == pytest.approx(150, abs=0.5)
         assert rebuilt["average_power_w"] == pytest.approx(230, abs=0.5)

@@ -1,6 +1,7 @@
 import AppCore
 import Device
 import RideModel
+import Glibc
 import Simulation
 
 /// The interactive simulator: the demo ride in the terminal, keys for the buttons.
@@ -15,15 +16,25 @@ struct Interactive {
     let sim: HeadlessRun
     let terminal: Terminal
     var speed: Double
-    let drawScreen: (ScreenModel) -> [String]
+    /// The panel as text lines in a rendering.
+    let drawScreen: (TerminalRendering) -> [String]
+    /// `--render`: always this rendering; nil picks the densest that fits (and re-picks on resize).
+    let forcedRendering: TerminalRendering?
+    /// Called after each draw with the rendering used (nil: the terminal is too small).
+    var onDraw: ((TerminalRendering?) -> Void)?
     var showHelp = false
     var lastDrawMs: Int64 = -1_000
     var quit = false
+    /// The terminal's size as last read (nil until the first draw).
+    var size: (columns: Int, rows: Int)?
+    var clearBeforeDraw = true
 
-    init(sim: HeadlessRun, terminal: Terminal, speed: Double, drawScreen: @escaping (ScreenModel) -> [String]) {
+    init(sim: HeadlessRun, terminal: Terminal, speed: Double, rendering: TerminalRendering? = nil,
+         drawScreen: @escaping (TerminalRendering) -> [String]) {
         self.sim = sim
         self.terminal = terminal
         self.speed = speed
+        self.forcedRendering = rendering
         self.drawScreen = drawScreen
     }
 
@@ -82,19 +93,85 @@ struct Interactive {
 
     mutating func redrawIfDue() {
         let now = Clock.monotonicMs()
-        guard now - lastDrawMs >= 100 else { return }
+        guard now - lastDrawMs >= 100 || terminalResized != 0 else { return }
         lastDrawMs = now
         draw()
     }
 
-    func draw() {
+    /// The terminal's size: TIOCGWINSZ, else $COLUMNS/$LINES; nil when nothing says.
+    static func terminalSize() -> (columns: Int, rows: Int)? {
+        if let s = Terminal.size() { return s }
+        if let c = getenv("COLUMNS").flatMap({ Int(String(cString: $0)) }), let r = getenv("LINES").flatMap({ Int(String(cString: $0)) }),
+           c > 0, r > 0 { return (c, r) }
+        return nil
+    }
+
+    mutating func draw() {
+        if terminalResized != 0 || size == nil {
+            terminalResized = 0
+            size = Self.terminalSize() ?? (Int.max, Int.max)
+            clearBeforeDraw = true
+        }
+        let (columns, rows) = size!
+        let clear = clearBeforeDraw
+        clearBeforeDraw = false
+        guard let rendering = forcedRendering ?? TerminalRendering.choose(columns: columns, rows: rows) else {
+            // Too small for any rendering: say what it needs instead of a wrapped mess.
+            terminal.draw(Self.tooSmall(columns: columns, rows: rows), columns: columns, rows: rows, clearFirst: clear)
+            onDraw?(nil)
+            return
+        }
         let core = sim.runtime.core
-        var lines = drawScreen(core.screen)
-        let sensors = SensorRole.allCases.map { "\($0)=\(core.screen.sensor($0))" }.joined(separator: " ")
+        var lines = drawScreen(rendering)
+        let sensors = SensorRole.allCases.filter { core.screen.sensor($0) != .notConfigured }
+            .map { "\(Self.roleWord($0)):\(Self.stateWord(core.screen.sensor($0)))" }.joined(separator: " ")
         let device = sim.isDeviceDown ? "DEVICE RESTARTING" : "\(core.state)"
         lines.append("sim \(TextScreen.clock(sim.nowMs)) ×\(TextScreen.format(speed, decimals: speed < 1 ? 2 : 0))  \(device)  \(sensors)  journal \(core.screen.storage)")
-        lines.append(showHelp ? "" : "? help   q quit")
-        if showHelp { lines += Self.help }
-        terminal.draw(lines)
+        if showHelp {
+            lines.append("")
+            lines += Self.help
+        } else if core.state == .idle {
+            // The first screen: how to start riding (the demo also presses start by itself).
+            lines.append("press s to start the ride   ? help   q quit")
+        } else {
+            lines.append("? help   q quit")
+        }
+        terminal.draw(lines, columns: columns, rows: rows, clearFirst: clear)
+        onDraw?(rendering)
+    }
+
+    /// What a too-small terminal shows: its size, what is needed, and the ways out.
+    static func tooSmall(columns: Int, rows: Int) -> [String] {
+        let words = [
+            "bikesim: this terminal is \(columns)×\(rows);", "the panel needs at least",
+            TerminalRendering.requirements() + ".", "Enlarge the window (or the font smaller);",
+            "it redraws at once.", "q quits."
+        ]
+        // Wrapped to the width by hand, so even a tiny terminal shows whole words.
+        var lines: [String] = []
+        var line = ""
+        for w in words.joined(separator: " ").split(separator: " ") {
+            if !line.isEmpty && line.count + 1 + w.count > columns { lines.append(line); line = "" }
+            line += (line.isEmpty ? "" : " ") + w
+        }
+        if !line.isEmpty { lines.append(line) }
+        return lines
+    }
+
+    static func roleWord(_ r: SensorRole) -> String {
+        switch r {
+        case .heartRate: "HR"
+        case .power: "PWR"
+        case .speed: "SPD"
+        case .cadence: "CAD"
+        }
+    }
+
+    static func stateWord(_ s: SensorState) -> String {
+        switch s {
+        case .connected: "ok"
+        case .notConfigured: "off"
+        default: "\(s)"
+        }
     }
 }

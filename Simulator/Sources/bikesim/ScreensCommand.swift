@@ -24,6 +24,9 @@ struct ScreensCommand: ParsableCommand {
     @Option(help: "Also write a Markdown page showing every picture (e.g. docs/screens.md).")
     var markdown: String?
 
+    @Option(help: "Also write the README's picture of the demo (running page 1, 4x) to this PNG (e.g. docs/demo.png).")
+    var demo: String?
+
     @Flag(help: "Measure the I2C bytes sent per second on a running page at 1 Hz, and print them.")
     var measure = false
 
@@ -53,6 +56,11 @@ struct ScreensCommand: ParsableCommand {
             print("\(out)/\(entry.name).png  \(entry.caption)")
         }
         if let markdown { try write(Array(gallery(markdownPath: markdown).utf8), to: markdown) }
+        if let demo, let entry = ScreenCatalogue.entries().first(where: { $0.name == "running-1" }) {
+            var panel = EmulatedPanel(panel: PanelConfiguration(height: entry.height))
+            try write(ImageEncoding.png(panel.show(entry.model), scale: 4), to: demo)
+            print("\(demo)  the demo's running page (README)")
+        }
     }
 
     /// docs/screens.md: every picture under a heading per screen kind, with the commands that
@@ -74,7 +82,7 @@ struct ScreensCommand: ParsableCommand {
         Regenerate the pictures and this page:
 
         ```sh
-        swift run bikesim screens --out docs/screens --markdown docs/screens.md
+        swift run bikesim screens --out docs/screens --markdown docs/screens.md --demo docs/demo.png
         ```
 
         Regenerate the goldens after an intended change to a screen (then review the diff of the PBM
@@ -89,6 +97,13 @@ struct ScreensCommand: ParsableCommand {
         `Sources/Screens/Layout.swift`): content, frame, value size and label placement. A value
         that does not fit its frame is drawn one font size smaller. The dots at the right edge show
         which data page is on screen.
+
+        The summary ends with chart pages (`SummaryChartView` in `Sources/Screens/SummaryChart.swift`):
+        speed, heart rate and power over the ride's timer time, drawn from the ride's interval table
+        (`IntervalTable`, one time-weighted average per 60 s of timer time). The labels left of the
+        axis are the chart's top and bottom (the highest and lowest minute average, in the unit of
+        the title); on 128x64 the timer time runs along the bottom. An altitude page joins them when
+        the GPS does (the interval table already buckets altitude; see `SummaryPage.standard`).
 
         Fonts: Terminus Font (SIL OFL 1.1), see [display.md](display.md#fonts).
 

@@ -44,9 +44,19 @@ final class Terminal {
         }
     }
 
-    /// Redraws the whole screen from the top-left corner.
-    func draw(_ lines: [String]) {
-        write("\u{1B}[H" + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\n") + "\u{1B}[J")
+    /// Redraws the whole screen from the top-left corner. With `columns`/`rows`, every line is
+    /// cut to the width and lines past the height are left out, so nothing wraps or scrolls.
+    func draw(_ lines: [String], columns: Int = .max, rows: Int = .max, clearFirst: Bool = false) {
+        let shown = lines.prefix(max(0, rows)).map { $0.count > columns ? String($0.prefix(max(0, columns))) : $0 }
+        write((clearFirst ? "\u{1B}[2J" : "") + "\u{1B}[H" + shown.map { $0 + "\u{1B}[K" }.joined(separator: "\n") + "\u{1B}[J")
+    }
+
+    /// The terminal's size in columns and rows (TIOCGWINSZ on standard output), nil when it
+    /// does not say (not a terminal, or a terminal that reports 0×0).
+    static func size() -> (columns: Int, rows: Int)? {
+        var ws = winsize()
+        guard ioctl(1, UInt(TIOCGWINSZ), &ws) == 0, ws.ws_col > 0, ws.ws_row > 0 else { return nil }
+        return (Int(ws.ws_col), Int(ws.ws_row))
     }
 
     /// Waits up to `timeoutMs` for a key; returns the bytes read (empty on timeout).
@@ -58,6 +68,14 @@ final class Terminal {
         let n = buf.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
         return n > 0 ? Array(buf[0..<n]) : [UInt8(ascii: "q")] // EOF on stdin: quit
     }
+}
+
+/// Set by SIGWINCH (the terminal was resized); the draw loop re-reads the size and clears it.
+nonisolated(unsafe) var terminalResized: sig_atomic_t = 0
+
+/// Notes every resize of the terminal in `terminalResized` (the handler only stores a flag).
+func installResizeHandler() {
+    signal(SIGWINCH) { _ in terminalResized = 1 }
 }
 
 /// The terminal settings to put back if a signal ends the simulator while the terminal is raw.

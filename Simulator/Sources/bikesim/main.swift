@@ -6,6 +6,7 @@ import Simulation
 import DeviceAdapters
 import RideFiles
 import AppCore
+import Display
 import RideModel
 
 /// The desktop simulator: runs the same app code as the board with simulated adapters.
@@ -13,6 +14,7 @@ struct BikeSim: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bikesim",
         abstract: "Bike computer simulator: a demo ride in the terminal, or headless for tests.",
+        version: ProjectVersion.text("bikesim"),
         subcommands: [Ride.self, ScreensCommand.self],
         defaultSubcommand: Ride.self)
 }
@@ -60,11 +62,20 @@ struct Ride: ParsableCommand {
     @Flag(help: "Write a PNG of the display at every change of screen or overlay to DIR/frames (headless).")
     var frames = false
 
+    @Option(help: ArgumentHelp("How the panel is drawn in the terminal: auto (the densest that fits, chosen again when the window is resized), halfblock (130×36 and up) or braille (66×20 and up, fits 80×24).", valueName: "auto|halfblock|braille"))
+    var render: String = "auto"
+
+    @Option(name: .customLong("frame-file"), help: ArgumentHelp("Interactive: after every redraw, write the panel image drawn as a plain PBM to PATH (for tests that compare the terminal with the emulator).", visibility: .hidden))
+    var frameFile: String?
+
     func validate() throws {
         if let speed, !(speed > 0) { throw ValidationError("--speed must be a positive number, e.g. --speed 10") }
         if headless && out == nil { throw ValidationError("--headless needs --out DIR for summary.json and the ride files") }
         if replay != nil && !headless { throw ValidationError("--replay runs headless: add --headless --out DIR") }
         if replay != nil && scenario != nil { throw ValidationError("use either --replay or --scenario, not both") }
+        if render != "auto" && TerminalRendering(rawValue: render) == nil {
+            throw ValidationError("--render must be auto, halfblock or braille (got '\(render)')")
+        }
     }
 
     func run() throws {
@@ -199,7 +210,21 @@ struct Ride: ParsableCommand {
         let sim = HeadlessRun(scenario: scenario, options: options, storage: try makeStorage(), archive: MemoryArchive(),
                               screen: display)
         installSignalRestore(terminal) // before raw mode: saves the rider's settings
-        var ui = Interactive(sim: sim, terminal: terminal, speed: speed ?? 1) { _ in display.terminalLines }
+        installResizeHandler()
+        var ui = Interactive(sim: sim, terminal: terminal, speed: speed ?? 1, rendering: TerminalRendering(rawValue: render)) {
+            display.terminalLines($0)
+        }
+        if let frameFile {
+            var last: [UInt8] = []
+            ui.onDraw = { rendering in
+                var bytes = ImageEncoding.pbm(display.image)
+                // A comment after the magic number says which rendering the terminal shows.
+                bytes.insert(contentsOf: Array("# rendering \(rendering?.rawValue ?? "none")\n".utf8), at: 3)
+                guard bytes != last else { return }
+                last = bytes
+                try? Files.writeAtomically(frameFile, bytes)
+            }
+        }
         ui.run()
     }
 }
