@@ -95,6 +95,7 @@ def bridge(args) -> int:
                                      stats=args.stats)
         runner = BenchRunner(opts, b, transport)
         transport.on_open, transport.on_close = runner.on_open, runner.on_close
+        b.send_fd = transport.send_with_fd  # an app that reads the sockets itself gets them, as on a board
         return await runner.run()
 
     try:

@@ -93,6 +93,7 @@ class Runner:
             self.loop.remove_reader(sock.fileno())
         except (ValueError, OSError):
             pass
+        self.bridge.app_gone()
 
     def app_readable(self) -> None:
         for _ in range(16):
@@ -259,6 +260,7 @@ def main(argv=None) -> int:
         runner = Runner(args, bridge, transport)
         if args.socket:
             transport.on_open, transport.on_close = runner.on_open, runner.on_close
+            bridge.send_fd = transport.send_with_fd
         return await runner.run()
 
     return asyncio.run(amain())

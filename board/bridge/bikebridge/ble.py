@@ -49,14 +49,28 @@ class Unusable(Exception):
 
 
 class NotifyReader:
-    """One characteristic's notification socket (AcquireNotify) feeding its DataFramer."""
+    """One characteristic's notification socket (AcquireNotify) feeding its DataFramer, unless
+    the app reads it itself (handed: see Bridge.hand)."""
 
     def __init__(self, loop, fd: int, bridge, framer: protocol.DataFramer, on_end) -> None:
         self.loop, self.fd, self.bridge, self.framer, self.on_end = loop, fd, bridge, framer, on_end
         self.sock = socket.socket(fileno=fd)
         self.sock.setblocking(False)
         self.closed = False
+        self.handed = False
         loop.add_reader(fd, self.readable)
+        bridge.add_reader(self)
+
+    def pause(self) -> None:
+        """The app reads the socket now."""
+        if not self.handed and not self.closed:
+            self.handed = True
+            self.loop.remove_reader(self.fd)
+
+    def resume(self) -> None:
+        if self.handed and not self.closed:
+            self.handed = False
+            self.loop.add_reader(self.fd, self.readable)
 
     def readable(self) -> None:
         try:
@@ -83,7 +97,9 @@ class NotifyReader:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self.loop.remove_reader(self.fd)
+            self.bridge.remove_reader(self)
+            if not self.handed:
+                self.loop.remove_reader(self.fd)
             self.sock.close()
 
 

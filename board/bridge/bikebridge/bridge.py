@@ -98,6 +98,13 @@ class Bridge:
         self.bad: Dict[str, int] = collections.Counter()  # what was wrong -> count
         self.framers: Dict[int, protocol.DataFramer] = {}  # the hot path's, for their counts
         self._bad_logged: Dict[tuple, float] = {}
+        # Notification sockets (BLE characteristics) and whether the app reads them itself: an
+        # app that says so in its hello gets each socket (SCM_RIGHTS through `send_fd`) and the
+        # bridge stops reading it until the app returns it or goes away.
+        self.send_fd: Optional[Callable[[bytes, int], bool]] = None
+        self.app_takes_sockets = False
+        self.readers = set()
+        self.handed = 0  # sockets handed over (counter)
         self.on_scan_request: Optional[Callable[[bool, int, int], None]] = None
         self.on_reload: Optional[Callable[[], None]] = None
         # The runner's heartbeat timer: re-armed through `rearm` once the clock passes `push_after`.
@@ -188,7 +195,40 @@ class Bridge:
     def connected(self) -> None:
         """A (new) connection to the app: it speaks version 1 until its hello says otherwise."""
         self.app_version = 1
+        self.app_gone()
         self.hello()
+
+    def app_gone(self) -> None:
+        """The app's connection ended: the bridge reads every socket it had handed over again."""
+        self.app_takes_sockets = False
+        for r in self.readers:
+            if r.handed:
+                r.resume()
+
+    # ---------------------------------------------------------------- notification sockets
+
+    def add_reader(self, reader) -> None:
+        self.readers.add(reader)
+        if self.app_takes_sockets:
+            self.hand(reader)
+
+    def remove_reader(self, reader) -> None:
+        self.readers.discard(reader)
+
+    def hand(self, reader) -> None:
+        """Passes the reader's socket to the app (it keeps its own copy, unread)."""
+        if reader.handed or reader.closed or self.send_fd is None:
+            return
+        frame = protocol.notification_socket(self.clock(), reader.framer.sensor, reader.framer.profile)
+        with self.lock:
+            ok = self.send_fd(frame, reader.fd)
+        if ok:
+            reader.pause()
+            self.handed += 1
+            self.sent += 1
+        else:
+            log.warning("could not hand the %04x socket of %s to the app; forwarding its values",
+                        reader.framer.profile, reader.framer.sensor)
 
     def from_app(self, b: bytes) -> None:
         """One frame the app sent (version 2)."""
@@ -203,7 +243,18 @@ class Bridge:
     def from_app_frame(self, f: protocol.Frame) -> None:
         if f.kind == protocol.KIND_APP_HELLO:
             self.app_version = min(f.protocol_version_max, protocol.VERSION_MAX)
-            log.info("the app speaks protocol version %d", f.protocol_version_max)
+            self.app_takes_sockets = bool(f.flags & protocol.APP_TAKES_SOCKETS) and self.send_fd is not None
+            log.info("the app speaks protocol version %d%s", f.protocol_version_max,
+                     " and reads the notification sockets itself" if self.app_takes_sockets else "")
+            if self.app_takes_sockets:
+                for r in list(self.readers):
+                    self.hand(r)
+        elif f.kind == protocol.KIND_SOCKET_RETURNED:
+            for r in self.readers:
+                if r.handed and r.framer.sensor == f.sensor and r.framer.profile == f.profile:
+                    log.warning("the app returned the %04x socket of %s: forwarding its values", f.profile, f.sensor)
+                    self.bad["socket_returned"] += 1
+                    r.resume()
         elif f.kind == protocol.KIND_SCAN_REQUEST:
             if self.on_scan_request:
                 self.on_scan_request(f.scanning, f.radios, min(f.seconds, protocol.SCAN_SECONDS_MAX))
@@ -227,4 +278,5 @@ class Bridge:
             who = sensor.address if isinstance(sensor, protocol.BleId) else f"ant:{sensor.device_number}:{sensor.device_type}"
             per[f"{who}/{profile:04x}"] = n
         return {"sent": self.sent, "dropped": self.dropped, "app_version": self.app_version,
+                "sockets_handed": self.handed, "sockets_with_app": sum(1 for r in self.readers if r.handed),
                 "notifications": per, "bad": dict(self.bad)}

@@ -13,10 +13,14 @@ from typing import Iterator, List, Optional, Tuple, Union
 VERSION = 1  # the version byte of the version-1 kinds
 VERSION_MAX = 2  # the newest version this bridge speaks (its hello says so)
 KIND_HELLO, KIND_HEARTBEAT, KIND_DATA, KIND_LINK = 1, 2, 3, 4
-# Version 2. Bridge to app: FOUND (a sensor a scan found), SCAN (the scan's state).
-# App to bridge: APP_HELLO (the app's newest version), SCAN_REQUEST, RELOAD (paired sensors changed).
+# Version 2. Bridge to app: FOUND (a sensor a scan found), SCAN (the scan's state), SOCKET (a
+# characteristic's notification socket, passed with SCM_RIGHTS: the app reads it itself).
+# App to bridge: APP_HELLO (the app's newest version and what it takes), SCAN_REQUEST, RELOAD
+# (paired sensors changed), SOCKET_RETURNED (the app will not read that socket: the bridge does).
 KIND_FOUND, KIND_SCAN, KIND_APP_HELLO, KIND_SCAN_REQUEST, KIND_RELOAD = 5, 6, 7, 8, 9
-KINDS_V2 = (KIND_FOUND, KIND_SCAN, KIND_APP_HELLO, KIND_SCAN_REQUEST, KIND_RELOAD)
+KIND_SOCKET, KIND_SOCKET_RETURNED = 10, 11
+KINDS_V2 = (KIND_FOUND, KIND_SCAN, KIND_APP_HELLO, KIND_SCAN_REQUEST, KIND_RELOAD, KIND_SOCKET, KIND_SOCKET_RETURNED)
+APP_TAKES_SOCKETS = 1  # APP_HELLO flags: the app reads notification sockets handed to it
 TRANSPORT_ANT, TRANSPORT_BLE = 1, 2
 LINK_SEARCHING, LINK_CONNECTED, LINK_DISCONNECTED = 0, 1, 2
 # Version 2: connected, but the device offers none of the measurements its service promises
@@ -80,6 +84,7 @@ class Frame:
     scanning: bool = False  # SCAN: running; SCAN_REQUEST: start (True) or stop
     seconds: int = 0  # SCAN_REQUEST
     found: int = 0  # SCAN: sensors found so far
+    flags: int = 0  # APP_HELLO
 
 
 def _sensor_bytes(sensor: SensorId, profile: int) -> bytes:
@@ -128,8 +133,17 @@ def scan_state(time_us: int, running: bool, radios: int, found_count: int) -> by
     return struct.pack("<BBQBBH", 2, KIND_SCAN, time_us, 1 if running else 0, radios, min(found_count, 0xFFFF))
 
 
-def app_hello(time_us: int, version_max: int = VERSION_MAX) -> bytes:
-    return struct.pack("<BBQB", 2, KIND_APP_HELLO, time_us, version_max)
+def app_hello(time_us: int, version_max: int = VERSION_MAX, flags: int = 0) -> bytes:
+    return struct.pack("<BBQBB", 2, KIND_APP_HELLO, time_us, version_max, flags)
+
+
+def notification_socket(time_us: int, sensor: SensorId, characteristic: int) -> bytes:
+    """The frame that goes with a notification socket (the descriptor rides in SCM_RIGHTS)."""
+    return struct.pack("<BBQ", 2, KIND_SOCKET, time_us) + _sensor_bytes(sensor, characteristic)
+
+
+def socket_returned(time_us: int, sensor: SensorId, characteristic: int) -> bytes:
+    return struct.pack("<BBQ", 2, KIND_SOCKET_RETURNED, time_us) + _sensor_bytes(sensor, characteristic)
 
 
 def scan_request(time_us: int, start: bool, radios: int, seconds: int) -> bytes:
@@ -154,7 +168,7 @@ def parse(b: bytes) -> Frame:
         return Frame(KIND_HELLO, t, protocol_version_max=v, radios=radios, bridge_id=bid, version=version)
     if kind == KIND_HEARTBEAT and len(b) == 14:
         return Frame(KIND_HEARTBEAT, t, sequence=struct.unpack_from("<I", b, 10)[0], version=version)
-    if kind in (KIND_DATA, KIND_LINK, KIND_FOUND) and len(b) >= 21:
+    if kind in (KIND_DATA, KIND_LINK, KIND_FOUND, KIND_SOCKET, KIND_SOCKET_RETURNED) and len(b) >= 20:
         transport = b[10]
         if transport == TRANSPORT_ANT:
             n, dt, tt = struct.unpack_from("<HBB", b, 11)
@@ -166,6 +180,8 @@ def parse(b: bytes) -> Frame:
         else:
             raise ProtocolError(f"unknown transport {transport}")
         profile = struct.unpack_from("<H", b, 18)[0]
+        if kind in (KIND_SOCKET, KIND_SOCKET_RETURNED) and len(b) == 20:
+            return Frame(kind, t, sensor, profile, version=version)
         if kind == KIND_LINK and len(b) == 21 and b[20] <= (LINK_UNUSABLE if version >= 2 else LINK_DISCONNECTED):
             return Frame(KIND_LINK, t, sensor, profile, link=b[20], version=version)
         if kind == KIND_DATA and len(b) == 21 + b[20] and b[20] <= PAYLOAD_BYTES_MAX:
@@ -178,8 +194,8 @@ def parse(b: bytes) -> Frame:
     if kind == KIND_SCAN and len(b) == 14 and b[10] <= 1:
         return Frame(KIND_SCAN, t, scanning=b[10] == 1, radios=b[11], found=struct.unpack_from("<H", b, 12)[0],
                      version=version)
-    if kind == KIND_APP_HELLO and len(b) == 11:
-        return Frame(KIND_APP_HELLO, t, protocol_version_max=b[10], version=version)
+    if kind == KIND_APP_HELLO and len(b) == 12:
+        return Frame(KIND_APP_HELLO, t, protocol_version_max=b[10], flags=b[11], version=version)
     if kind == KIND_SCAN_REQUEST and len(b) == 14 and b[10] <= 1:
         return Frame(KIND_SCAN_REQUEST, t, scanning=b[10] == 1, radios=b[11],
                      seconds=struct.unpack_from("<H", b, 12)[0], version=version)

@@ -1,4 +1,5 @@
 """Where frames go: the app's Unix SOCK_SEQPACKET socket, or a serial line (or a pty)."""
+import array
 import os
 import socket
 import termios
@@ -44,6 +45,19 @@ class SocketTransport:
             return False
         try:
             self.sock.send(frame)
+            return True
+        except BlockingIOError:
+            return False
+        except OSError:
+            self.close()
+            return False
+
+    def send_with_fd(self, frame, fd: int) -> bool:
+        """One frame with a file descriptor attached (SCM_RIGHTS)."""
+        if self.sock is None and not self.connect():
+            return False
+        try:
+            self.sock.sendmsg([bytes(frame)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
             return True
         except BlockingIOError:
             return False

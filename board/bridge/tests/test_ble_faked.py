@@ -240,3 +240,81 @@ def test_an_oversize_value_is_cut_to_the_protocol_limit_and_counted():
     n = framer.put(bytes(range(100)))
     bridge.forward(framer, 100)  # the socket said 100 bytes (MSG_TRUNC); 64 fit the buffer
     assert n == 64 and rec.frames[-1].payload == bytes(range(64)) and bridge.bad["oversize"] == 1
+
+
+class AppEnd:
+    """The app's end of a SOCK_SEQPACKET pair: frames, and the sockets handed over."""
+
+    def __init__(self):
+        import socket as sk
+        self.sk = sk
+        self.ours, self.theirs = sk.socketpair(sk.AF_UNIX, sk.SOCK_SEQPACKET)
+        self.ours.setblocking(False)
+        self.theirs.setblocking(False)
+        self.frames, self.sockets = [], {}
+
+    def send(self, frame) -> bool:
+        self.ours.send(bytes(frame))
+        return True
+
+    def send_fd(self, frame, fd) -> bool:
+        import array
+        self.ours.sendmsg([bytes(frame)], [(self.sk.SOL_SOCKET, self.sk.SCM_RIGHTS, array.array("i", [fd]))])
+        return True
+
+    def drain(self):
+        import array
+        while True:
+            fds = array.array("i")
+            try:
+                data, anc, _, _ = self.theirs.recvmsg(256, self.sk.CMSG_SPACE(4))
+            except BlockingIOError:
+                return
+            for level, kind, payload in anc:
+                fds.frombytes(payload[:4])
+            f = protocol.parse(data)
+            self.frames.append(f)
+            if f.kind == protocol.KIND_SOCKET:
+                s = self.sk.socket(fileno=fds[0])
+                s.setblocking(False)
+                self.sockets[(f.sensor, f.profile)] = s
+
+
+def test_an_app_that_reads_the_sockets_itself_gets_them_and_the_bridge_steps_aside(monkeypatch):
+    monkeypatch.setattr(ble, "RETRY_S", 0.02)
+    app = AppEnd()
+    bridge = Bridge(app.send, protocol.RADIO_BLE, clock=lambda: 0, bridge_id=1)
+    bridge.send_fd = app.send_fd
+    fake = FakeBlueZ(devices())
+    radio = ble.BleRadio(bridge, "hci0", bluez=fake)
+    hr = protocol.BleId(HR_ADDR)
+
+    async def ride():
+        await radio.start()
+        radio.set_paired([HR_ADDR])
+        await until(lambda: 0x2A37 in fake.devices_model[HR_ADDR].sockets)
+        fake.notify(HR_ADDR, 0x2A37, b"\x06\x50")  # before the app takes it: forwarded as a frame
+        await until(lambda: (app.drain(), [f for f in app.frames if f.kind == protocol.KIND_DATA and f.profile == 0x2A37])[1])
+        bridge.from_app(protocol.app_hello(1, flags=protocol.APP_TAKES_SOCKETS))
+        app.drain()
+        assert (hr, 0x2A37) in app.sockets
+        fake.notify(HR_ADDR, 0x2A37, b"\x06\x51")
+        await asyncio.sleep(0.05)
+        assert app.sockets[(hr, 0x2A37)].recv(64) == b"\x06\x51", "the app reads the value itself"
+        app.drain()
+        assert len([f for f in app.frames if f.kind == protocol.KIND_DATA and f.profile == 0x2A37]) == 1
+        bridge.from_app(protocol.socket_returned(1, hr, 0x2A37))  # the app gives it back
+        fake.notify(HR_ADDR, 0x2A37, b"\x06\x52")
+        await until(lambda: (app.drain(), len([f for f in app.frames if f.kind == protocol.KIND_DATA
+                                                and f.profile == 0x2A37]))[1] == 2)
+        bridge.from_app(protocol.app_hello(1, flags=protocol.APP_TAKES_SOCKETS))
+        app.drain()
+        bridge.app_gone()  # the app's connection ends: the bridge reads again
+        fake.notify(HR_ADDR, 0x2A37, b"\x06\x53")
+        await until(lambda: (app.drain(), len([f for f in app.frames if f.kind == protocol.KIND_DATA
+                                                and f.profile == 0x2A37]))[1] == 3)
+
+    asyncio.run(ride())
+    assert bridge.handed == 2 and bridge.bad["socket_returned"] == 1
+    assert [f.payload for f in app.frames if f.kind == protocol.KIND_DATA and f.profile == 0x2A37] == \
+        [b"\x06\x50", b"\x06\x52", b"\x06\x53"]

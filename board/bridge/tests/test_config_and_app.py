@@ -101,7 +101,11 @@ def test_version_2_golden_bytes():
     assert list(protocol.found(1, protocol.AntId(12345, 11, 5), 11, None, "")) == \
         [2, 5, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0x39, 0x30, 11, 5, 0, 0, 0, 11, 0, 127, 0]
     assert list(protocol.scan_state(7, True, 3, 4)) == [2, 6, 7, 0, 0, 0, 0, 0, 0, 0, 1, 3, 4, 0]
-    assert list(protocol.app_hello(7)) == [2, 7, 7, 0, 0, 0, 0, 0, 0, 0, 2]
+    assert list(protocol.app_hello(7, flags=protocol.APP_TAKES_SOCKETS)) == [2, 7, 7, 0, 0, 0, 0, 0, 0, 0, 2, 1]
+    pm = protocol.BleId("C0:FF:EE:00:11:22")
+    assert list(protocol.notification_socket(7, pm, 0x2A63)) == [2, 10, 7, 0, 0, 0, 0, 0, 0, 0,
+                                                                2, 0xC0, 0xFF, 0xEE, 0x00, 0x11, 0x22, 0, 0x63, 0x2A]
+    assert list(protocol.socket_returned(7, pm, 0x2A63))[:2] == [2, 11]
     assert list(protocol.scan_request(7, True, 2, 30)) == [2, 8, 7, 0, 0, 0, 0, 0, 0, 0, 1, 2, 30, 0]
     assert list(protocol.reload_request(7)) == [2, 9, 7, 0, 0, 0, 0, 0, 0, 0]
     unusable = protocol.link(7, protocol.BleId("C0:FF:EE:00:11:22"), 0, protocol.LINK_UNUSABLE)
