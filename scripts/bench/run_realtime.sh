@@ -119,12 +119,13 @@ bridge=$!
 sleep "$settle"
 "$bin/bikecomputer" ctl --socket "$tmp/control.sock" start >/dev/null
 sleep 4  # the countdown
-snap() {  # PID -> "on-CPU ns, context switches, VmHWM kB"
-    local pid=$1 cs=0
+snap() {  # PID -> "on-CPU ns, wake-ups (voluntary context switches), preemptions, VmHWM kB"
+    local pid=$1 cs=0 pre=0
     for t in /proc/"$pid"/task/*/status; do
-        cs=$((cs + $(awk '/^voluntary_ctxt_switches|^nonvoluntary_ctxt_switches/ {s += $2} END {print s}' "$t")))
+        cs=$((cs + $(awk '/^voluntary_ctxt_switches/ {print $2}' "$t")))
+        pre=$((pre + $(awk '/^nonvoluntary_ctxt_switches/ {print $2}' "$t")))
     done
-    echo "$(awk '{print $1}' /proc/"$pid"/schedstat) $cs $(awk '/^VmHWM/ {print $2}' /proc/"$pid"/status)"
+    echo "$(awk '{print $1}' /proc/"$pid"/schedstat) $cs $pre $(awk '/^VmHWM/ {print $2}' /proc/"$pid"/status)"
 }
 notes() { kill -USR1 "$bridge"; sleep 0.3; "$python" -c 'import json,sys; s=json.load(open(sys.argv[1])); print(sum(n for k, n in s["notifications"].items()))' "$tmp/bridge-stats.json"; }
 io0=$(awk '/^write_bytes/ {print $2}' "/proc/$app/io")
@@ -132,13 +133,13 @@ journal_bytes() { "$bin/bikecomputer" ctl --socket "$tmp/control.sock" status 2>
 jb0=$(journal_bytes)
 pages0=$("$bin/bikecomputer" ctl --socket "$tmp/control.sock" status | sed -n 's/.*"pages_sent":\([0-9]*\).*/\1/p')
 n0=$(notes)
-read -r a_ns0 a_cs0 _ <<<"$(snap "$app")"
-read -r b_ns0 b_cs0 _ <<<"$(snap "$bridge")"
+read -r a_ns0 a_cs0 a_pre0 _ <<<"$(snap "$app")"
+read -r b_ns0 b_cs0 b_pre0 _ <<<"$(snap "$bridge")"
 [[ "${RUN_WRAPPER:-}" == *callgrind* ]] && command -v callgrind_control >/dev/null && callgrind_control --zero "$app" >/dev/null
 sleep "$seconds"
 [[ "${RUN_WRAPPER:-}" == *callgrind* ]] && command -v callgrind_control >/dev/null && callgrind_control --dump=measured "$app" >/dev/null
-read -r a_ns1 a_cs1 a_hwm <<<"$(snap "$app")"
-read -r b_ns1 b_cs1 b_hwm <<<"$(snap "$bridge")"
+read -r a_ns1 a_cs1 a_pre1 a_hwm <<<"$(snap "$app")"
+read -r b_ns1 b_cs1 b_pre1 b_hwm <<<"$(snap "$bridge")"
 n1=$(notes)
 io1=$(awk '/^write_bytes/ {print $2}' "/proc/$app/io")
 jb1=$(journal_bytes)
@@ -147,13 +148,13 @@ pages1=$(echo "$status" | sed -n 's/.*"pages_sent":\([0-9]*\).*/\1/p')
 echo "at the end: $(echo "$status" | grep -o '"live":{[^}]*}') $(echo "$status" | grep -o '"counters":"[^"]*"')"
 echo "bridge: $(cat "$tmp/bridge-stats.json" | tr -d '\n' | cut -c1-400)"
 awk -v s="$seconds" -v n=$((n1 - n0)) -v ans=$((a_ns1 - a_ns0)) -v bns=$((b_ns1 - b_ns0)) -v acs=$((a_cs1 - a_cs0)) \
-    -v bcs=$((b_cs1 - b_cs0)) -v ahwm="$a_hwm" -v bhwm="$b_hwm" -v io=$((io1 - io0)) -v jb=$(( ${jb1:-0} - ${jb0:-0} )) \
+    -v bcs=$((b_cs1 - b_cs0)) -v apre=$((a_pre1 - a_pre0)) -v bpre=$((b_pre1 - b_pre0)) -v ahwm="$a_hwm" -v bhwm="$b_hwm" -v io=$((io1 - io0)) -v jb=$(( ${jb1:-0} - ${jb0:-0} )) \
     -v ready="$ready_ms" -v pages=$(( ${pages1:-0} - ${pages0:-0} )) 'BEGIN {
     printf "notifications %d in %d s (%.1f/s); display pages sent %d (%.1f/s)\n", n, s, n / s, pages, pages / s
-    printf "%-8s %10s %10s %12s %16s\n", "", "cpu_%", "rss_kb", "wakeups/s", "wakeups/notif"
-    printf "%-8s %10.4f %10d %12.2f %16.3f\n", "app", ans / 1e9 / s * 100, ahwm, acs / s, acs / n
-    printf "%-8s %10.4f %10d %12.2f %16.3f\n", "bridge", bns / 1e9 / s * 100, bhwm, bcs / s, bcs / n
-    printf "%-8s %10.4f %10d %12.2f %16.3f\n", "sum", (ans + bns) / 1e9 / s * 100, ahwm + bhwm, (acs + bcs) / s, (acs + bcs) / n
+    printf "%-8s %10s %10s %12s %16s %14s\n", "", "cpu_%", "rss_kb", "wakeups/s", "wakeups/notif", "preempted/s"
+    printf "%-8s %10.4f %10d %12.2f %16.3f %14.2f\n", "app", ans / 1e9 / s * 100, ahwm, acs / s, acs / n, apre / s
+    printf "%-8s %10.4f %10d %12.2f %16.3f %14.2f\n", "bridge", bns / 1e9 / s * 100, bhwm, bcs / s, bcs / n, bpre / s
+    printf "%-8s %10.4f %10d %12.2f %16.3f %14.2f\n", "sum", (ans + bns) / 1e9 / s * 100, ahwm + bhwm, (acs + bcs) / s, (acs + bcs) / n, (apre + bpre) / s
     printf "bridge_to_app_cpu_ratio %.2f   (target <= 1.00)\n", bns / ans
     printf "cpu_per_notification_us app %.1f bridge %.1f\n", ans / 1e3 / n, bns / 1e3 / n
     printf "disk_bytes_per_min %.0f   (write_bytes; journal_bytes_per_min %.0f)\n", io / (s / 60), jb / (s / 60)
