@@ -38,7 +38,7 @@ WORK.mkdir(parents=True, exist_ok=True)
 SIM_SOCK = WORK / "sim.sock"
 STATS = WORK / "bridge-stats.json"
 ENV = dict(os.environ, PYTHONPATH=str(REPO / "board" / "bridge"), PYTHONUNBUFFERED="1")
-record: dict = {"steps": [], "errors": [], "checkpoints": []}
+record: dict = {"steps": [], "errors": [], "phase_errors": {}, "checkpoints": []}
 procs: dict = {}
 t0 = time.monotonic()
 
@@ -167,8 +167,7 @@ class phase:
 
     def __exit__(self, kind, e, tb):
         if e is not None:
-            record["errors"].append(f"{self.name}: {type(e).__name__}: {e}")
-            record.setdefault("failed_phases", []).append(self.name)
+            record["phase_errors"][self.name] = f"{type(e).__name__}: {e}"
             note(f"phase {self.name} failed", error=str(e))
         return kind is not None and issubclass(kind, Exception)
 
@@ -267,7 +266,7 @@ auto_pause = false
         back = wait_for(lambda: roles(status())["HR"]["state"] == "connected" and time.monotonic(), 60, "HR back")
         record["hr_back_after_s"] = round(back - shown / 1e6, 3)
         note("HR back", after_s=record["hr_back_after_s"])
-        time.sleep(3)
+        time.sleep(2)
         checkpoint("hr back")
 
     with phase("bluetoothd restart"):
@@ -280,7 +279,7 @@ auto_pause = false
         wait_for(all_connected, 90, "all sensors connected again after bluetoothd restarted", 0.3)
         record["bluetoothd_restart_back_s"] = round(time.monotonic() - restarted, 3)
         note("all back after bluetoothd restart", after_s=record["bluetoothd_restart_back_s"])
-        time.sleep(3)
+        time.sleep(2)
         checkpoint("after bluetoothd restart")
 
     with phase("app restart"):
@@ -294,14 +293,14 @@ auto_pause = false
         record["after_app_restart"] = {"state": st["state"], "recovered": st["recovered"]}
         note("all back after app restart", after_s=record["app_restart_back_s"], state=st["state"])
         checkpoint("app back")
-        time.sleep(4)
+        time.sleep(3)
         checkpoint("after app restart")
 
     # The journal of the ride so far (read-only).
     print(ctl("pause"), flush=True)
     time.sleep(1.5)
     r = subprocess.run([BIN, "journal", "inspect", str(WORK / "data" / "journal"), "--json", "--values"],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=180)
     (OUT / "journal.json").write_text(r.stdout)
     record["final_status"] = status()
     record["bridge_final"] = bridge_stats()
@@ -327,4 +326,4 @@ finally:
         elif proc is not None:
             record["exit"][name] = f"exited early with {proc.returncode}"
     (OUT / "ble.json").write_text(json.dumps(record, indent=1))
-    note("done", errors=record["errors"])
+    note("done", errors=record["errors"], phase_errors=record["phase_errors"])
