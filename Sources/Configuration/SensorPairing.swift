@@ -18,7 +18,7 @@ public enum SensorPairing {
         public var description: String {
             switch self {
             case .ble(let a): "ble:\(a.uppercased())"
-            case let .ant(n, t): "ant:\(n):\(t)"
+            case let .ant(n, t): "ant:\(n)/\(t)"
             }
         }
     }

@@ -293,9 +293,19 @@ def test_malformed_notifications_are_counted_and_logged_by_the_bridge_and_the_ap
 
 
 def test_a_device_without_the_measurement_is_counted_not_a_crash(ble_ride):
-    """The "broken" sensor advertises cycling power but has no 0x2A63: paired through a search
-    (below), the bridge reports it unusable and counts it."""
-    pytest.skip("needs the search and pairing (protocol version 2 in the app)")
+    """The "broken" sensor advertises cycling power but has no 0x2A63: the bridge connects,
+    finds no measurement, counts and logs it, reports it unusable, disconnects, tries again a
+    minute later; the app shows that sensor lost and the ride goes on."""
+    result, r = ble_ride
+    broken = r["addresses"]["broken"]
+    stats = r["bridge_final"]
+    assert stats["bad"].get("no_measurement", 0) >= 1, stats["bad"]
+    assert stats["ble"]["sensors"][broken]["sessions"] == 0
+    log = (result.outdir / "bridge.log").read_text(errors="replace")
+    assert f"{broken} 0000: offers none of 2A37, 2A63, 2A5B" in log, log[-2000:]
+    paired = {p["sensor"]: p["state"] for p in r["final_status"]["paired"]}
+    assert paired[f"ble:{broken}"] in ("lost", "searching"), paired
+    assert r["alive"]["bridge"] and r["alive"]["app"]
 
 
 def test_a_sensor_that_disappears_is_lost_at_once_and_comes_back_on_its_own(ble_ride):

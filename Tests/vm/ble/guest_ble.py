@@ -203,8 +203,10 @@ try:
     note("sensors advertising", **addresses)
 
     config = WORK / "config.toml"
-    sensors_toml = "".join(f'\n[[sensor]]\ntransport = "ble"\nrole = "{ROLES[n]}"\nble_address = "{addresses[n]}"\n'
-                           for n in ("hr", "power", "csc"))
+    # The three sensors, and last the device that advertises cycling power without the
+    # measurement (listed last, it cannot hide the real power meter).
+    sensors_toml = "".join(f'\n[[sensor]]\ntransport = "ble"\nrole = "{ROLES.get(n, "power")}"\nble_address = "{addresses[n]}"\n'
+                           for n in ("hr", "power", "csc", "broken"))
     config.write_text(f"""# The BLE test's config (Tests/vm/ble/guest_ble.py)
 [bridge]
 transport = "unix"
