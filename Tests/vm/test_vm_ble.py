@@ -33,6 +33,7 @@ BLE_MODULES = ["hci_vhci", "algif_skcipher", "algif_hash", "ecb", "cmac"]
 HOST_PACKAGES = ["bluez", "dbus"]
 BRIDGE = vmlib.REPO / "board" / "bridge"
 RECORD_S = 10
+TURN_MS = 100
 
 
 def bridge_venv() -> pathlib.Path:
@@ -240,11 +241,19 @@ def test_the_values_in_the_ride_are_the_ones_sent(ble_ride):
                     and not any(a <= e["t_us"] // 1000 <= b for a, b in gaps)]
     assert len(series) >= len(sent_in_ride) - 2 and len(series) > 40, \
         f"{len(series)} power values in the ride, {len(sent_in_ride)} sent while it ran (the app's restart left out)"
+    # In order: each value in the ride is the next one sent (a notification may be recorded
+    # after the following one was sent: the chain sensor -> bluetoothd -> bridge -> app queues).
+    # The app's instant is its loop turn's (taken when epoll returned; packets that arrive during
+    # the turn are read in it): up to TURN_MS before the notification was sent.
     lags = []
+    k = 0
     for v, t in series:
-        i = preceding(power_ms, t)
-        assert i >= 0 and power[i]["v"]["power"] == v, f"power {v} W at {t} ms; last sent {power[i] if i >= 0 else None}"
-        lags.append(t - power_ms[i])
+        while k < len(power) and power_ms[k] <= t + TURN_MS and power[k]["v"]["power"] != v:
+            k += 1
+        assert k < len(power) and power_ms[k] <= t + TURN_MS, \
+            f"power {v} W recorded at {t} ms was not sent before it (in order); next sent: {power[k] if k < len(power) else None}"
+        lags.append(t - power_ms[k])
+        k += 1
     lags.sort()
     assert lags[len(lags) // 2] < 500, f"median notification-to-ride time {lags[len(lags) // 2]} ms"
     rr_sent = [x for e in sent_by(result, "hr", "2a37") for x in e["v"]["rr"]]
@@ -259,16 +268,24 @@ def test_the_values_in_the_ride_are_the_ones_sent(ble_ride):
         if kind == "sample" and q == "heart_rate":
             recent = {e["v"]["hr"] for e in hr[max(0, preceding(hr_ms, t) - 3):preceding(hr_ms, t) + 1]}
             assert v in recent, f"heart rate {v} at {t} ms; sent just before: {recent}"
+    # Speed and cadence are computed by the app from revolution counts and event times, so they
+    # trail the ride: each must lie within the range the ride went through in the 3 s before it
+    # (5 % either side), and its median error against the value then be small.
     for q in ("cadence", "speed"):
-        errors = []
+        outside, errors = [], []
         for kind, name, v, t in values:
-            if kind == "sample" and name == q:
-                ref = power[preceding(power_ms, t)]["v"][q]
-                if ref:
-                    errors.append(abs(v - ref) / ref)
+            if kind != "sample" or name != q:
+                continue
+            i = preceding(power_ms, t)
+            recent = [power[j]["v"][q] for j in range(max(0, i - 12), i + 1) if power_ms[j] >= t - 3000]
+            if not recent or not min(recent):
+                continue
+            if not (0.95 * min(recent) <= v <= 1.05 * max(recent)):
+                outside.append((t, v, min(recent), max(recent)))
+            errors.append(abs(v - power[i]["v"][q]) / power[i]["v"][q])
         errors.sort()
         assert errors and errors[len(errors) // 2] < 0.05, f"{q}: median error {errors[len(errors) // 2]:.3f}"
-        assert errors[int(len(errors) * 0.9)] < 0.15, f"{q}: 90th percentile error {errors[int(len(errors) * 0.9)]:.3f}"
+        assert len(outside) <= max(2, len(errors) // 20), f"{q} outside what the ride did in the 3 s before: {outside[:5]}"
 
 
 def test_battery_levels_reach_ctl_status(ble_ride):
