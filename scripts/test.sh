@@ -71,3 +71,13 @@ fi
 
 echo "test.sh: oracle tests (pytest)"
 BIKE_BIN="$(swift build --show-bin-path)" .venv/bin/python -m pytest -q Tests/oracle
+
+# --- The board on a real kernel (docs/testing.md): Debian's own kernel booted in QEMU (TCG)
+# with the project's simulated SSD1306, i2c-stub and gpio-sim; BoardHardware and the C shims
+# against libgpiod v1 and v2, `bikecomputer run` end to end, the shims on arm64. Installs what
+# it needs (qemu, busybox-static, kernel headers, the arm64 cross compiler), caches under
+# .build/vm and .build-gpiod2, and fails with the reason when it cannot run.
+echo "test.sh: VM tests (Tests/vm/run)"
+vm_started=$SECONDS
+BIKE_BIN="$(swift build --show-bin-path)" bash Tests/vm/run
+echo "test.sh: VM tests took $((SECONDS - vm_started)) s"

@@ -27,6 +27,9 @@ public struct ButtonDebouncer: Sendable {
     /// Edges that reported the level the line already had (a lost edge in between).
     public private(set) var edgesRepeated: UInt64 = 0
     private var edgesSinceEvent: [UInt64]
+    /// Levels that had settled before a later edge was read (the loop came late to the
+    /// deadline): handed out by the next `advance`, at the instant they settled.
+    private var settledEarlier: [ButtonEvent] = []
 
     /// `initiallyPressed` is the level read when the lines were requested (a button held at
     /// boot produces no down until it is released and pressed again).
@@ -35,6 +38,7 @@ public struct ButtonDebouncer: Sendable {
         self.debounceMs = debounceMs
         lines = Array(repeating: Line(), count: Button.allCases.count)
         edgesSinceEvent = Array(repeating: 0, count: Button.allCases.count)
+        settledEarlier.reserveCapacity(2 * Button.allCases.count * 4)
         for (button, pressed) in initiallyPressed {
             lines[Int(button.rawValue)].stablePressed = pressed
             lines[Int(button.rawValue)].rawPressed = pressed
@@ -45,6 +49,16 @@ public struct ButtonDebouncer: Sendable {
     /// kernel's timestamp. Timestamps that go backwards are clamped to the previous edge.
     public mutating func edge(_ button: Button, pressed: Bool, at instant: MonotonicInstant) {
         let i = Int(button.rawValue)
+        // The level before this edge had already held for debounceMs: it settled then, whether
+        // or not `advance` ran in time. Without this a tap shorter than the loop's lateness (a
+        // slow card sync, a loaded CPU) had its down and up read together and was lost.
+        let settledAt = lines[i].lastEdge.advanced(byMs: debounceMs)
+        if lines[i].rawPressed != lines[i].stablePressed, instant >= settledAt {
+            lines[i].stablePressed = lines[i].rawPressed
+            settledEarlier.append(ButtonEvent(button, lines[i].rawPressed ? .down : .up, at: settledAt))
+            edgesIgnored += edgesSinceEvent[i] - 1
+            edgesSinceEvent[i] = 0
+        }
         if lines[i].rawPressed == pressed { edgesRepeated += 1 }
         lines[i].rawPressed = pressed
         lines[i].lastEdge = max(lines[i].lastEdge, instant)
@@ -53,7 +67,7 @@ public struct ButtonDebouncer: Sendable {
 
     /// When `advance(to:)` next has something to confirm (nil: nothing pending).
     public var nextDeadline: MonotonicInstant? {
-        var earliest: MonotonicInstant?
+        var earliest: MonotonicInstant? = settledEarlier.first?.instant
         for line in lines where line.rawPressed != line.stablePressed {
             let d = line.lastEdge.advanced(byMs: debounceMs)
             earliest = earliest.map { min($0, d) } ?? d
@@ -64,7 +78,8 @@ public struct ButtonDebouncer: Sendable {
     /// Confirms the levels that have settled by `now`; returns the events in time order (at
     /// most one per button).
     public mutating func advance(to now: MonotonicInstant) -> [ButtonEvent] {
-        var events: [ButtonEvent] = []
+        var events: [ButtonEvent] = settledEarlier
+        settledEarlier.removeAll(keepingCapacity: true)
         for button in Button.allCases {
             let i = Int(button.rawValue)
             let line = lines[i]

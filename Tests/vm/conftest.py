@@ -13,9 +13,9 @@ import builds  # noqa: E402
 import vmlib  # noqa: E402
 
 
-def prepared(what: str, fn, *args):
+def prepared(what: str, fn, *args, **kwargs):
     try:
-        return fn(*args)
+        return fn(*args, **kwargs)
     except vmlib.VMUnavailable as e:
         pytest.fail(f"the VM tests cannot run: {what}: {e}", pytrace=False)
 
@@ -52,6 +52,43 @@ def gpiod2_checks():
 
 def pytest_sessionfinish(session, exitstatus):
     vmlib.prune_runs()
+
+
+# Each test module registers how it starts its guest; the first module fixture that needs a
+# guest starts the guests of every selected module side by side (they take 7-40 s each under
+# TCG), then waits for its own.
+LAUNCHERS: dict[str, tuple] = {}
+
+
+def launcher(module: str, order: int):
+    """Registers `fn(request) -> GuestRun` for `module`; lower `order` starts first (the
+    longest guest first, so the others finish in its shadow)."""
+    def register(fn):
+        LAUNCHERS[module] = (order, fn)
+        return fn
+    return register
+
+
+@pytest.fixture(scope="session")
+def guests(request):
+    selected = {item.module.__name__ for item in request.session.items}
+    started: dict[str, object] = {}
+    for name, (_, launch) in sorted(LAUNCHERS.items(), key=lambda kv: kv[1][0]):
+        if name in selected:
+            try:
+                started[name] = launch(request)
+            except BaseException as e:  # noqa: BLE001 - reported by that module's tests
+                started[name] = e
+    return started
+
+
+def guest_result(guests: dict, module: str) -> vmlib.Result:
+    run = guests.get(module)
+    if run is None:
+        pytest.fail(f"no guest was started for {module}", pytrace=False)
+    if isinstance(run, BaseException):
+        raise run
+    return run.wait()
 
 
 # Shell for the guest: load the simulated hardware and make gpio-sim chips.

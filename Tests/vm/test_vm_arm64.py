@@ -11,15 +11,17 @@ import pytest
 
 import builds
 import vmlib
-from conftest import GUEST_SETUP, prepared
+from conftest import GUEST_SETUP, guest_result, launcher, prepared
 from test_vm_hardware import SHIM_REQUIRED, check_step
 
 
-@pytest.fixture(scope="module")
-def arm64_run(arm64, arm64_modules):
+@launcher("test_vm_arm64", order=2)
+def launch(request) -> vmlib.GuestRun:
+    arm64 = request.getfixturevalue("arm64")
+    modules = request.getfixturevalue("arm64_modules")
     shim1 = prepared("the C shim tests (arm64, libgpiod v1)", builds.shim_tests, "arm64", 1)
     shim2 = prepared("the C shim tests (arm64, libgpiod v2)", builds.shim_tests, "arm64", 2)
-    vm = prepared("the arm64 guest", vmlib.Machine, arm64, ["i2c-dev"], arm64_modules)
+    vm = prepared("the arm64 guest", vmlib.Machine, arm64, ["i2c-dev"], modules)
     # Static aarch64 binaries run straight from the shared host root (inhost would chroot into
     # the amd64 host's programs).
     script = GUEST_SETUP + f"""
@@ -28,7 +30,12 @@ simchip shim1 32 && step shim-v1 /host{shim1} --api 1 --chip $CHIP --sim $SIM --
 simchip shim2 32 && step shim-v2 /host{shim2} --api 2 --chip $CHIP --sim $SIM --i2c /dev/i2c-$I2C --debugfs $D
 ls -l /dev/gpiochip*
 """
-    result = vm.run(script, timeout_s=180, name="arm64")
+    return vm.start(script, timeout_s=180, name="arm64")
+
+
+@pytest.fixture(scope="module")
+def arm64_run(guests):
+    result = guest_result(guests, "test_vm_arm64")
     assert result.ok, result.describe()
     assert "aarch64" in result.stdout, result.stdout
     return result

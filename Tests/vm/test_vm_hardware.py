@@ -16,16 +16,21 @@ import pytest
 
 import builds
 import vmlib
-from conftest import GUEST_SETUP, prepared
+from conftest import GUEST_SETUP, guest_result, launcher, prepared
 
 STEPS = ["display", "streams", "gpio-v1", "gpio-v2", "shim-v1", "shim-v2"]
+PROBE = "with spaces, 'quotes' and $dollars"
 
 
-@pytest.fixture(scope="module")
-def hardware_run(amd64, amd64_modules, swift_bin, gpiod2_checks):
+@launcher("test_vm_hardware", order=1)
+def launch(request) -> vmlib.GuestRun:
+    amd64 = request.getfixturevalue("amd64")
+    modules = request.getfixturevalue("amd64_modules")
+    swift_bin = request.getfixturevalue("swift_bin")
+    gpiod2_checks = request.getfixturevalue("gpiod2_checks")
     shim1 = prepared("the C shim tests (amd64, libgpiod v1)", builds.shim_tests, "amd64", 1)
     shim2 = prepared("the C shim tests (amd64, libgpiod v2)", builds.shim_tests, "amd64", 2)
-    vm = prepared("the amd64 guest", vmlib.Machine, amd64, ["i2c-dev", "i2c-stub chip_addr=0x3c"], amd64_modules)
+    vm = prepared("the amd64 guest", vmlib.Machine, amd64, ["i2c-dev", "i2c-stub chip_addr=0x3c"], modules)
     v1 = swift_bin / "board-vm-checks"
     script = GUEST_SETUP + f"""
 step display inhost {v1} i2c --bus $I2C --debugfs $D --stub-bus $STUB
@@ -34,9 +39,15 @@ simchip gpio1 32 && step gpio-v1 inhost {v1} gpio --chip $CHIP --sim $SIM --line
 simchip gpio2 32 && step gpio-v2 inhost {gpiod2_checks} gpio --chip $CHIP --sim $SIM --lines 32 --api 2
 simchip shim1 32 && step shim-v1 inhost {shim1} --api 1 --chip $CHIP --sim $SIM --i2c /dev/i2c-$I2C --debugfs $D
 simchip shim2 32 && step shim-v2 inhost {shim2} --api 2 --chip $CHIP --sim $SIM --i2c /dev/i2c-$I2C --debugfs $D
+step env inhost /bin/sh -c 'printf "%s|%s" "$VM_PROBE" "$PWD"'
 dmesg | grep -iE "ssd1306|gpio-sim|bug|oops|warn" | head -20
 """
-    result = vm.run(script, timeout_s=240, name="hardware")
+    return vm.start(script, timeout_s=240, name="hardware", env={"VM_PROBE": PROBE})
+
+
+@pytest.fixture(scope="module")
+def hardware_run(guests):
+    result = guest_result(guests, "test_vm_hardware")
     assert result.ok, result.describe()
     return result
 
@@ -110,3 +121,8 @@ def test_c_shims_with_libgpiod_v1(hardware_run):
 
 def test_c_shims_with_libgpiod_v2(hardware_run):
     check_step(hardware_run, "shim-v2", SHIM_REQUIRED, minimum_ok=18)
+
+
+def test_the_run_environment_reaches_host_programs(hardware_run):
+    status, text = step(hardware_run, "env")
+    assert status == 0 and text == f"{PROBE}|{vmlib.REPO}", text

@@ -12,20 +12,28 @@ import tempfile
 import pytest
 
 import vmlib
-from conftest import GUEST_SETUP, prepared
+from conftest import GUEST_SETUP, guest_result, launcher, prepared
 
 ACTIVE_CONTRAST = 127  # guest_ride.py's [display] contrast
 
 
-@pytest.fixture(scope="module")
-def ride(amd64, amd64_modules, swift_bin):
-    vm = prepared("the amd64 guest", vmlib.Machine, amd64, ["i2c-dev"], amd64_modules)
+@launcher("test_vm_run", order=0)
+def launch(request) -> vmlib.GuestRun:
+    amd64 = request.getfixturevalue("amd64")
+    modules = request.getfixturevalue("amd64_modules")
+    swift_bin = request.getfixturevalue("swift_bin")
+    vm = prepared("the amd64 guest", vmlib.Machine, amd64, ["i2c-dev"], modules)
     script = GUEST_SETUP + f"""
 simchip ride 32 || exit 92
 inhost /usr/bin/python3 Tests/vm/guest_ride.py --bin {swift_bin / 'bikecomputer'} --chip $CHIP --sim $SIM \\
     --bus $I2C --debugfs $D --out /run/vm --repo {vmlib.REPO}
 """
-    result = vm.run(script, timeout_s=300, name="ride")
+    return vm.start(script, timeout_s=300, name="ride")
+
+
+@pytest.fixture(scope="module")
+def ride(guests):
+    result = guest_result(guests, "test_vm_run")
     record_file = result.outdir / "ride.json"
     record = json.loads(record_file.read_text()) if record_file.exists() else None
     assert result.ok and record is not None and not record["errors"], \

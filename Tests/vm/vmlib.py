@@ -47,8 +47,11 @@ class VMUnavailable(Exception):
     """The VM cannot be prepared or started here; the message says why and what to do."""
 
 
+_T0 = time.monotonic()
+
+
 def log(msg: str) -> None:
-    print(f"vm: {msg}", file=sys.stderr, flush=True)
+    print(f"vm: [{time.monotonic() - _T0:6.1f} s] {msg}", file=sys.stderr, flush=True)
 
 
 def sh(cmd: list[str] | str, *, cwd=None, env=None, check=True, quiet=True, timeout=None) -> subprocess.CompletedProcess:
@@ -287,12 +290,13 @@ def kernel(arch: str = "amd64") -> Kernel:
     # The host builds modules with the amd64 headers package (it brings linux-headers-ABI-common
     # and linux-kbuild, which the arm64 headers use too).
     abi = version.rsplit("-", 1)[0]
-    ensure_packages([f"linux-headers-{abi}-amd64" if arch == "amd64" else f"linux-headers-{abi}-common"])
+    series = ".".join(package_version.split(".")[:2])  # 6.1
+    ensure_packages([f"linux-headers-{abi}-amd64"] if arch == "amd64" else [f"linux-headers-{abi}-common", f"linux-kbuild-{series}"])
     if arch == "amd64":
         headers = pathlib.Path(f"/usr/src/linux-headers-{version}")
     else:
         headers = base / "headers" / "usr" / "src" / f"linux-headers-{version}"
-        kbuild = base / "headers" / "usr" / "lib" / f"linux-kbuild-{abi.split('.')[0]}.{abi.split('.')[1].split('-')[0]}"
+        kbuild = base / "headers" / "usr" / "lib" / f"linux-kbuild-{series}"
         if not (base / "headers.ready").exists():
             dl = base / "downloads"
             private_apt().download([f"linux-headers-{version}:arm64={package_version}"], dl)
@@ -447,11 +451,11 @@ poweroff -f
 
 GUEST_HELPERS = r"""# Helpers for /out/cmd.sh (sourced first; see docs/testing.md).
 # inhost CMD ARGS...: run a host program in the host root (read-only), with /run and /tmp on
-# tmpfs, /run/vm = this run's output directory, cwd = the repository.
+# tmpfs, /run/vm = this run's output directory, cwd = the repository, the run's env passed on.
 inhost() {
     chroot /host /usr/bin/env -i HOME=/run/vm-home TMPDIR=/tmp LANG=C.UTF-8 SWIFT_BACKTRACE=interactive=no \
-        PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin $VM_HOST_ENV \
-        /bin/sh -c 'cd "$0" && exec "$@"' "$VM_CWD" "$@"
+        PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin @HOST_ENV@ \
+        /bin/sh -c 'cd "$0" && exec "$@"' @CWD@ "$@"
 }
 # sysw FILE VALUE: write a sysfs/configfs/debugfs file with one open/write.
 sysw() { printf '%s' "$2" > "$1"; }
@@ -504,13 +508,15 @@ def module_closure(k: Kernel, names: list[str], extra_dir: pathlib.Path | None) 
 
 
 def initramfs(k: Kernel, modules: list[str], extra: list[pathlib.Path] = (), host_root: bool = True,
-              files: dict[str, pathlib.Path] | None = None) -> pathlib.Path:
-    """A gzip'ed newc cpio: busybox, /init, the modules (with what they depend on) and the
-    extra .ko files (loadable with modprobe by name), cached by content."""
+              files: dict[str, pathlib.Path] | None = None, init: str | None = None) -> pathlib.Path:
+    """A gzip'ed newc cpio: busybox, /init (INIT, or your own script), the modules (with what
+    they depend on) and the extra .ko files (loadable with modprobe by name), and `files`
+    (guest path -> host file), cached by content."""
     files = files or {}
+    init = INIT if init is None else init
     busybox = busybox_binary(k.arch)
     extra = [pathlib.Path(e) for e in extra]
-    key = hashlib.sha256("\n".join([INIT, k.version, *modules, str(host_root), str(busybox)]).encode())
+    key = hashlib.sha256("\n".join([init, k.version, *modules, str(host_root), str(busybox)]).encode())
     for e in extra:
         key.update(e.read_bytes())
     for g, h in sorted(files.items()):
@@ -524,7 +530,7 @@ def initramfs(k: Kernel, modules: list[str], extra: list[pathlib.Path] = (), hos
         root = pathlib.Path(tmp) / "root"
         (root / "bin").mkdir(parents=True)
         shutil.copy(busybox, root / "bin" / "busybox")
-        (root / "init").write_text(INIT)
+        (root / "init").write_text(init)
         (root / "init").chmod(0o755)
         (root / "etc" / "vm").mkdir(parents=True)
         mdir = root / "lib" / "modules" / k.version
@@ -583,12 +589,16 @@ class Result:
 
 
 class Machine:
-    """One kind of guest: a kernel, the modules to load at boot, extra .ko files, whether the
-    host root is shared. `run(script)` boots it once, runs the script and powers off."""
+    """One kind of guest: a kernel, the modules to load at boot (`"name"` or `"name param=v"`),
+    extra .ko files, whether the host root is shared, memory, CPUs, kernel command line
+    additions, extra QEMU arguments (disks: `["-drive", "file=IMG,if=virtio,format=raw"]`),
+    extra files in the initramfs, and optionally your own /init (it must leave the script's
+    results in the `vmout` 9p share and power off, as INIT does). `run(script)` boots it once,
+    runs the script and powers off; `start(script)` does the same in the background."""
 
     def __init__(self, k: Kernel, modules: list[str] = (), extra: list[pathlib.Path] = (), host_root: bool = True,
                  memory_mb: int = 512, smp: int = 1, append: str = "", qemu_args: list[str] = (),
-                 files: dict[str, pathlib.Path] | None = None) -> None:
+                 files: dict[str, pathlib.Path] | None = None, init: str | None = None) -> None:
         self.kernel = k
         base = ["virtio_pci", "9pnet_virtio", "9p", "configfs"]
         self.modules = [*base, *modules]
@@ -598,7 +608,7 @@ class Machine:
         self.smp = smp
         self.append = append
         self.qemu_args = list(qemu_args)
-        self.initrd = initramfs(k, self.modules, self.extra, host_root, files)
+        self.initrd = initramfs(k, self.modules, self.extra, host_root, files, init)
 
     def command(self, outdir: pathlib.Path, console: str | None) -> list[str]:
         a = self.kernel.arch
@@ -616,37 +626,76 @@ class Machine:
         """Boots, runs `script` (busybox sh, with the helpers `inhost` and `sysw`), powers off.
         `env` is exported to the script and to `inhost` programs. A guest still running after
         `timeout_s` is killed: the result says so and `ok` is false."""
+        return self.start(script, timeout_s, env, name, console_to_stdout).wait()
+
+    def start(self, script: str, timeout_s: float = 120, env: dict[str, str] | None = None, name: str = "run",
+              console_to_stdout: bool = False, interactive: bool = False) -> "GuestRun":
+        """Like `run`, but returns at once: several guests can run side by side; `wait()`
+        gives the Result."""
         if not shutil.which(self.kernel.arch.qemu):
             raise VMUnavailable(f"{self.kernel.arch.qemu} is not installed (package {self.kernel.arch.qemu_package})")
         runs = CACHE / "runs"
         runs.mkdir(parents=True, exist_ok=True)
         outdir = pathlib.Path(tempfile.mkdtemp(prefix=f"{name}-", dir=runs))
         outdir.chmod(0o777)
+        import shlex
         env = dict(env or {})
-        exports = "".join(f"export {k}='{v}'\n" for k, v in env.items())
-        host_env = " ".join(f"{k}='{v}'" for k, v in env.items())
-        (outdir / "cmd.sh").write_text(f"{exports}export VM_CWD='{REPO}'\nVM_HOST_ENV=\"{host_env}\"\n"
-                                       f"{GUEST_HELPERS}\n{script}\n")
+        for k in env:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+                raise ValueError(f"not an environment variable name: {k!r}")
+        exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
+        helpers = GUEST_HELPERS.replace("@HOST_ENV@", " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())) \
+                               .replace("@CWD@", shlex.quote(str(REPO)))
+        (outdir / "cmd.sh").write_text(f"{exports}{helpers}\n{script}\n")
         console = None if console_to_stdout else outdir / "console.log"
         cmd = self.command(outdir, str(console) if console else None)
-        started = time.monotonic()
-        timed_out = False
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=None if console_to_stdout else subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, start_new_session=True)
+        log(f"starting guest {outdir.name} ({self.kernel.arch.name})")
+        return GuestRun(cmd, outdir, timeout_s, console_to_stdout, interactive)
+
+
+class GuestRun:
+    """A guest that was started. A watcher thread kills it at its deadline (whether or not
+    anybody is waiting yet); `wait()` returns its Result."""
+
+    def __init__(self, cmd: list[str], outdir: pathlib.Path, timeout_s: float, console_to_stdout: bool,
+                 interactive: bool = False) -> None:
+        import threading
+        self.cmd, self.outdir, self.timeout_s = cmd, outdir, timeout_s
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(cmd, stdin=None if interactive else subprocess.DEVNULL,
+                                     stdout=None if console_to_stdout else subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, start_new_session=True)
+        self.timed_out = False
+        self.qemu_err = b""
+        self.seconds = 0.0
+        self.result: Result | None = None
+        self.watcher = threading.Thread(target=self._watch, daemon=True)
+        self.watcher.start()
+
+    def _watch(self) -> None:
         try:
-            _, qemu_err = proc.communicate(timeout=timeout_s)
+            _, self.qemu_err = self.proc.communicate(timeout=self.timeout_s)
         except subprocess.TimeoutExpired:
-            timed_out = True
-            proc.kill()
-            _, qemu_err = proc.communicate()
-        seconds = time.monotonic() - started
+            self.timed_out = True
+            self.proc.kill()
+            _, self.qemu_err = self.proc.communicate()
+        self.seconds = time.monotonic() - self.started
+
+    def wait(self) -> Result:
+        if self.result:
+            return self.result
+        self.watcher.join()
+        outdir = self.outdir
+        log(f"guest {outdir.name} {'timed out' if self.timed_out else 'finished'} after {self.seconds:.1f} s")
         status_file = outdir / "status"
-        status = int(status_file.read_text().strip()) if status_file.exists() and status_file.read_text().strip() else None
+        text = status_file.read_text().strip() if status_file.exists() else ""
+        status = int(text) if text else None
         read = lambda n: (outdir / n).read_text(errors="replace") if (outdir / n).exists() else ""
         console_text = read("console.log")
-        if qemu_err:
-            console_text += "\n--- qemu stderr\n" + qemu_err.decode(errors="replace")
-        return Result(status, read("stdout"), read("stderr"), console_text, seconds, timed_out, outdir, cmd)
+        if self.qemu_err:
+            console_text += "\n--- qemu stderr\n" + self.qemu_err.decode(errors="replace")
+        self.result = Result(status, read("stdout"), read("stderr"), console_text, self.seconds, self.timed_out, outdir, self.cmd)
+        return self.result
 
 
 def prune_runs(keep: int = 40) -> None:
@@ -675,7 +724,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--ko", action="append", default=[], help="an extra .ko (or a module source dir with a Kbuild file)")
     p.add_argument("--gpio-sim", action="store_true", help="also build and add gpio-sim")
     p.add_argument("--timeout", type=float, default=300)
-    p.add_argument("script")
+    p.add_argument("--shell", action="store_true", help="an interactive shell on the console (after SCRIPT, if given); exit ends the guest")
+    p.add_argument("script", nargs="?", default="")
     a = p.parse_args(argv)
     try:
         k = kernel(a.arch)
@@ -684,7 +734,12 @@ def main(argv: list[str]) -> int:
             extra.append(gpio_sim_module(k))
         vm = Machine(k, modules=[m for m in a.modules.split(",") if m], extra=extra, host_root=a.arch == "amd64")
         print("vm:", " ".join(vm.command(pathlib.Path("OUTDIR"), None)), file=sys.stderr)
-        r = vm.run(a.script, timeout_s=a.timeout, console_to_stdout=True, name="byhand")
+        script = a.script
+        if a.shell:
+            tty = "/dev/ttyS0" if a.arch == "amd64" else "/dev/ttyAMA0"
+            script += f"\necho 'vm: shell (inhost CMD runs a host program; exit powers off)'\nsetsid cttyhack sh -i <{tty} >{tty} 2>&1\n"
+        r = vm.start(script, timeout_s=a.timeout if not a.shell else 24 * 3600, console_to_stdout=True, name="byhand",
+                     interactive=a.shell).wait()
     except VMUnavailable as e:
         print(f"vm: unavailable: {e}", file=sys.stderr)
         return 2
