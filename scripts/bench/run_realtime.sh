@@ -113,8 +113,14 @@ until "$bin/bikecomputer" ctl --socket "$tmp/control.sock" status >/dev/null 2>&
     sleep 0.005
 done
 ready_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-PYTHONPATH=board/bridge "$python" scripts/bench/bridge_feed.py --socket "$tmp/bridge.sock" --recording "$tmp/ride.jsonl" \
-    --clock-file "$tmp/clock" --stats "$tmp/bridge-stats.json" 2>"$tmp/bridge.log" &
+# BRIDGE_CMD="CMD" runs another bridge instead (given --socket SOCK --recording FILE --stats FILE),
+# e.g. the previous replay loop, to compare (docs/performance.md).
+if [ -n "${BRIDGE_CMD:-}" ]; then
+    $BRIDGE_CMD --socket "$tmp/bridge.sock" --recording "$tmp/ride.jsonl" --stats "$tmp/bridge-stats.json" 2>"$tmp/bridge.log" &
+else
+    PYTHONPATH=board/bridge "$python" scripts/bench/bridge_feed.py --socket "$tmp/bridge.sock" --recording "$tmp/ride.jsonl" \
+        --clock-file "$tmp/clock" --stats "$tmp/bridge-stats.json" 2>"$tmp/bridge.log" &
+fi
 bridge=$!
 sleep "$settle"
 "$bin/bikecomputer" ctl --socket "$tmp/control.sock" start >/dev/null
