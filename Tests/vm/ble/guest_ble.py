@@ -28,6 +28,8 @@ p = argparse.ArgumentParser()
 for name in ["bin", "venv", "out", "repo", "ride", "btvirt"]:
     p.add_argument(f"--{name}", required=True)
 p.add_argument("--record-s", type=float, default=20.0)
+p.add_argument("--measure-s", type=float, default=0.0,
+               help="after the CPU window, capture HCI (btmon) and D-Bus (dbus-monitor) this long: bytes per hop")
 a = p.parse_args()
 OUT = pathlib.Path(a.out)
 REPO = pathlib.Path(a.repo)
@@ -240,6 +242,19 @@ auto_pause = false
                      "clk_tck": os.sysconf("SC_CLK_TCK")}
     checkpoint("recorded")
     record["status_recorded"] = status()
+    if a.measure_s > 0:
+        with phase("capture"):
+            before = sim("status")["sensors"]
+            mon = subprocess.Popen(["btmon", "-w", str(OUT / "hci.btsnoop")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            dbus = subprocess.Popen(["dbus-monitor", "--system", "--pcap"], stdout=open(OUT / "dbus.pcap", "wb"),
+                                    stderr=subprocess.DEVNULL)
+            time.sleep(a.measure_s)
+            after = sim("status")["sensors"]
+            for proc in (mon, dbus):
+                proc.send_signal(signal.SIGINT)
+                proc.wait(timeout=10)
+            record["capture"] = {"seconds": a.measure_s, "notifications": {
+                n: {u: after[n]["sent"].get(u, 0) - before[n]["sent"].get(u, 0) for u in after[n]["sent"]} for n in after}}
 
     with phase("battery"):
         record["battery_before"] = {r: s["battery_percent"] for r, s in roles(status()).items()}
