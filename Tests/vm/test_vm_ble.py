@@ -351,3 +351,45 @@ def test_cpu_shares_while_recording(ble_ride):
     ticks = r["cpu"]["ticks"]
     assert all(ticks[n] >= 0 for n in ticks) and ticks["app"] > 0 and ticks["bridge"] > 0, ticks
     print("cpu ticks over", r["cpu"]["seconds"], "s:", ticks)
+
+
+def test_a_search_finds_the_three_sensors(ble_ride):
+    """`bikecomputer sensors scan` through the running app and the bridge, on BlueZ: every
+    simulated sensor is found with its kind and advertised name."""
+    _, r = ble_ride
+    found = {f["sensor"]: f for f in r["found"]["found"]}
+    for n, kind in (("hr", "heart_rate"), ("power", "power"), ("csc", "speed_cadence")):
+        sensor = f"ble:{r['addresses'][n]}"
+        assert sensor in found, f"{n} not found: {sorted(found)}"
+        assert found[sensor]["kind"] == kind and found[sensor]["name"].startswith("BikeSim"), found[sensor]
+
+
+def test_pairing_from_the_shell_writes_the_config_and_the_sensors_connect(ble_ride):
+    """Each `sensors pair` appended one [[sensor]] block; everything else in the file (comments
+    included) is unchanged; the bridge read the file again and connected all of them."""
+    _, r = ble_ride
+    before, after = r["config_before"], r["config_after_pairing"]
+    assert after.startswith(before), "the file before pairing is kept byte for byte"
+    added = after[len(before):]
+    for n in ("hr", "power", "csc", "broken"):
+        assert f'ble_address = "{r["addresses"][n]}"' in added, added
+    assert added.count("[[sensor]]") == 4
+    listed = {s["sensor"]: s for s in r["sensors_list"]["sensors"]}
+    assert {f"ble:{r['addresses'][n]}" for n in ("hr", "power", "csc")} <= set(listed), listed
+    assert all(listed[f"ble:{r['addresses'][n]}"]["state"] == "connected" for n in ("hr", "power", "csc")), listed
+    assert r["connected_after_s"] < 120
+
+
+def test_forgetting_stops_its_values(ble_ride):
+    """After `sensors forget` the power meter's block is gone from the file, the bridge lets the
+    sensor go, and no power value from it reaches the ride afterwards."""
+    result, r = ble_ride
+    phase_ok(r, "forget")
+    assert f'ble_address = "{r["addresses"]["power"]}"' not in r["config_after_forget"]
+    assert r["config_after_forget"].startswith(r["config_before"])
+    assert r["forget_unsubscribed_s"] < 15
+    forgot_ms = r["forgot_at_us"] // 1000
+    late = [t for kind, q, v, t in journal_values(result) if kind == "series" and q == "power" and t > forgot_ms + TURN_MS]
+    assert not late, f"power values recorded after the power meter was forgotten: {late[:5]}"
+    listed = {s["sensor"] for s in r["sensors_after_forget"]["sensors"]}
+    assert f"ble:{r['addresses']['power']}" not in listed

@@ -108,6 +108,17 @@ def ctl(*words: str) -> str:
     return (r.stdout + r.stderr).strip()
 
 
+def sensors_cmd(*words: str) -> str:
+    r = subprocess.run([BIN, "sensors", *words, "--config", str(WORK / "config.toml")], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise RuntimeError(f"bikecomputer sensors {' '.join(words)}: exit {r.returncode}: {r.stdout}{r.stderr}")
+    return r.stdout
+
+
+def sensors_json(*words: str) -> dict:
+    return json.loads(sensors_cmd(*words, "--json"))
+
+
 def status() -> dict:
     line = line_request(WORK / "control.sock", "status")
     if not line.startswith("ok "):
@@ -205,27 +216,36 @@ try:
     note("sensors advertising", **addresses)
 
     config = WORK / "config.toml"
-    # The three sensors, and last the device that advertises cycling power without the
-    # measurement (listed last, it cannot hide the real power meter).
-    sensors_toml = "".join(f'\n[[sensor]]\ntransport = "ble"\nrole = "{ROLES.get(n, "power")}"\nble_address = "{addresses[n]}"\n'
-                           for n in ("hr", "power", "csc", "broken"))
-    config.write_text(f"""# The BLE test's config (Tests/vm/ble/guest_ble.py)
+    config.write_text(f"""# The BLE test's config (Tests/vm/ble/guest_ble.py). The sensors below are paired by the test
+# with `bikecomputer sensors pair`: this comment and the rest of the file must stay as they are.
 [bridge]
 transport = "unix"
-path = "{WORK}/bridge.sock"
+path = "{WORK}/bridge.sock"   # the bridge's socket
 
 [control]
 socket = "{WORK}/control.sock"
 
 [training]
 auto_pause = false
-{sensors_toml}""")
+""")
+    record["config_before"] = config.read_text()
     start_app()
     start("bridge", [PY, "-m", "bikebridge", "--socket", str(WORK / "bridge.sock"), "--config", str(config),
                      "--adapter", "hci0", "--stats", str(STATS), "-v"])
+
+    # Finding and pairing from the shell: a search finds the sensors around; each is paired by
+    # its address with a role; the app writes the config file and the bridge reads it again.
+    found = sensors_json("scan", "--seconds", "6")
+    record["found"] = found
+    note("search", found=[(f["sensor"], f.get("name")) for f in found["found"]])
+    for n in ("hr", "power", "csc", "broken"):
+        out = sensors_cmd("pair", f"ble:{addresses[n]}", "--role", ROLES.get(n, "power"))
+        record.setdefault("pair_output", {})[n] = out
+    record["config_after_pairing"] = config.read_text()
     connected_after = wait_for(all_connected, 90, "all three sensors connected (HR, power, speed, cadence)", 0.3) and now()
     note("all sensors connected")
     record["connected_after_s"] = connected_after
+    record["sensors_list"] = sensors_json("list")
 
     # A ride: record, with the sensors' batteries on the status.
     print(ctl("start"), flush=True)
@@ -312,6 +332,19 @@ auto_pause = false
         checkpoint("app back")
         time.sleep(3)
         checkpoint("after app restart")
+
+    with phase("forget"):
+        # Forgetting the power meter from the shell: its values stop reaching the ride and the
+        # bridge lets it go (the sensor is no longer subscribed).
+        out = sensors_cmd("forget", f"ble:{addresses['power']}")
+        forgot = time.monotonic()
+        record["forget_output"] = out
+        wait_for(lambda: not sim("status")["sensors"]["power"]["subscribed"]["2a63"], 30, "the bridge lets the power meter go")
+        record["forget_unsubscribed_s"] = round(time.monotonic() - forgot, 3)
+        record["forgot_at_us"] = time.monotonic_ns() // 1000
+        record["config_after_forget"] = (WORK / "config.toml").read_text()
+        time.sleep(3)
+        record["sensors_after_forget"] = sensors_json("list")
 
     # The journal of the ride so far (read-only).
     print(ctl("pause"), flush=True)
