@@ -1,10 +1,12 @@
 // swift-tools-version: 6.1
 //
-// The bike computer. Pure parts (no Linux calls, no Foundation, no wall clock) are
-// RideModel, Training, Sensors, Display, Journal, RideFiles, AppCore, Screens and Device.
-// The board layer (BoardIO, BoardHardware and the C shims) knows nothing about rides.
-// `bikecomputer` runs on the board; `bikesim` (sources under Simulator/) runs the same
-// Device code with simulated adapters.
+// The bike computer. Every target's dependencies are exactly the modules it imports
+// (`python3 scripts/check-imports.py` checks it), and docs/architecture.md draws the same graph.
+// Pure parts (no Linux calls, no Foundation, no wall clock): RideModel, Training, Sensors,
+// Display, Journal, RideFiles, AppCore, Screens, Configuration, Control and Device. The board
+// layer (BoardIO, BoardHardware and the C shims) knows nothing about rides; BoardWiring puts the
+// runtime on the run loop with the board's components. `bikecomputer` runs on the board,
+// `bikesim` (sources under Simulator/) runs the same runtime with simulated adapters.
 import PackageDescription
 
 let swift6: [SwiftSetting] = [.swiftLanguageMode(.v6)]
@@ -36,10 +38,13 @@ let package = Package(
         .target(name: "Display", swiftSettings: swift6),
         .target(name: "Journal", dependencies: ["RideModel"], swiftSettings: swift6),
         .target(name: "RideFiles", dependencies: ["RideModel"], swiftSettings: swift6),
-        .target(name: "AppCore", dependencies: ["RideModel", "Training", "Sensors", "Journal"], swiftSettings: swift6),
+        .target(name: "AppCore", dependencies: ["RideModel", "Training"], swiftSettings: swift6),
         .target(name: "Screens", dependencies: ["AppCore", "Display", "RideModel"], swiftSettings: swift6),
-        .target(name: "Configuration", dependencies: ["RideModel", "Training"], swiftSettings: swift6),
-        .target(name: "Device", dependencies: ["AppCore", "Screens", "Display", "Journal", "RideFiles", "Sensors", "Training", "Configuration"], swiftSettings: swift6),
+        .target(name: "Configuration", swiftSettings: swift6),
+        // The control socket's language (protocol, stream, status, JSON): what `ctl` and the
+        // companion link instead of the device stack.
+        .target(name: "Control", dependencies: ["AppCore", "RideModel", "Training"], swiftSettings: swift6),
+        .target(name: "Device", dependencies: ["AppCore", "Configuration", "Control", "Display", "Journal", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
 
         // MARK: Board layer (Linux)
         .target(name: "CBoardShims", path: "Sources/CBoardShims"),
@@ -49,18 +54,24 @@ let package = Package(
         .target(name: "CI2CShim", path: "Sources/CI2CShim", linkerSettings: [.linkedLibrary("i2c")]),
         .target(name: "BoardHardware", dependencies: ["BoardIO", "Display", "CGpiodShim", "CI2CShim"], swiftSettings: swift6),
 
-        // Board-side adapters of the Device ports (ride files, journal storage on a directory),
-        // shared by both executables.
-        .target(name: "DeviceAdapters", dependencies: ["Device", "BoardIO", "Journal", "AppCore", "RideModel"], swiftSettings: swift6),
+        // Board-side adapters of the Device ports on a real directory (ride files, journal
+        // segments), the system's wall clock and stderr log: shared by the executables.
+        .target(name: "DeviceAdapters", dependencies: ["AppCore", "BoardIO", "Device", "Journal", "RideFiles", "RideModel"], swiftSettings: swift6),
+
+        // The board's wiring: the runtime on any `EventLoop` with the bridge, buttons, display,
+        // buzzer, control socket and companion link as components (`bikecomputer run` puts it on
+        // epoll; BoardWiringTests run it on ManualEventLoop).
+        .target(name: "BoardWiring", dependencies: ["AppCore", "BoardHardware", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
 
         // The simulator's library: synthetic rides, scenarios, simulated adapters, headless runner.
-        .target(name: "Simulation", dependencies: ["Device", "BoardIO", "Sensors", "RideFiles", "Screens", "Display", "AppCore", "RideModel"], path: "Simulator/Sources/Simulation", swiftSettings: swift6),
+        .target(name: "Simulation", dependencies: ["AppCore", "Control", "Device", "Display", "Journal", "RideFiles", "RideModel", "Screens", "Sensors"], path: "Simulator/Sources/Simulation", swiftSettings: swift6),
 
         // MARK: Executables
         .executableTarget(
             name: "bikecomputer",
             dependencies: [
-                "Device", "DeviceAdapters", "BoardIO", "BoardHardware", "AppCore", "RideModel", "Training", "Configuration",
+                "AppCore", "BoardIO", "BoardWiring", "Configuration", "Control", "Device", "DeviceAdapters",
+                "Journal", "RideFiles", "RideModel", "Sensors", "Training",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swift6),
@@ -68,18 +79,19 @@ let package = Package(
         .executableTarget(
             name: "bikesim",
             dependencies: [
-                "Simulation", "Device", "DeviceAdapters", "BoardIO", "RideFiles", "Journal",
+                "AppCore", "BoardIO", "Device", "DeviceAdapters", "Display", "RideFiles", "RideModel", "Screens", "Simulation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Simulator/Sources/bikesim",
             swiftSettings: swift6),
 
         // The companion web server (docs/companion.md): a separate process that follows the
-        // control socket's stream and serves a paired phone over HTTP + WebSocket.
+        // control socket's stream and serves a paired phone over HTTP + WebSocket. It speaks the
+        // control protocol (Control) and links nothing of the device stack.
         .executableTarget(
             name: "bikecompanion",
             dependencies: [
-                "Device", "Configuration", "BoardIO",
+                "BoardIO", "Configuration", "Control", "RideModel",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -88,40 +100,46 @@ let package = Package(
             swiftSettings: swift6),
 
         // Measures the flash journal (docs/journal.md): `swift run -c release journal-bench`.
-        .executableTarget(name: "journal-bench", dependencies: ["Device", "DeviceAdapters", "Journal", "AppCore", "RideModel", "BoardIO"], swiftSettings: swift6),
+        .executableTarget(name: "journal-bench", dependencies: ["AppCore", "BoardIO", "Control", "Device", "DeviceAdapters", "Journal", "RideModel"], swiftSettings: swift6),
         // Benchmarks and their malloc counter (docs/performance.md): `swift run -c release bikebench`.
         .target(name: "CMallocCounter", path: "Benchmarks/CMallocCounter"),
-        .executableTarget(name: "bikebench", dependencies: ["CMallocCounter", "Simulation", "Device", "Sensors", "Screens", "Display", "Journal", "RideFiles", "AppCore", "RideModel"], path: "Benchmarks/bikebench", swiftSettings: swift6),
+        .executableTarget(name: "bikebench", dependencies: ["AppCore", "CMallocCounter", "Control", "Device", "Display", "Journal", "RideFiles", "RideModel", "Screens", "Sensors", "Simulation"], path: "Benchmarks/bikebench", swiftSettings: swift6),
 
-        // MARK: Tests
+        // MARK: Tests (each in the target of the module it tests)
         // What every test target shares (the seeded generator of the randomized tests).
         .target(name: "TestSupport", dependencies: ["RideModel"], path: "Tests/TestSupport", swiftSettings: swift6),
         .testTarget(name: "RideModelTests", dependencies: ["TestSupport", "RideModel"], swiftSettings: swift6),
-        .testTarget(name: "AppCoreTests", dependencies: ["TestSupport", "AppCore", "RideModel", "Device", "Training"], swiftSettings: swift6),
+        .testTarget(name: "AppCoreTests", dependencies: ["TestSupport", "AppCore", "Control", "RideModel", "Training"], swiftSettings: swift6),
         .testTarget(name: "TrainingTests", dependencies: ["TestSupport", "Training", "RideModel"], swiftSettings: swift6),
-        .testTarget(name: "SensorsTests", dependencies: ["TestSupport", "Sensors", "RideModel", "BoardIO", "AppCore", "Device"], exclude: ["Corpus"], swiftSettings: swift6),
-        .testTarget(name: "DisplayTests", dependencies: ["Display", "Screens", "AppCore", "BoardHardware"], exclude: ["Goldens"], swiftSettings: swift6),
-        .testTarget(name: "JournalTests", dependencies: ["TestSupport", "Journal", "RideModel", "AppCore", "BoardIO", "Device", "DeviceAdapters"], swiftSettings: swift6),
-        .testTarget(name: "RideFilesTests", dependencies: ["TestSupport", "RideFiles", "RideModel", "AppCore", "Device"], swiftSettings: swift6),
-        .testTarget(name: "BoardTests", dependencies: ["TestSupport", "BoardIO", "BoardHardware", "Configuration", "Device", "AppCore", "RideModel", "board-test-helper"], swiftSettings: swift6),
+        .testTarget(name: "SensorsTests", dependencies: ["TestSupport", "Sensors", "RideModel"], exclude: ["Corpus"], swiftSettings: swift6),
+        // The display and the screens drawn on it (goldens: Tests/DisplayTests/Goldens).
+        .testTarget(name: "DisplayTests", dependencies: ["AppCore", "BoardHardware", "Display", "RideModel", "Screens"], exclude: ["Goldens"], swiftSettings: swift6),
+        .testTarget(name: "JournalTests", dependencies: ["TestSupport", "AppCore", "BoardIO", "Device", "DeviceAdapters", "Journal", "RideModel"], swiftSettings: swift6),
+        .testTarget(name: "RideFilesTests", dependencies: ["TestSupport", "AppCore", "RideFiles", "RideModel"], swiftSettings: swift6),
+        .testTarget(name: "ConfigurationTests", dependencies: ["TestSupport", "Configuration"], swiftSettings: swift6),
+        .testTarget(name: "ControlTests", dependencies: ["AppCore", "Control", "RideModel"], swiftSettings: swift6),
+        .testTarget(name: "BoardTests", dependencies: ["TestSupport", "AppCore", "BoardHardware", "BoardIO", "CBoardShims", "Control", "Device", "Journal", "RideModel", "board-test-helper"], swiftSettings: swift6),
         // The VM tests (Tests/vm, docs/testing.md): hardware checks run in the guest against the
         // kernel's simulated display and GPIO chip (built against libgpiod v1 and again v2), and
         // the screen oracle that renders a screen value through the driver and the emulator.
         .executableTarget(name: "board-vm-checks", dependencies: ["BoardHardware", "BoardIO", "Display"], path: "Tests/vm/BoardVMChecks", swiftSettings: swift6),
-        .executableTarget(name: "screen-oracle", dependencies: ["Screens", "Display", "AppCore"], path: "Tests/vm/ScreenOracle", swiftSettings: swift6),
+        .executableTarget(name: "screen-oracle", dependencies: ["AppCore", "Display", "RideModel", "Screens"], path: "Tests/vm/ScreenOracle", swiftSettings: swift6),
         // A process the board tests signal and run as another user (Tests/BoardTestHelper).
         .executableTarget(name: "board-test-helper", dependencies: ["BoardIO"], path: "Tests/BoardTestHelper", swiftSettings: swift6),
-        .testTarget(name: "DeviceTests", dependencies: ["Device", "DeviceAdapters", "BoardIO"], swiftSettings: swift6),
-        // The control stream (pure) and its socket side. swift-configuration (in hummingbird's
-        // package graph) also names a module Configuration: aliased here so it does not clash
-        // with ours (SwiftPM needs one product dependency that names the alias).
+        .testTarget(name: "DeviceTests", dependencies: ["TestSupport", "AppCore", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
+        // The board's wiring in process, on ManualEventLoop (ticks, deadlines, flush steps,
+        // buttons, the control socket and status), and its display screen.
+        .testTarget(name: "BoardWiringTests", dependencies: ["AppCore", "BoardIO", "BoardWiring", "Configuration", "Control", "Device", "Display", "Journal", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
+        // The control stream's socket side and the companion. swift-configuration (in
+        // hummingbird's package graph) also names a module Configuration: aliased here so it does
+        // not clash with ours (SwiftPM needs one product dependency that names the alias).
         .testTarget(
             name: "CompanionTests",
             dependencies: [
-                "Device", "BoardIO", "CBoardShims", "AppCore", "RideModel",
+                "AppCore", "BoardIO", "CBoardShims", "Control", "Device", "Journal", "RideModel",
                 .product(name: "Configuration", package: "swift-configuration", moduleAliases: ["Configuration": "SwiftConfiguration"]),
             ],
             swiftSettings: swift6),
-        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Device", "AppCore", "RideModel", "Journal", "Training"], swiftSettings: swift6),
+        .testTarget(name: "SimulationTests", dependencies: ["AppCore", "Control", "Device", "Journal", "RideModel", "Simulation", "Training"], swiftSettings: swift6),
     ]
 )

@@ -58,6 +58,9 @@ if [ ! -x .venv/bin/python ] || ! cmp -s "$req" .venv/requirements.installed; th
     cp "$req" .venv/requirements.installed
 fi
 
+echo "test.sh: module graph (Package.swift = the imports = the module headers)"
+python3 scripts/check-imports.py || { echo "test.sh: scripts/check-imports.py failed: fix Package.swift or the imports (docs/architecture.md)" >&2; exit 1; }
+
 echo "test.sh: building"
 swift build 2>&1 | tail -n 3
 echo "test.sh: swift test"

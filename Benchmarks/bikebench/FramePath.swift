@@ -1,9 +1,10 @@
 // The device's path for one sensor frame, end to end, with the board's pieces where the board
 // has them and counting stand-ins where it would touch hardware:
-//   bridge frame bytes -> BridgeFrame.parse -> decoder -> DataSource -> SensorFeed.input
-//   -> DeviceRuntime.handle -> AppCore -> ScreenModel -> ScreenRenderer -> Framebuffer
+//   bridge frame bytes -> DeviceRuntime.receive -> BridgeFrame.parse -> decoder -> DataSource
+//   -> AppCore -> ScreenModel -> ScreenRenderer -> Framebuffer
 //   -> DisplayDriver (changed pages only) -> a counting bus,
-// with the 1 Hz ticks and the flash journal (group commit into simulated flash) in between.
+// with the 1 Hz ticks and the flash journal (group commit into simulated flash) in between. The
+// device boots with `DeviceRuntime.boot`, the board's own start-up sequence.
 import AppCore
 import CMallocCounter
 import Device
@@ -47,10 +48,10 @@ final class NullArchive: RideArchivePort {
 /// Bridge frames of a synthetic ride, encoded once up front: heart rate (BLE HRM with RR) at
 /// 1 Hz, power (BLE CPS), speed and cadence (BLE CSC) at 4 Hz each, as the simulator's sensors.
 struct FrameStream {
-    static let heartRate = SensorIdentity.ble(BLEAddress("C0:FF:EE:00:00:01")!)
-    static let power = SensorIdentity.ble(BLEAddress("C0:FF:EE:00:00:02")!)
-    static let speed = SensorIdentity.ble(BLEAddress("C0:FF:EE:00:00:03")!)
-    static let cadence = SensorIdentity.ble(BLEAddress("C0:FF:EE:00:00:04")!)
+    static let heartRate = SourceIdentity.ble(BLEAddress("C0:FF:EE:00:00:01")!)
+    static let power = SourceIdentity.ble(BLEAddress("C0:FF:EE:00:00:02")!)
+    static let speed = SourceIdentity.ble(BLEAddress("C0:FF:EE:00:00:03")!)
+    static let cadence = SourceIdentity.ble(BLEAddress("C0:FF:EE:00:00:04")!)
 
     static var configuration: DataSourceConfiguration {
         DataSourceConfiguration(sensors: [
@@ -66,10 +67,17 @@ struct FrameStream {
     var atMs: [Int64] = []
     var count: Int { atMs.count }
 
+    /// One simulated sensor's schedule: heart rate at 1 Hz, the others at 4 Hz, out of step.
+    struct Schedule {
+        let role: SensorRole
+        let periodMs: Int64
+        var nextMs: Int64
+    }
+
     init(durationMs: Int64, seed: UInt64 = 3) {
         var ride = SyntheticRide(seed: seed)
-        let periodMs: [Int64] = [1_000, 250, 250, 250]
-        var next: [Int64] = [130, 60, 170, 210]
+        var schedules = [Schedule(role: .heartRate, periodMs: 1_000, nextMs: 130), Schedule(role: .power, periodMs: 250, nextMs: 60),
+                         Schedule(role: .speed, periodMs: 250, nextMs: 170), Schedule(role: .cadence, periodMs: 250, nextMs: 210)]
         var payload: [UInt8] = []
         payload.reserveCapacity(SensorPayloads.payloadBytesMax)
         var lastSentBeatMs: Int64 = 0
@@ -79,25 +87,25 @@ struct FrameStream {
         bytes.reserveCapacity(expected * 32)
         while true {
             var i = 0
-            for k in 1..<4 where next[k] < next[i] { i = k }
-            let t = next[i]
+            for k in 1..<schedules.count where schedules[k].nextMs < schedules[i].nextMs { i = k }
+            let t = schedules[i].nextMs
             guard t <= durationMs else { break }
-            next[i] += periodMs[i]
+            schedules[i].nextMs += schedules[i].periodMs
             ride.advance(toMs: t)
-            let who: SensorIdentity
+            let who: SourceIdentity
             let code: UInt16
-            switch i {
-            case 0:
+            switch schedules[i].role {
+            case .heartRate:
                 SensorPayloads.bleHeartRate(ride, lastSentBeatMs: lastSentBeatMs, into: &payload)
                 lastSentBeatMs = ride.lastBeatMs
                 who = Self.heartRate; code = 0x2A37
-            case 1:
+            case .power:
                 SensorPayloads.blePower(ride, into: &payload)
                 who = Self.power; code = 0x2A63
-            case 2:
+            case .speed:
                 SensorPayloads.bleSpeed(ride, into: &payload)
                 who = Self.speed; code = 0x2A5B
-            default:
+            case .cadence:
                 SensorPayloads.bleCadence(ride, into: &payload)
                 who = Self.cadence; code = 0x2A5B
             }
@@ -109,24 +117,23 @@ struct FrameStream {
     }
 }
 
-/// A device: data source, runtime (app core, flash journal on simulated flash, display
+/// A device: the runtime (sensor inputs, app core, flash journal on simulated flash, display
 /// pipeline on a counting bus) and the run loop's tick schedule.
 final class FramePath {
     let flash = SimulatedFlash()
     let journal: FlashJournal
     let screen = CountingScreen()
     let runtime: DeviceRuntime
-    var source = DataSource(FrameStream.configuration)
     private var nextTickMs: Int64 = 1_000
     private(set) var ticks = 0
 
     init() {
         let opened = FlashJournal.open(storage: flash, randomSeed: 1, deviceNow: .zero)
         journal = opened.journal
-        runtime = DeviceRuntime(core: opened.core, journal: journal, archive: NullArchive(), screen: screen, log: MemoryLog())
-        runtime.handle(.wallClock(WallClockTime(unixMs: 1_790_000_000_000, trusted: true), at: .zero))
-        source.bridgeConnected(at: .zero)
-        source.start(at: .zero) { runtime.handle(SensorFeed.input($0)) }
+        runtime = DeviceRuntime.boot((opened.journal, opened.core, opened.report), archive: NullArchive(), screen: screen,
+                                     log: MemoryLog(), sensors: FrameStream.configuration,
+                                     wall: WallClockTime(unixMs: 1_790_000_000_000, trusted: true), at: .zero)
+        runtime.bridgeConnected(at: .zero)
         runtime.command(.start, at: .zero)
     }
 
@@ -141,9 +148,10 @@ final class FramePath {
             let at = MonotonicInstant(milliseconds: due)
             if due == nextTickMs {
                 nextTickMs += 1_000
-                source.tick(at: at) { runtime.handle(SensorFeed.input($0)) }
+                runtime.tick(at: at)
+            } else {
+                runtime.coreTick(at: at)
             }
-            runtime.handle(.tick(at))
             ticks += 1
         }
     }
@@ -151,13 +159,7 @@ final class FramePath {
     /// One sensor frame: the socket's bytes in, everything it causes carried out.
     @inline(never)
     func frame(_ bytes: UnsafeRawBufferPointer, atMs ms: Int64) {
-        let at = MonotonicInstant(milliseconds: ms)
-        do {
-            let frame = try BridgeFrame.parse(bytes)
-            source.handle(frame, at: at) { runtime.handle(SensorFeed.input($0)) }
-        } catch {
-            source.count(error.kind)
-        }
+        runtime.receive(.bridgePacket(bytes, truncated: false), at: MonotonicInstant(milliseconds: ms))
     }
 }
 
@@ -198,7 +200,7 @@ func runFramePath(warmUpMs: Int64, measureMs: Int64, timing: Bool = true, inject
         }
         path.screen.allocateOnShow = injectAllocation
         let wire0 = path.screen.wireBytes, flash0 = path.flash.bytesWritten, sync0 = path.flash.syncCount
-        let samples0 = path.source.status.samplesEmitted
+        let samples0 = path.runtime.sensorStatus.samplesEmitted
         if !timing {
             for i in firstMeasured..<stream.count where stream.atMs[i] <= endMs {
                 path.ticks(upTo: stream.atMs[i])
@@ -239,8 +241,8 @@ func runFramePath(warmUpMs: Int64, measureMs: Int64, timing: Bool = true, inject
         r.wireBytes = path.screen.wireBytes - wire0
         r.journalBytes = path.flash.bytesWritten - flash0
         r.journalSyncs = path.flash.syncCount - sync0
-        r.samplesEmitted = path.source.status.samplesEmitted - samples0
-        if getenv("BIKEBENCH_DEBUG") != nil { print(path.source.status.logLine) }
+        r.samplesEmitted = path.runtime.sensorStatus.samplesEmitted - samples0
+        if getenv("BIKEBENCH_DEBUG") != nil { print(path.runtime.sensorStatus.logLine) }
     }
     return r
 }

@@ -1,6 +1,7 @@
 // Small measuring tools for bikebench: a monotonic clock, percentiles, the allocation counter,
 // and the figures table (text or JSON).
 import CMallocCounter
+import Control
 import Device
 import Glibc
 

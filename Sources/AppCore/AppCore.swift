@@ -1,3 +1,9 @@
+// AppCore: the device as a deterministic state machine — one entry point (`handle(AppInput)`),
+// the screen value (`ScreenModel`) and effects out; the lifecycle, countdown, buttons, 1 Hz
+// records, alerts, training features and crash-recovery replay. Same inputs, same outputs; time
+// comes in with every input.
+//
+// Must not import: Foundation, Glibc, Sensors, Journal, RideFiles, Display, Screens, Configuration, Control, Device, BoardIO, BoardHardware, BoardWiring, DeviceAdapters, Simulation.
 import RideModel
 import Training
 
@@ -102,44 +108,28 @@ public struct AppCore: Sendable {
     public var wallAnchorForRide: WallClockAnchor? { header == nil ? nil : wallAnchor }
 
     var outbox: RingBuffer<AppEffect>
-    // Live values from the data source.
-    var liveValue: [Double]
-    var liveInstant: [MonotonicInstant]
-    var liveSeen: [Bool]
-    /// The instant of the live value last put into a record, per quantity.
-    var liveRecorded: [MonotonicInstant]
+    /// Live values from the data source, by `Quantity.index`.
+    var liveValues: [LiveValue]
     var sensorStates: [SensorState]
-    // Buttons.
-    var buttonDownAt: [MonotonicInstant?]
-    var longPressFired: [Bool]
-    /// The press already acted when it went down; its release does nothing.
-    var actedOnDown: [Bool]
+    /// Presses in progress, by `Button.rawValue`.
+    var holds: [ButtonHold]
+    /// The instant of the last 1 Hz sample journaled for the ride in progress.
+    var lastJournaledSampleAt: MonotonicInstant?
     // Countdown, 1 Hz records, overlays.
     var countdownStart: MonotonicInstant?
     var nextRecordInstant: MonotonicInstant?
     var overlayUntil: MonotonicInstant?
     var runningPage = 0
     var summaryPage = 0
-    /// The current zone per zone slot (0 heart rate, 1 power) as last announced.
-    var lastZone: [Int?] = [nil, nil] {
-        // Names are looked up at zone changes only, so screen refreshes never build strings.
-        didSet {
-            for slot in 0..<2 where lastZone[slot] != oldValue[slot] {
-                let zones = slot == 0 ? builder?.settings.heartRateZones : builder?.settings.powerZones
-                lastZoneName[slot] = lastZone[slot].flatMap { z in zones?.name(ofZone: z) }
-            }
-        }
-    }
-    var lastZoneName: [String?] = [nil, nil]
+    /// Per quantity with zones (heart rate, power): the zone last announced, custom zones for
+    /// the next ride, the target monitor. By `ZoneSlot.rawValue`.
+    var zoneSlots = Array(repeating: ZoneSlotState(), count: ZoneSlot.allCases.count)
     /// Training settings of the ride in progress, or of the next ride (commands change them;
     /// they return to the configured ones when a ride ends).
     public internal(set) var training: TrainingSettings
-    /// Custom zones for the next ride per zone slot (nil: the preferred zones).
-    public internal(set) var customZones: [ZoneConfiguration?] = [nil, nil]
-    var targetMonitors: [TargetZoneMonitor?] = [nil, nil]
     public internal(set) var autoPause = AutoPauseMonitor(settings: nil)
-    /// Values of the 1 Hz record being processed: heart rate, power, speed.
-    var recordValues: [Double?] = [nil, nil, nil]
+    /// Values of the 1 Hz record being processed that the training monitors read.
+    var recordValues = RecordValues()
     /// While replaying: the instant of the record whose samples are being replayed.
     var replayRecordInstant: MonotonicInstant?
     /// How far the last distance auto-lap ran past its mark (the next lap ends on the next mark).
@@ -154,14 +144,9 @@ public struct AppCore: Sendable {
     public init(configuration: AppConfiguration = AppConfiguration(), randomSeed: UInt64) {
         self.configuration = configuration
         outbox = RingBuffer(capacity: configuration.outboxCapacity)
-        liveValue = Array(repeating: 0, count: Quantity.countMax)
-        liveInstant = Array(repeating: .zero, count: Quantity.countMax)
-        liveSeen = Array(repeating: false, count: Quantity.countMax)
-        liveRecorded = Array(repeating: MonotonicInstant(milliseconds: .min), count: Quantity.countMax)
+        liveValues = Array(repeating: LiveValue(), count: Quantity.countMax)
         sensorStates = configuration.expectedSensors.map { $0 ? .searching : .notConfigured }
-        buttonDownAt = Array(repeating: nil, count: Button.allCases.count)
-        longPressFired = Array(repeating: false, count: Button.allCases.count)
-        actedOnDown = Array(repeating: false, count: Button.allCases.count)
+        holds = Array(repeating: ButtonHold(), count: Button.allCases.count)
         randomState = randomSeed
         training = configuration.training
         screen.runningPageCount = configuration.runningPageCount
@@ -177,10 +162,31 @@ public struct AppCore: Sendable {
 
     mutating func emit(_ effect: AppEffect) { outbox.append(effect) }
 
-    mutating func journal(_ record: RideRecord) { emit(.journal(record)) }
+    /// A journal record. Every one belongs to the ride in progress (its header came first), and
+    /// the 1 Hz samples never go back in time: a record that breaks either would be an orphan or
+    /// make the ride's files run backwards, so it stops the program in release builds too (the
+    /// journal then recovers the ride as it was before it).
+    mutating func journal(_ record: RideRecord) {
+        switch record {
+        case .header:
+            lastJournaledSampleAt = nil
+        case .sample(let s):
+            precondition(header != nil, "a sample journaled with no ride")
+            precondition(lastJournaledSampleAt.map { s.instant >= $0 } ?? true,
+                         "a 1 Hz sample at \(s.instant) after one at \(lastJournaledSampleAt!)")
+            lastJournaledSampleAt = s.instant
+        default:
+            precondition(header != nil, "a ride record journaled with no ride: \(record)")
+        }
+        emit(.journal(record))
+    }
 
-    mutating func reply(_ ok: Bool, _ message: String) {
-        emit(.reply(CommandReply(ok: ok, message: message, state: lifecycle.state)))
+    /// The reply to a command: made here only, from its outcome, in the state it left.
+    mutating func reply(_ outcome: ActionOutcome) {
+        switch outcome {
+        case .done(let message): emit(.reply(CommandReply(ok: true, message: message, state: lifecycle.state)))
+        case .refused(let message): emit(.reply(CommandReply(ok: false, message: message, state: lifecycle.state)))
+        }
     }
 
     // MARK: Input
@@ -190,16 +196,14 @@ public struct AppCore: Sendable {
         let now = input.instant.advanced(byMs: instantOffsetMs)
         switch input {
         case .button(let e): handleButton(e.button, e.edge, at: now)
-        case .sample(var s):
-            s.instant = now
-            handleSample(s)
-        case .sensor(let status, _): handleSensor(status, at: now)
+        case .sensor(let e): handleSensorEvent(e, at: now)
         case .tick: handleTick(now)
         case .command(let c, _): handleCommand(c, at: now)
         case .wallClock(let w, _): handleWallClock(w, at: now)
         case .storage(let c, _): handleStorage(c, at: now)
         }
         refreshScreen(at: now)
+        assert(brokenInvariant == nil, "after \(input): \(brokenInvariant ?? "")")
     }
 
     /// The next instant (device time) at which the core needs a tick: countdown steps, the next
@@ -216,8 +220,8 @@ public struct AppCore: Sendable {
             consider(c.advanced(byMs: Int64(elapsed + 1) * 1000))
         }
         consider(nextRecordInstant)
-        for b in Button.allCases where !longPressFired[Int(b.rawValue)] && !actedOnDown[Int(b.rawValue)] {
-            if let down = buttonDownAt[Int(b.rawValue)] { consider(down.advanced(byMs: configuration.longPressMs)) }
+        for h in holds where !h.longPressFired && !h.actedOnDown {
+            if let down = h.downAt { consider(down.advanced(byMs: configuration.longPressMs)) }
         }
         consider(overlayUntil)
         return d.map { $0.advanced(byMs: -instantOffsetMs) }
@@ -249,15 +253,13 @@ public struct AppCore: Sendable {
         let i = Int(b.rawValue)
         switch edge {
         case .down:
-            guard buttonDownAt[i] == nil else { return } // repeated down without up: ignore
-            buttonDownAt[i] = now
-            longPressFired[i] = false
-            actedOnDown[i] = !hasLongPressMeaning(b)
-            if actedOnDown[i] { shortPress(b, at: now) }
+            guard holds[i].downAt == nil else { return } // repeated down without up: ignore
+            holds[i] = ButtonHold(downAt: now, longPressFired: false, actedOnDown: !hasLongPressMeaning(b))
+            if holds[i].actedOnDown { shortPress(b, at: now) }
         case .up:
-            guard let down = buttonDownAt[i] else { return }
-            buttonDownAt[i] = nil
-            if longPressFired[i] || actedOnDown[i] { return }
+            guard let down = holds[i].downAt else { return }
+            holds[i].downAt = nil
+            if holds[i].longPressFired || holds[i].actedOnDown { return }
             if now.milliseconds(since: down) >= configuration.longPressMs { longPress(b, at: now) } else { shortPress(b, at: now) }
         }
     }
@@ -265,26 +267,26 @@ public struct AppCore: Sendable {
     mutating func checkLongPresses(at now: MonotonicInstant) {
         for b in Button.allCases {
             let i = Int(b.rawValue)
-            guard let down = buttonDownAt[i], !longPressFired[i], !actedOnDown[i],
+            guard let down = holds[i].downAt, !holds[i].longPressFired, !holds[i].actedOnDown,
                   now.milliseconds(since: down) >= configuration.longPressMs else { continue }
-            longPressFired[i] = true
+            holds[i].longPressFired = true
             longPress(b, at: down.advanced(byMs: configuration.longPressMs))
         }
     }
 
     mutating func shortPress(_ b: Button, at now: MonotonicInstant) {
         switch (b, lifecycle.state) {
-        case (.startPause, .idle): prepare(at: now, fromCommand: false)
-        case (.startPause, .prepared): cancelCountdown(at: now, fromCommand: false)
-        case (.startPause, .running): pause(at: now, trigger: .manual, fromCommand: false)
-        case (.startPause, .paused): resume(at: now, trigger: .manual, fromCommand: false)
+        case (.startPause, .idle): prepare(at: now)
+        case (.startPause, .prepared): cancelCountdown(at: now)
+        case (.startPause, .running): pause(at: now, trigger: .manual)
+        case (.startPause, .paused): resume(at: now, trigger: .manual)
         case (.startPause, .ended):
-            if screen.mode == .confirmDiscard { deleteSavedRide(at: now) } else { prepare(at: now, fromCommand: false) }
-        case (.lap, .running): lap(at: now, trigger: .manual, fromCommand: false)
+            if screen.mode == .confirmDiscard { deleteSavedRide(at: now) } else { prepare(at: now) }
+        case (.lap, .running): lap(at: now, trigger: .manual)
         case (.lap, .paused), (.page, .paused), (.page, .running):
             runningPage = (runningPage + 1) % max(1, configuration.runningPageCount)
         case (.lap, .ended):
-            if screen.mode == .confirmDiscard { screen.mode = .summary(page: summaryPage) } else { dismiss(at: now, fromCommand: false) }
+            if screen.mode == .confirmDiscard { screen.mode = .summary(page: summaryPage) } else { dismiss(at: now) }
         case (.page, .ended):
             summaryPage = (summaryPage + 1) % max(1, configuration.summaryPageCount)
         default: break
@@ -293,7 +295,7 @@ public struct AppCore: Sendable {
 
     mutating func longPress(_ b: Button, at now: MonotonicInstant) {
         switch (b, lifecycle.state) {
-        case (.startPause, .paused): end(saving: true, at: now, fromCommand: false)
+        case (.startPause, .paused): end(saving: true, at: now)
         case (.lap, .ended): screen.mode = .confirmDiscard
         default: shortPress(b, at: now)
         }
@@ -301,58 +303,63 @@ public struct AppCore: Sendable {
 
     // MARK: Commands
 
+    /// A control command: performed, and its reply made from its outcome (the one place a
+    /// command's reply is decided; buttons run the same actions and ignore the outcome).
     mutating func handleCommand(_ c: ControlCommand, at now: MonotonicInstant) {
+        reply(perform(c, at: now))
+    }
+
+    mutating func perform(_ c: ControlCommand, at now: MonotonicInstant) -> ActionOutcome {
         switch c {
-        case .start: prepare(at: now, fromCommand: true)
-        case .pause: pause(at: now, trigger: .remote, fromCommand: true)
-        case .resume: resume(at: now, trigger: .remote, fromCommand: true)
-        case .lap: lap(at: now, trigger: .remote, fromCommand: true)
+        case .start: return prepare(at: now)
+        case .pause: return pause(at: now, trigger: .remote)
+        case .resume: return resume(at: now, trigger: .remote)
+        case .lap: return lap(at: now, trigger: .remote)
         case .end:
-            if lifecycle.state == .prepared { cancelCountdown(at: now, fromCommand: true) } else { end(saving: true, at: now, fromCommand: true) }
+            return lifecycle.state == .prepared ? cancelCountdown(at: now) : end(saving: true, at: now)
         case .discard:
             switch lifecycle.state {
-            case .prepared: cancelCountdown(at: now, fromCommand: true)
-            case .ended: deleteSavedRide(at: now); reply(true, "ride deleted")
-            default: end(saving: false, at: now, fromCommand: true)
+            case .prepared: return cancelCountdown(at: now)
+            case .ended: return deleteSavedRide(at: now)
+            default: return end(saving: false, at: now)
             }
-        case .dismiss: dismiss(at: now, fromCommand: true)
-        case .marker(let kind, let value): marker(kind, value: value, at: now)
+        case .dismiss: return dismiss(at: now)
+        case .marker(let kind, let value): return marker(kind, value: value, at: now)
         case .showPairingCode(let code):
-            guard code.map({ $0 <= 999_999 }) ?? true else { reply(false, "a pairing code has at most six digits"); break }
+            guard code.map({ $0 <= PairingCode.valueMax }) ?? true else { return .refused("a pairing code has six digits") }
             screen.pairingCode = code
-            reply(true, code == nil ? "pairing code cleared" : "pairing code shown")
+            return .done(code == nil ? "pairing code cleared" : "pairing code shown")
         case .nextPage:
             runningPage = (runningPage + 1) % max(1, configuration.runningPageCount)
-            reply(true, "page \(runningPage + 1)")
+            return .done("page \(runningPage + 1)")
         case .setRideZones, .clearRideZones, .setTargetZone, .setTargetZoneNumber, .clearTargetZone, .setAutoPause, .setAutoLap:
-            handleTrainingCommand(c, at: now)
+            return trainingCommand(c, at: now)
         }
     }
 
-    /// Applies a lifecycle action, or reports the refusal (reply for commands, overlay for
-    /// buttons). Returns whether it was applied. With `event`, the ride's builder is asked
-    /// first: the transition is applied only if the builder will take the event too (both or
-    /// neither), and the caller then applies it with `applyChecked`.
-    mutating func transition(_ action: SessionAction, at now: MonotonicInstant, fromCommand: Bool,
-                             event: RideEvent.Kind? = nil) -> Bool {
+    /// Applies a lifecycle action; returns nil when applied, else the refusal (a command's
+    /// reply is made from it; a refusal the rider must see is an overlay too). With `event`, the
+    /// ride's builder is asked first: the transition is applied only if the builder will take
+    /// the event too (both or neither), and the caller then applies it with `applyChecked`.
+    mutating func transition(_ action: SessionAction, at now: MonotonicInstant, event: RideEvent.Kind? = nil) -> ActionOutcome? {
         if let error = lifecycle.check(action, at: now) {
-            if fromCommand { reply(false, error.description) }
             if case .rideAlreadyInProgress = error { showOverlay(.rideInProgress, at: now) }
-            return false
+            return .refused(error.description)
         }
         if let kind = event, let b = builder, let refusal = b.check(kind, at: now) {
-            if fromCommand {
-                reply(false, refusal == .capacityReached
-                      ? "\(action) refused: the ride's event table is full (\(b.events.count) events); end the ride to save it"
-                      : "\(action) refused: \(refusal)")
-            }
             showOverlay(.rideTableFull, at: now)
-            return false
+            return .refused(refusal == .capacityReached
+                            ? "\(action) refused: the ride's event table is full (\(b.events.count) events); end the ride to save it"
+                            : "\(action) refused: \(refusal)")
         }
+        let before = lifecycle.state
         do { try lifecycle.apply(action, at: now) } catch {
             preconditionFailure("a checked transition was refused: \(error)")
         }
-        return true
+        // The lifecycle went where the action goes (workout-model §1): a ride's records and
+        // files follow from it, so a wrong state is never carried on, in release builds too.
+        precondition(lifecycle.state == action.target(from: before), "\(action) from \(before) gave \(lifecycle.state)")
+        return nil
     }
 
     /// Applies a builder event that `transition` checked. A refusal here would leave the screen
@@ -382,25 +389,27 @@ public struct AppCore: Sendable {
         }
     }
 
-    mutating func prepare(at now: MonotonicInstant, fromCommand: Bool) {
-        if lifecycle.state == .ended { _ = transition(.dismiss, at: now, fromCommand: false) }
-        guard transition(.prepare, at: now, fromCommand: fromCommand) else { return }
+    @discardableResult
+    mutating func prepare(at now: MonotonicInstant) -> ActionOutcome {
+        if lifecycle.state == .ended { _ = transition(.dismiss, at: now) }
+        if let refusal = transition(.prepare, at: now) { return refusal }
         countdownStart = now
         summary = nil
         screen.summary = nil
         screen.recovered = false
         recovered = false
-        if fromCommand { reply(true, "countdown started: the ride starts in \(configuration.countdownSeconds) s") }
+        return .done("countdown started: the ride starts in \(configuration.countdownSeconds) s")
     }
 
-    mutating func cancelCountdown(at now: MonotonicInstant, fromCommand: Bool) {
-        guard transition(.cancel, at: now, fromCommand: fromCommand) else { return }
+    @discardableResult
+    mutating func cancelCountdown(at now: MonotonicInstant) -> ActionOutcome {
+        if let refusal = transition(.cancel, at: now) { return refusal }
         countdownStart = nil
-        if fromCommand { reply(true, "countdown cancelled") }
+        return .done("countdown cancelled")
     }
 
     mutating func beginRide(at start: MonotonicInstant) {
-        guard transition(.start, at: start, fromCommand: false) else { return }
+        guard transition(.start, at: start) == nil else { return }
         countdownStart = nil
         let id = RideID(random: nextRandom(), nextRandom())
         let anchor = (wallAnchor ?? WallClockAnchor(monotonic: .zero, wall: WallClockTime(unixMs: 0, trusted: false)))
@@ -411,11 +420,11 @@ public struct AppCore: Sendable {
         builder = RideBuilder(settings: settings)
         gapsMs = 0
         runningPage = 0
-        lastZone = [nil, nil]
+        resetAnnouncedZones()
         // The first record is at the start instant itself: the distance ridden in the first
         // second is counted from it.
         nextRecordInstant = start
-        for i in liveRecorded.indices { liveRecorded[i] = MonotonicInstant(milliseconds: .min) }
+        for i in liveValues.indices { liveValues[i].recordedAt = LiveValue.neverRecorded }
         journal(.header(h))
         journalTrainingAtStart()
         for (key, z) in [(RideBuilder.cadenceAveragingKey, configuration.cadenceAveraging),
@@ -432,59 +441,60 @@ public struct AppCore: Sendable {
         alertLowSensorBattery(at: start)
     }
 
-    mutating func pause(at now: MonotonicInstant, trigger: Trigger, fromCommand: Bool) {
-        guard transition(.pause, at: now, fromCommand: fromCommand, event: .pause) else { return }
+    @discardableResult
+    mutating func pause(at now: MonotonicInstant, trigger: Trigger) -> ActionOutcome {
+        if let refusal = transition(.pause, at: now, event: .pause) { return refusal }
         applyChecked { b throws(BuilderRejection) in try b.pause(at: now, trigger: trigger) }
         trainingDidPause(at: now, trigger: trigger)
         journal(.event(RideEvent(.pause, at: now, trigger: trigger)))
         emit(.syncJournal)
         takeBoundaryReadings(at: now)
-        if fromCommand { reply(true, "paused") }
+        return .done("paused")
     }
 
-    mutating func resume(at now: MonotonicInstant, trigger: Trigger, fromCommand: Bool) {
-        guard transition(.resume, at: now, fromCommand: fromCommand, event: .resume) else { return }
+    @discardableResult
+    mutating func resume(at now: MonotonicInstant, trigger: Trigger) -> ActionOutcome {
+        if let refusal = transition(.resume, at: now, event: .resume) { return refusal }
         applyChecked { b throws(BuilderRejection) in try b.resume(at: now, trigger: trigger) }
         trainingDidResume(at: now, trigger: trigger)
         journal(.event(RideEvent(.resume, at: now, trigger: trigger)))
         emit(.syncJournal)
         takeBoundaryReadings(at: now)
-        if fromCommand { reply(true, "resumed") }
+        return .done("resumed")
     }
 
-    mutating func lap(at now: MonotonicInstant, trigger: Trigger, fromCommand: Bool) {
-        guard transition(.lap, at: now, fromCommand: fromCommand, event: .lap) else { return }
+    @discardableResult
+    mutating func lap(at now: MonotonicInstant, trigger: Trigger) -> ActionOutcome {
+        if let refusal = transition(.lap, at: now, event: .lap) { return refusal }
         applyChecked { b throws(BuilderRejection) in try b.lap(at: now, trigger: trigger) }
         noteLapForAutoLap(trigger)
         journal(.event(RideEvent(.lap, at: now, trigger: trigger)))
         emit(.syncJournal)
-        if fromCommand { reply(true, "lap \(builder?.laps.count ?? 0)") }
+        return .done("lap \(builder?.laps.count ?? 0)")
     }
 
-    mutating func marker(_ kind: RideEvent.MarkerKind, value: Int64, at now: MonotonicInstant) {
+    mutating func marker(_ kind: RideEvent.MarkerKind, value: Int64, at now: MonotonicInstant) -> ActionOutcome {
         guard lifecycle.state == .running || lifecycle.state == .paused else {
-            reply(false, "no ride in progress: a marker needs a running or paused ride")
-            return
+            return .refused("no ride in progress: a marker needs a running or paused ride")
         }
         let e = RideEvent(.marker, at: now, markerKind: kind, value: value)
         if let b = builder, !b.canRecord(.marker) {
-            reply(false, "marker not recorded: the ride holds \(b.events.count) events, the most for markers; pause, lap and end still work")
-            return
+            return .refused("marker not recorded: the ride holds \(b.events.count) events, the most for markers; pause, lap and end still work")
         }
         do {
             try builder?.mark(e)
         } catch {
-            reply(false, "marker not recorded: \(error)")
-            return
+            return .refused("marker not recorded: \(error)")
         }
         journal(.event(e))
         emit(.syncJournal)
-        reply(true, "marker recorded")
+        return .done("marker recorded")
     }
 
     /// Stops the ride and saves or discards it.
-    mutating func end(saving: Bool, at now: MonotonicInstant, fromCommand: Bool) {
-        guard transition(.stop, at: now, fromCommand: fromCommand, event: .stop) else { return }
+    @discardableResult
+    mutating func end(saving: Bool, at now: MonotonicInstant) -> ActionOutcome {
+        if let refusal = transition(.stop, at: now, event: .stop) { return refusal }
         let wasRunning = builder?.isRunning ?? false
         applyChecked { b throws(BuilderRejection) in try b.stop(at: now) }
         autoPause.didStop()
@@ -493,11 +503,11 @@ public struct AppCore: Sendable {
             emit(.syncJournal)
             takeBoundaryReadings(at: now)
         }
-        _ = transition(saving ? .save : .discard, at: now, fromCommand: false)
+        _ = transition(saving ? .save : .discard, at: now)
         journal(.finished(saved: saving, at: now))
         emit(.syncJournal)
         finishRide(saved: saving, at: now)
-        if fromCommand { reply(true, saving ? "ride ended and saved" : "ride ended and discarded") }
+        return .done(saving ? "ride ended and saved" : "ride ended and discarded")
     }
 
     mutating func finishRide(saved: Bool, at now: MonotonicInstant) {
@@ -510,18 +520,24 @@ public struct AppCore: Sendable {
         showOverlay(saved ? .rideSaved : .rideDiscarded, at: now)
     }
 
-    mutating func deleteSavedRide(at now: MonotonicInstant) {
-        guard lifecycle.state == .ended, let h = header, summary?.saved == true else { return }
+    /// Deletes the saved ride from the summary screen (its file goes too). Refused when there is
+    /// no saved ride on the summary: a discarded ride has no file, a deleted one is gone already.
+    @discardableResult
+    mutating func deleteSavedRide(at now: MonotonicInstant) -> ActionOutcome {
+        guard lifecycle.state == .ended, let h = header else { return .refused("there is no finished ride to delete") }
+        guard summary?.saved == true else { return .refused("ride \(h.rideID) was not saved (discarded or deleted already): there is nothing to delete") }
         summary?.saved = false
         screen.summary = summary
         screen.mode = .summary(page: summaryPage)
         emit(.rideDeleted(h.rideID))
         showOverlay(.rideDiscarded, at: now)
+        return .done("ride deleted")
     }
 
-    mutating func dismiss(at now: MonotonicInstant, fromCommand: Bool) {
-        guard transition(.dismiss, at: now, fromCommand: fromCommand) else { return }
-        if fromCommand { reply(true, "summary dismissed") }
+    @discardableResult
+    mutating func dismiss(at now: MonotonicInstant) -> ActionOutcome {
+        if let refusal = transition(.dismiss, at: now) { return refusal }
+        return .done("summary dismissed")
     }
 
     static func makeSummary(_ b: RideBuilder, header: RideHeader, saved: Bool?, recovered: Bool, at now: MonotonicInstant) -> RideSummary {
@@ -550,12 +566,23 @@ public struct AppCore: Sendable {
         let q = s.quantity.index
         guard configuration.enabledQuantities[q] else { disabledSamples &+= 1; return }
         guard s.value.isFinite else { return }
-        liveValue[q] = s.value
-        liveInstant[q] = s.instant
-        liveSeen[q] = true
+        liveValues[q].value = s.value
+        liveValues[q].instant = s.instant
+        liveValues[q].seen = true
         let collecting = lifecycle.state == .running || lifecycle.state == .paused
         if collecting && (s.quantity == .rrInterval || (s.quantity == .power && configuration.recordPowerSeries)) {
             journal(.series(s))
+        }
+    }
+
+    /// What the data source reports (`now` is the event's instant on the ride's time line).
+    mutating func handleSensorEvent(_ e: SensorEvent, at now: MonotonicInstant) {
+        switch e {
+        case .sample(var s):
+            s.instant = now
+            handleSample(s)
+        case .status(let status, _):
+            handleSensor(status, at: now)
         }
     }
 
@@ -570,7 +597,7 @@ public struct AppCore: Sendable {
         if riding && old == .lost && status.state == .connected { showOverlay(.sensorBack(status.role), at: now) }
         if status.state == .lost || status.state == .stale {
             // Its values are no longer live: show "--" at once, never the last value.
-            for q in status.role.liveQuantities { liveSeen[q.index] = false }
+            for q in status.role.liveQuantities { liveValues[q.index].seen = false }
         }
     }
 
@@ -624,15 +651,15 @@ public struct AppCore: Sendable {
     /// into the builder and the journal.
     mutating func takeRecord(at instant: MonotonicInstant) {
         guard builder != nil else { return }
-        for i in 0..<recordValues.count { recordValues[i] = nil }
+        recordValues = RecordValues()
         for q in Quantity.allCases where q != .rrInterval {
-            guard let live = recordValue(q, at: instant) else {
+            guard let value = recordValue(q, at: instant) else {
                 // A sensor reported stale or lost: its last value is not bridged to a later one.
-                if !liveSeen[q.index] && !q.isCumulative { builder!.interrupt(q, at: instant) }
+                if !liveValues[q.index].seen && !q.isCumulative { builder!.interrupt(q, at: instant) }
                 continue
             }
-            liveRecorded[q.index] = liveInstant[q.index]
-            let v = q.recordedValue(live)
+            liveValues[q.index].recordedAt = liveValues[q.index].instant
+            let v = q.recordedValue(value)
             let s = Sample(q, v, at: instant, origin: q == .distance || q == .energy ? .generated : .measured)
             do {
                 try builder!.add(s)
@@ -651,20 +678,18 @@ public struct AppCore: Sendable {
     /// true until the next (a repeated reading adds nothing), and the distance covered while its
     /// sensor was quiet is counted when it speaks again.
     func recordValue(_ q: Quantity, at instant: MonotonicInstant) -> Double? {
-        let i = q.index
-        guard liveSeen[i], configuration.enabledQuantities[i] else { return nil }
-        if q.isCumulative { return liveValue[i] }
-        guard liveInstant[i] > liveRecorded[i],
-              instant.milliseconds(since: liveInstant[i]) <= configuration.recordWindowMs else { return nil }
-        return liveValue[i]
+        let l = liveValues[q.index]
+        guard l.seen, configuration.enabledQuantities[q.index] else { return nil }
+        if q.isCumulative { return l.value }
+        guard l.instant > l.recordedAt, instant.milliseconds(since: l.instant) <= configuration.recordWindowMs else { return nil }
+        return l.value
     }
 
     func freshLiveValue(_ q: Quantity, at now: MonotonicInstant) -> Double? {
-        let i = q.index
-        guard liveSeen[i], configuration.enabledQuantities[i] else { return nil }
-        let age = now.milliseconds(since: liveInstant[i])
-        guard age <= configuration.liveStaleMs else { return nil }
-        return liveValue[i]
+        let l = liveValues[q.index]
+        guard l.seen, configuration.enabledQuantities[q.index] else { return nil }
+        guard now.milliseconds(since: l.instant) <= configuration.liveStaleMs else { return nil }
+        return l.value
     }
 
     /// Announces zone changes at a record instant. The builder must be advanced to `instant`
@@ -672,19 +697,20 @@ public struct AppCore: Sendable {
     /// in the update are complete up to `instant`.
     mutating func checkZoneChanges(at instant: MonotonicInstant, emitting: Bool = true) {
         guard let b = builder, lifecycle.state == .running else { return }
-        for slot in 0..<2 {
-            let q: Quantity = slot == 0 ? .heartRate : .power
+        for slot in ZoneSlot.allCases {
+            let q = slot.quantity
             let z = b.currentZone(q)
-            guard z != lastZone[slot] else { continue }
+            let previous = zoneSlots[slot.rawValue].lastZone
+            guard z != previous else { continue }
             if emitting {
                 let lap = b.currentLap
                 emit(.zoneUpdate(ZoneUpdate(
-                    quantity: q, zone: z, previousZone: lastZone[slot],
+                    quantity: q, zone: z, previousZone: previous,
                     rideZoneTimes: q == .heartRate ? b.heartRateZoneTimes : b.powerZoneTimes,
                     lapZoneTimes: (q == .heartRate ? lap?.heartRateZoneTimes : lap?.powerZoneTimes) ?? ZoneTimes(zoneCount: 0),
                     lastSampleInstant: instant)))
             }
-            lastZone[slot] = z
+            announceZone(z, for: slot)
         }
     }
 
@@ -751,14 +777,15 @@ public struct AppCore: Sendable {
         screen[.averageCadence] = r[.cadence].average
         // The zone last announced (a live zone update), numbered as shown: "Z3".
         let hrZones = b.settings.heartRateZones, powerZones = b.settings.powerZones
-        screen[.heartRateZone] = live ? lastZone[0].flatMap { z in hrZones.map { Double($0.number(ofZone: z)) } } : nil
-        screen[.powerZone] = live ? lastZone[1].flatMap { z in powerZones.map { Double($0.number(ofZone: z)) } } : nil
-        screen.heartRateZoneName = live ? lastZoneName[0] : nil
-        screen.powerZoneName = live ? lastZoneName[1] : nil
+        let hr = zoneSlots[ZoneSlot.heartRate.rawValue], pwr = zoneSlots[ZoneSlot.power.rawValue]
+        screen[.heartRateZone] = live ? hr.lastZone.flatMap { z in hrZones.map { Double($0.number(ofZone: z)) } } : nil
+        screen[.powerZone] = live ? pwr.lastZone.flatMap { z in powerZones.map { Double($0.number(ofZone: z)) } } : nil
+        screen.heartRateZoneName = live ? hr.lastZoneName : nil
+        screen.powerZoneName = live ? pwr.lastZoneName : nil
         screen.heartRateZoneCount = b.settings.heartRateZones?.zoneCount ?? 0
         screen.powerZoneCount = b.settings.powerZones?.zoneCount ?? 0
-        screen.heartRateTargetZone = targetMonitors[0]?.target.zone
-        screen.powerTargetZone = targetMonitors[1]?.target.zone
+        screen.heartRateTargetZone = hr.targetMonitor?.target.zone
+        screen.powerTargetZone = pwr.targetMonitor?.target.zone
         screen[.lapDistance] = (lap?[.distance].hasData ?? false) ? lap?.distanceM : nil
         screen[.lapAveragePower] = lap?[.power].average
         screen[.lapAverageSpeed] = lap?.averageSpeedMps

@@ -46,7 +46,8 @@ public enum ControlCommand: Sendable, Hashable {
     case marker(RideEvent.MarkerKind, value: Int64)
     /// Switch the running data page.
     case nextPage
-    /// Show a companion's pairing code on the display (nil clears it). Six digits at most.
+    /// Show a companion's pairing code on the display (nil clears it): `PairingCode.digits`
+    /// digits, drawn with leading zeros.
     case showPairingCode(UInt32?)
     /// Custom zones (heart rate or power, by the configuration's quantity) for the next ride
     /// only: accepted before the ride starts (idle, countdown, summary), refused once it runs;
@@ -66,62 +67,17 @@ public enum ControlCommand: Sendable, Hashable {
     case setAutoLap(AutoLapSettings?)
 }
 
-/// Sensor roles the screens show status for.
-public enum SensorRole: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-    case heartRate = 0, power = 1, speed = 2, cadence = 3
+/// The companion's pairing code, one rule for every layer: exactly six decimal digits (the
+/// companion issues them; the screen draws them with leading zeros, so a shorter code would be
+/// shown as one the companion never issued).
+public enum PairingCode {
+    public static let digits = 6
+    public static let valueMax: UInt32 = 999_999
 
-    /// The live quantities a sensor in this role provides (shown as "--" once it is lost).
-    public var liveQuantities: [Quantity] {
-        switch self {
-        case .heartRate: [.heartRate, .rrInterval]
-        case .power: [.power, .pedalBalanceRight, .torqueEffectivenessLeft, .torqueEffectivenessRight,
-                      .pedalSmoothnessLeft, .pedalSmoothnessRight]
-        case .speed: [.speed]
-        case .cadence: [.cadence]
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .heartRate: "HR"
-        case .power: "PWR"
-        case .speed: "SPD"
-        case .cadence: "CAD"
-        }
-    }
-}
-
-/// A sensor's connection state, as the data source reports it.
-public enum SensorState: UInt8, Sendable, Hashable, CustomStringConvertible {
-    /// Not expected for this ride.
-    case notConfigured = 0
-    case searching = 1
-    case connected = 2
-    /// Connected but no new data for a while.
-    case stale = 3
-    /// Was connected, now gone (bridge down, out of range).
-    case lost = 4
-
-    public var description: String {
-        switch self {
-        case .notConfigured: "not_configured"
-        case .searching: "searching"
-        case .connected: "connected"
-        case .stale: "stale"
-        case .lost: "lost"
-        }
-    }
-}
-
-public struct SensorStatus: Sendable, Hashable {
-    public var role: SensorRole
-    public var state: SensorState
-    public var batteryPercent: Int?
-
-    public init(_ role: SensorRole, _ state: SensorState, batteryPercent: Int? = nil) {
-        self.role = role
-        self.state = state
-        self.batteryPercent = batteryPercent
+    /// The code's value if `text` is exactly `digits` ASCII digits.
+    public static func parse(_ text: String) -> UInt32? {
+        guard text.utf8.count == digits, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
+        return UInt32(text)
     }
 }
 
@@ -136,9 +92,9 @@ public enum StorageCondition: UInt8, Sendable, Hashable {
 /// Everything that can happen to the device. Each input carries its own timestamp.
 public enum AppInput: Sendable, Hashable {
     case button(ButtonEvent)
-    /// A live decoded value from the data source.
-    case sample(Sample)
-    case sensor(SensorStatus, at: MonotonicInstant)
+    /// What the data source reports: a live decoded value, a role's state (RideModel's
+    /// `SensorEvent`, handled in `AppCore.handleSensorEvent`).
+    case sensor(SensorEvent)
     /// Time passing: call at `AppCore.nextDeadline` (and at least once per second).
     case tick(MonotonicInstant)
     case command(ControlCommand, at: MonotonicInstant)
@@ -146,11 +102,17 @@ public enum AppInput: Sendable, Hashable {
     case wallClock(WallClockTime, at: MonotonicInstant)
     case storage(StorageCondition, at: MonotonicInstant)
 
+    /// A live decoded value (`.sensor(.sample(s))`).
+    public static func sample(_ s: Sample) -> AppInput { .sensor(.sample(s)) }
+
+    /// A role's state (`.sensor(.status(status, at: t))`).
+    public static func sensor(_ status: SensorStatus, at t: MonotonicInstant) -> AppInput { .sensor(.status(status, at: t)) }
+
     public var instant: MonotonicInstant {
         switch self {
         case .button(let b): b.instant
-        case .sample(let s): s.instant
-        case .sensor(_, let t), .tick(let t), .command(_, let t), .wallClock(_, let t), .storage(_, let t): t
+        case .sensor(let e): e.instant
+        case .tick(let t), .command(_, let t), .wallClock(_, let t), .storage(_, let t): t
         }
     }
 }

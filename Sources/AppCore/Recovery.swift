@@ -17,9 +17,9 @@ extension AppCore {
             wallAnchor = h.anchor
             lifecycle = SessionLifecycle(restoring: .prepared, lastTransition: nil)
             training = configuration.training // the ride's own settings follow as metadata
-            targetMonitors = [nil, nil]
+            for i in zoneSlots.indices { zoneSlots[i].targetMonitor = nil }
             autoPause = AutoPauseMonitor(settings: nil)
-            lastZone = [nil, nil]
+            resetAnnouncedZones()
         case .event(let e):
             replayEvent(e)
         case .sample(let s):
@@ -111,6 +111,15 @@ extension AppCore {
     /// A stopped ride that was never saved is saved now (its data is all there).
     public mutating func finishRecovery(deviceNow: MonotonicInstant, gapMs: Int64) {
         finishReplayedRecord()
+        if lifecycle.state == .prepared {
+            // The ride header was written but not the start: nothing to recover. (It knows no
+            // instant, so this comes before the guard below; it used to be left in a countdown
+            // with no start, drawn as "3" forever.)
+            lifecycle = SessionLifecycle()
+            builder = nil
+            header = nil
+            return
+        }
         guard let last = lastReplayedInstant else { return }
         let gap = max(0, gapMs)
         let rideNow = last.advanced(byMs: gap)
@@ -136,17 +145,12 @@ extension AppCore {
             }
             showOverlay(.rideRecovered, at: rideNow)
         case .stopped:
-            _ = transition(.save, at: last, fromCommand: false)
+            _ = transition(.save, at: last)
             journal(.finished(saved: true, at: last))
             emit(.syncJournal)
             finishRide(saved: true, at: last)
             showOverlay(.rideRecovered, at: rideNow)
-        case .prepared:
-            // The ride header was written but not the start: nothing to recover.
-            lifecycle = SessionLifecycle()
-            builder = nil
-            header = nil
-        case .idle, .ended:
+        case .prepared, .idle, .ended:
             break
         }
         refreshScreen(at: rideNow)

@@ -12,14 +12,12 @@ extension AppCore {
     public static let heartRateZonesSourceKey = "zones.heart_rate.source"
     public static let powerZonesSourceKey = "zones.power.source"
 
-    static func zoneSlot(_ q: Quantity) -> Int? { q == .heartRate ? 0 : (q == .power ? 1 : nil) }
-
     /// The ride settings the next ride will start with: the preferred zones, replaced by custom
     /// zones set for that ride.
     public var rideSettingsForNextRide: RideSettings {
         var s = configuration.ride
-        if let z = customZones[0] { s.heartRateZones = z }
-        if let z = customZones[1] { s.powerZones = z }
+        if let z = zoneSlots[ZoneSlot.heartRate.rawValue].customZones { s.heartRateZones = z }
+        if let z = zoneSlots[ZoneSlot.power.rawValue].customZones { s.powerZones = z }
         return s
     }
 
@@ -34,67 +32,64 @@ extension AppCore {
 
     // MARK: Commands
 
-    mutating func handleTrainingCommand(_ c: ControlCommand, at now: MonotonicInstant) {
+    /// A training command's outcome (the reply is made from it in `handleCommand`).
+    mutating func trainingCommand(_ c: ControlCommand, at now: MonotonicInstant) -> ActionOutcome {
         switch c {
         case .setRideZones(let z):
             guard !(lifecycle.state == .running || lifecycle.state == .paused || lifecycle.state == .stopped) else {
-                reply(false, "custom zones apply from the start of a ride; set them before starting (this ride keeps its zones)")
-                return
+                return .refused("custom zones apply from the start of a ride; set them before starting (this ride keeps its zones)")
             }
-            guard let slot = Self.zoneSlot(z.quantity) else { reply(false, "zones are for heart rate or power, not \(z.quantity)"); return }
-            customZones[slot] = z
+            guard let slot = ZoneSlot(z.quantity) else { return .refused("zones are for heart rate or power, not \(z.quantity)") }
+            zoneSlots[slot.rawValue].customZones = z
             var dropped = ""
             if let t = training.target(z.quantity), (try? t.validate(against: z)) == nil {
                 training.setTarget(z.quantity, nil)
                 dropped = "; the \(z.quantity) target Z\(t.zone + 1) no longer exists and was turned off"
             }
             let list = z.boundaries.map { ZoneFormulas.format($0) }.joined(separator: ", ")
-            reply(true, "custom \(z.quantity) zones for the next ride: \(z.zoneCount) zones, boundaries \(list) \(z.quantity.unit) (not saved as preferred)\(dropped)")
+            return .done("custom \(z.quantity) zones for the next ride: \(z.zoneCount) zones, boundaries \(list) \(z.quantity.unit) (not saved as preferred)\(dropped)")
         case .clearRideZones(let q):
             guard !(lifecycle.state == .running || lifecycle.state == .paused || lifecycle.state == .stopped) else {
-                reply(false, "this ride keeps its zones; clear custom zones before the next ride starts")
-                return
+                return .refused("this ride keeps its zones; clear custom zones before the next ride starts")
             }
-            guard let slot = Self.zoneSlot(q) else { reply(false, "zones are for heart rate or power, not \(q)"); return }
-            customZones[slot] = nil
-            reply(true, "the next ride uses the preferred \(q) zones")
+            guard let slot = ZoneSlot(q) else { return .refused("zones are for heart rate or power, not \(q)") }
+            zoneSlots[slot.rawValue].customZones = nil
+            return .done("the next ride uses the preferred \(q) zones")
         case .setTargetZone(let t):
             do {
                 try t.validate(against: zonesForTarget(t.quantity))
             } catch {
-                reply(false, "target zone refused: \(error)")
-                return
+                return .refused("target zone refused: \(error)")
             }
             var s = training
             s.setTarget(t.quantity, t)
             changeTraining(key: t.quantity == .power ? TrainingSettings.powerTargetKey : TrainingSettings.heartRateTargetKey, in: s, at: now)
             let shown = zonesForTarget(t.quantity)?.number(ofZone: t.zone) ?? t.zone + 1
-            reply(true, "\(t.quantity) target zone Z\(shown)\(rideCollecting ? "" : " for the next ride")")
+            return .done("\(t.quantity) target zone Z\(shown)\(rideCollecting ? "" : " for the next ride")")
         case .setTargetZoneNumber(let q, let number):
-            guard Self.zoneSlot(q) != nil else { reply(false, "target zones are for heart rate or power, not \(q)"); return }
-            guard let zones = zonesForTarget(q), zones.zoneCount > 0 else { reply(false, "there are no \(q) zones: set an FTP or zones first"); return }
+            guard ZoneSlot(q) != nil else { return .refused("target zones are for heart rate or power, not \(q)") }
+            guard let zones = zonesForTarget(q), zones.zoneCount > 0 else { return .refused("there are no \(q) zones: set an FTP or zones first") }
             guard let index = (0..<zones.zoneCount).first(where: { zones.number(ofZone: $0) == number }) else {
-                reply(false, "there is no \(q) zone Z\(number): the zones are Z\(zones.number(ofZone: 0))–Z\(zones.number(ofZone: zones.zoneCount - 1))")
-                return
+                return .refused("there is no \(q) zone Z\(number): the zones are Z\(zones.number(ofZone: 0))–Z\(zones.number(ofZone: zones.zoneCount - 1))")
             }
-            handleTrainingCommand(.setTargetZone(TargetZone(quantity: q, zone: index)), at: now)
+            return trainingCommand(.setTargetZone(TargetZone(quantity: q, zone: index)), at: now)
         case .clearTargetZone(let q):
-            guard Self.zoneSlot(q) != nil else { reply(false, "target zones are for heart rate or power, not \(q)"); return }
+            guard ZoneSlot(q) != nil else { return .refused("target zones are for heart rate or power, not \(q)") }
             var s = training
             s.setTarget(q, nil)
             changeTraining(key: q == .power ? TrainingSettings.powerTargetKey : TrainingSettings.heartRateTargetKey, in: s, at: now)
-            reply(true, "\(q) target zone off")
+            return .done("\(q) target zone off")
         case .setAutoPause(let a):
             if let a {
-                do { try a.validate() } catch { reply(false, "auto-pause refused: \(error)"); return }
+                do { try a.validate() } catch { return .refused("auto-pause refused: \(error)") }
             }
             var s = training
             s.autoPause = a
             changeTraining(key: TrainingSettings.autoPauseKey, in: s, at: now)
-            reply(true, a == nil ? "auto-pause off" : "auto-pause on: below \(ZoneFormulas.format(((a!.thresholdMps * 36).rounded()) / 10)) km/h for \(ZoneFormulas.format(Double(a!.delayMs) / 1000)) s")
+            return .done(a == nil ? "auto-pause off" : "auto-pause on: below \(ZoneFormulas.format(((a!.thresholdMps * 36).rounded()) / 10)) km/h for \(ZoneFormulas.format(Double(a!.delayMs) / 1000)) s")
         case .setAutoLap(let l):
             if let l {
-                do { try l.validate() } catch { reply(false, "auto-lap refused: \(error)"); return }
+                do { try l.validate() } catch { return .refused("auto-lap refused: \(error)") }
             }
             var s = training
             s.autoLap = l
@@ -102,9 +97,9 @@ extension AppCore {
             var every: [String] = []
             if let d = l?.everyDistanceM { every.append("\(ZoneFormulas.format(d)) m") }
             if let t = l?.everyTimerMs { every.append("\(ZoneFormulas.format(Double(t) / 1000)) s") }
-            reply(true, l == nil ? "auto-lap off" : "auto-lap on: every \(every.joined(separator: " or "))")
+            return .done(l == nil ? "auto-lap off" : "auto-lap on: every \(every.joined(separator: " or "))")
         default:
-            break
+            return .refused("\(c) is not a training command")
         }
     }
 
@@ -131,22 +126,20 @@ extension AppCore {
             return
         }
         switch key {
-        case TrainingSettings.heartRateTargetKey: rebuildTargetMonitor(0)
-        case TrainingSettings.powerTargetKey: rebuildTargetMonitor(1)
+        case TrainingSettings.heartRateTargetKey: rebuildTargetMonitor(.heartRate)
+        case TrainingSettings.powerTargetKey: rebuildTargetMonitor(.power)
         case TrainingSettings.autoPauseKey: autoPause.update(settings: training.autoPause)
         default: break
         }
     }
 
-    mutating func rebuildTargetMonitor(_ slot: Int) {
-        let q: Quantity = slot == 0 ? .heartRate : .power
-        guard let b = builder, let t = training.target(q),
-              let zones = slot == 0 ? b.settings.heartRateZones : b.settings.powerZones,
+    mutating func rebuildTargetMonitor(_ slot: ZoneSlot) {
+        guard let b = builder, let t = training.target(slot.quantity), let zones = slot.zones(of: b.settings),
               (try? t.validate(against: zones)) != nil else {
-            targetMonitors[slot] = nil
+            zoneSlots[slot.rawValue].targetMonitor = nil
             return
         }
-        targetMonitors[slot] = TargetZoneMonitor(target: t, zones: zones)
+        zoneSlots[slot.rawValue].targetMonitor = TargetZoneMonitor(target: t, zones: zones)
     }
 
     // MARK: Ride lifecycle
@@ -162,8 +155,8 @@ extension AppCore {
         }
         // The software that records the ride (the FIT file's device_info says it).
         var entries: [(key: String, value: String)] = [(ProjectVersion.metadataKey, ProjectVersion.fitVersionText)]
-        if b.settings.heartRateZones != nil { entries.append((Self.heartRateZonesSourceKey, customZones[0] == nil ? "preferred" : "custom")) }
-        if b.settings.powerZones != nil { entries.append((Self.powerZonesSourceKey, customZones[1] == nil ? "preferred" : "custom")) }
+        if b.settings.heartRateZones != nil { entries.append((Self.heartRateZonesSourceKey, customZones(.heartRate) == nil ? "preferred" : "custom")) }
+        if b.settings.powerZones != nil { entries.append((Self.powerZonesSourceKey, customZones(.power) == nil ? "preferred" : "custom")) }
         entries += training.metadataEntries
         for e in entries {
             journal(.metadata(key: e.key, value: e.value))
@@ -180,14 +173,13 @@ extension AppCore {
     mutating func trainingDidStart(at instant: MonotonicInstant) {
         autoPause = AutoPauseMonitor(settings: training.autoPause)
         autoPause.didStart(at: instant)
-        rebuildTargetMonitor(0)
-        rebuildTargetMonitor(1)
-        lastZone = [nil, nil]
+        for slot in ZoneSlot.allCases { rebuildTargetMonitor(slot) }
+        resetAnnouncedZones()
     }
 
     mutating func trainingDidPause(at instant: MonotonicInstant, trigger: Trigger) {
         autoPause.didPause(at: instant, trigger: trigger)
-        for i in 0..<targetMonitors.count { targetMonitors[i]?.reset() }
+        for i in zoneSlots.indices { zoneSlots[i].targetMonitor?.reset() }
     }
 
     mutating func trainingDidResume(at instant: MonotonicInstant, trigger: Trigger) {
@@ -197,8 +189,10 @@ extension AppCore {
     /// The ride ended: settings made for it by commands are forgotten.
     mutating func trainingDidFinish() {
         training = configuration.training
-        customZones = [nil, nil]
-        targetMonitors = [nil, nil]
+        for i in zoneSlots.indices {
+            zoneSlots[i].customZones = nil
+            zoneSlots[i].targetMonitor = nil
+        }
         autoPause = AutoPauseMonitor(settings: nil)
     }
 
@@ -206,9 +200,9 @@ extension AppCore {
 
     mutating func noteRecordValue(_ s: Sample) {
         switch s.quantity {
-        case .heartRate: recordValues[0] = s.value
-        case .power: recordValues[1] = s.value
-        case .speed: recordValues[2] = s.value
+        case .heartRate: recordValues.heartRate = s.value
+        case .power: recordValues.power = s.value
+        case .speed: recordValues.speed = s.value
         default: break
         }
     }
@@ -222,25 +216,25 @@ extension AppCore {
         checkZoneChanges(at: instant, emitting: live)
         guard lifecycle.state == .running || lifecycle.state == .paused else { return }
         if lifecycle.state == .running {
-            for slot in 0..<targetMonitors.count {
-                guard let event = targetMonitors[slot]?.observe(recordValues[slot], at: instant), live else { continue }
-                let q: Quantity = slot == 0 ? .heartRate : .power
+            for slot in ZoneSlot.allCases {
+                guard let event = zoneSlots[slot.rawValue].targetMonitor?.observe(recordValues.value(slot), at: instant), live else { continue }
+                let q = slot.quantity
                 switch event {
                 case .drift(let above): showOverlay(.zoneDrift(q, above: above), at: instant)
                 case .backInZone: showOverlay(.backInZone(q), at: instant)
                 }
             }
         }
-        let decision = autoPause.observe(speedMps: recordValues[2], at: instant)
+        let decision = autoPause.observe(speedMps: recordValues.speed, at: instant)
         guard live else { return }
         switch decision {
-        case .pause?: pause(at: instant, trigger: .auto, fromCommand: false)
-        case .resume?: resume(at: instant, trigger: .auto, fromCommand: false)
+        case .pause?: pause(at: instant, trigger: .auto)
+        case .resume?: resume(at: instant, trigger: .auto)
         case nil: break
         }
         if lifecycle.state == .running, let autoLap = training.autoLap, let b = builder, let lap = b.currentLap,
            let trigger = autoLap.due(lapDistanceM: lap.statistics.distanceM, lapTimerMs: b.lapTimerTimeMs(at: instant), carriedM: autoLapCarryM) {
-            self.lap(at: instant, trigger: trigger, fromCommand: false)
+            self.lap(at: instant, trigger: trigger)
         }
     }
 
@@ -257,17 +251,17 @@ extension AppCore {
         guard let t = replayRecordInstant else { return }
         replayRecordInstant = nil
         afterRecord(at: t, live: false)
-        for i in 0..<recordValues.count { recordValues[i] = nil }
+        recordValues = RecordValues()
     }
 
     /// The target zones being watched (0-based zone per quantity), for status displays.
     public func targetZone(_ q: Quantity) -> TargetZone? {
-        Self.zoneSlot(q).flatMap { targetMonitors[$0]?.target }
+        targetMonitor(q)?.target
     }
 
     /// The state of the target-zone monitor of `q` (nil when no target is watched).
-    public func targetMonitor(_ q: Quantity) -> TargetZoneMonitor? { Self.zoneSlot(q).flatMap { targetMonitors[$0] } }
+    public func targetMonitor(_ q: Quantity) -> TargetZoneMonitor? { ZoneSlot(q).flatMap { zoneSlots[$0.rawValue].targetMonitor } }
 
     /// The current zone (0-based) of `q` as last announced by a live zone update.
-    public func currentZone(_ q: Quantity) -> Int? { Self.zoneSlot(q).flatMap { lastZone[$0] } }
+    public func currentZone(_ q: Quantity) -> Int? { ZoneSlot(q).flatMap { zoneSlots[$0.rawValue].lastZone } }
 }

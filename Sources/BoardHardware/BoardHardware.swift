@@ -3,4 +3,6 @@
 //   GPIOButtons.swift.
 // - The I²C display bus (libi2c, CI2CShim): owned by the display work.
 // This layer knows nothing about rides: buttons are indices, edges are levels with timestamps.
+//
+// Must not import: RideModel, Training, Sensors, AppCore, Journal, RideFiles, Screens, Control, Device, DeviceAdapters, BoardWiring, Simulation.
 import BoardIO

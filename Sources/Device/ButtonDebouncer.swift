@@ -18,6 +18,8 @@ public struct ButtonDebouncer: Sendable {
         var stablePressed = false
         var rawPressed = false
         var lastEdge = MonotonicInstant.zero
+        /// Edges since the last event (all but one are bounces when an event comes).
+        var edgesSinceEvent: UInt64 = 0
     }
 
     public let debounceMs: Int64
@@ -26,7 +28,6 @@ public struct ButtonDebouncer: Sendable {
     public private(set) var edgesIgnored: UInt64 = 0
     /// Edges that reported the level the line already had (a lost edge in between).
     public private(set) var edgesRepeated: UInt64 = 0
-    private var edgesSinceEvent: [UInt64]
     /// Levels that had settled before a later edge was read (the loop came late to the
     /// deadline): handed out by the next `advance`, at the instant they settled.
     private var settledEarlier: [ButtonEvent] = []
@@ -37,7 +38,6 @@ public struct ButtonDebouncer: Sendable {
         precondition(Self.debounceMsAllowed.contains(debounceMs), "debounce \(debounceMs) ms outside \(Self.debounceMsAllowed)")
         self.debounceMs = debounceMs
         lines = Array(repeating: Line(), count: Button.allCases.count)
-        edgesSinceEvent = Array(repeating: 0, count: Button.allCases.count)
         settledEarlier.reserveCapacity(2 * Button.allCases.count * 4)
         for (button, pressed) in initiallyPressed {
             lines[Int(button.rawValue)].stablePressed = pressed
@@ -56,13 +56,13 @@ public struct ButtonDebouncer: Sendable {
         if lines[i].rawPressed != lines[i].stablePressed, instant >= settledAt {
             lines[i].stablePressed = lines[i].rawPressed
             settledEarlier.append(ButtonEvent(button, lines[i].rawPressed ? .down : .up, at: settledAt))
-            edgesIgnored += edgesSinceEvent[i] - 1
-            edgesSinceEvent[i] = 0
+            edgesIgnored += lines[i].edgesSinceEvent - 1
+            lines[i].edgesSinceEvent = 0
         }
         if lines[i].rawPressed == pressed { edgesRepeated += 1 }
         lines[i].rawPressed = pressed
         lines[i].lastEdge = max(lines[i].lastEdge, instant)
-        edgesSinceEvent[i] += 1
+        lines[i].edgesSinceEvent += 1
     }
 
     /// When `advance(to:)` next has something to confirm (nil: nothing pending).
@@ -88,11 +88,11 @@ public struct ButtonDebouncer: Sendable {
             if line.rawPressed != line.stablePressed {
                 lines[i].stablePressed = line.rawPressed
                 events.append(ButtonEvent(button, line.rawPressed ? .down : .up, at: settledAt))
-                edgesIgnored += edgesSinceEvent[i] - 1
+                edgesIgnored += line.edgesSinceEvent - 1
             } else {
-                edgesIgnored += edgesSinceEvent[i]
+                edgesIgnored += line.edgesSinceEvent
             }
-            edgesSinceEvent[i] = 0
+            lines[i].edgesSinceEvent = 0
         }
         events.sort { $0.instant < $1.instant }
         return events

@@ -25,10 +25,14 @@ public struct DeviceSettings: Sendable {
     public var panel: PanelConfiguration
     /// Button for each configured pin, in config order.
     public var buttonLines: [(button: Button, offset: UInt32)]
+    /// Raw button edges are debounced this long.
+    public var buttonDebounceMs: Int64
     public var dataDirectory: String
     public var journalDirectory: String
     public var controlSocket: String
     public var bridgePath: String
+    /// The bridge is a serial device at this baud rate; nil: a Unix socket at `bridgePath`.
+    public var bridgeSerialBaud: Int?
 }
 
 /// The pure mapping from the config file's typed settings onto the app's types.
@@ -42,8 +46,10 @@ public enum ConfigMapping {
         let dir = dataDirectory ?? c.storage.dataDir
         return DeviceSettings(app: appConfiguration(c, zones: zones), zones: zones, dataSource: dataSource(c),
                               commitPolicy: commitPolicy(c), panel: try panel(c), buttonLines: buttonLines(c),
+                              buttonDebounceMs: Int64(c.buttons.debounceMs),
                               dataDirectory: dir, journalDirectory: dir + "/" + journalSubdirectory,
-                              controlSocket: c.control.socket, bridgePath: c.bridge.effectivePath)
+                              controlSocket: c.control.socket, bridgePath: c.bridge.effectivePath,
+                              bridgeSerialBaud: c.bridge.transport == .serial ? c.bridge.baud : nil)
     }
 
     // MARK: Rider and zones

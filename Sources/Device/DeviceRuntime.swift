@@ -1,5 +1,7 @@
 import AppCore
+import Control
 import RideModel
+import Sensors
 
 /// Where the screen value goes: the renderer and display driver on the board, the emulator in
 /// the simulator. Called after every input that may have changed the screen; the adapter decides
@@ -8,16 +10,23 @@ public protocol ScreenPort: AnyObject {
     func show(_ screen: ScreenModel, at now: MonotonicInstant)
 }
 
-/// Somebody following the ride (the control socket's subscribers, a companion): told about
-/// every effect the core emits, after the runtime has carried it out.
-public protocol RideObserver: AnyObject {
-    func observe(_ effect: AppEffect, core: AppCore, at now: MonotonicInstant)
-}
-
-/// The runtime both executables share: owns the app core, feeds it inputs, and carries out its
-/// effects through ports (journal, ride archive, screen, alert line, log). It knows nothing of
-/// epoll, GPIO or files: the board's run loop and the simulator's manual clock call the same
-/// methods, so the same inputs give the same ride on both.
+/// The runtime every front end shares: owns the app core and the sensor inputs (data source and
+/// serial framing), takes every input through one API, and carries out the core's effects
+/// through ports (journal, ride archive, screen, alert line, log).
+///
+/// The inputs, whoever delivers them (the board's loop, the simulator's clock, the benchmark,
+/// the tests):
+/// - raw sensor input as it arrived: `receive(_:at:)` (a bridge packet, serial bytes; the
+///   parsing, decoding and counting happen here, nowhere else), `bridgeConnected(at:)`,
+///   `bridgeDisconnected(at:)`;
+/// - a button edge: `buttonEdge(_:pressed:at:)` (debounced here when the runtime was made with
+///   a debounce time; then `settleButtons(at:)` at `buttonsDeadline`);
+/// - a control-socket line: `control(_:at:status:)` (parsed, dispatched and answered here);
+/// - time: `tick(at:)` (sensor timeouts and the core's tick), `coreTick(at:)` (the core's own
+///   deadline only), `wallClock(_:at:)`.
+///
+/// It knows nothing of epoll, GPIO or files, so the same inputs give the same ride on the board
+/// and in the simulator. `boot` is the one start-up sequence.
 public final class DeviceRuntime {
     public private(set) var core: AppCore
     let journal: RideJournalPort
@@ -25,30 +34,80 @@ public final class DeviceRuntime {
     let screenPort: ScreenPort?
     let alertOutput: AlertOutputPort?
     let log: LogPort
+    var inputs: SensorInputs
+    var debouncer: ButtonDebouncer?
     var observers: [RideObserver] = []
     /// Observers kept at most (control-socket subscribers plus a companion).
     public static let observersMax = 16
 
     /// The reply to the last control command (the control socket hands it back to its client).
     public private(set) var lastReply: CommandReply?
-    /// summary.json text of the last ride that finished (saved or discarded), for the simulator.
-    public private(set) var lastFinishedSummaryJSON: String?
+    /// The last ride that finished (saved or discarded).
     public private(set) var lastFinishedRide: RideID?
     /// Rides whose file could not be written: their journal is kept so nothing is lost.
     public private(set) var archiveFailures: UInt64 = 0
     public private(set) var inputsHandled: UInt64 = 0
+    /// The ride recovery rebuilt at boot, if any.
+    public private(set) var recoveredRide: RideID?
     var reportedStorage: StorageCondition = .ok
 
+    /// - Parameters:
+    ///   - sensors: the data source's pairing (the simulator's and the board's bridge sensors).
+    ///   - buttonDebounceMs: debounce raw button edges this long (the board's GPIO lines); nil
+    ///     when edges arrive clean (the simulator's scripted presses).
     public init(core: AppCore, journal: RideJournalPort, archive: RideArchivePort,
-                screen: ScreenPort? = nil, alertOutput: AlertOutputPort? = nil, log: LogPort) {
+                screen: ScreenPort? = nil, alertOutput: AlertOutputPort? = nil, log: LogPort,
+                sensors: DataSourceConfiguration = DataSourceConfiguration(sensors: []),
+                buttonDebounceMs: Int64? = nil, initiallyPressed: [Button: Bool] = [:]) {
         self.core = core
         self.journal = journal
         self.archive = archive
         self.screenPort = screen
         self.alertOutput = alertOutput
         self.log = log
+        inputs = SensorInputs(sensors)
+        debouncer = buttonDebounceMs.map { ButtonDebouncer(debounceMs: $0, initiallyPressed: initiallyPressed) }
         nextDeadline = core.nextDeadline
         state = core.state
+    }
+
+    // MARK: Boot
+
+    /// The journal as it was opened (`FlashJournal.open` over any storage): the port, the core it
+    /// rebuilt (an interrupted ride recovered into it) and what recovery found.
+    public typealias OpenedJournal = (journal: RideJournalPort, core: AppCore, report: RecoveryReport)
+
+    /// The one start-up sequence (board, simulator, replay, benchmark): takes over the core the
+    /// journal rebuilt and carries out what recovery left pending (the gap event, "ride
+    /// recovered"), shows the first screen, reads the wall clock, writes the files of rides that
+    /// ended before their file was durable, then announces every sensor role's first state.
+    public static func boot(_ opened: OpenedJournal, archive: RideArchivePort, screen: ScreenPort? = nil,
+                            alertOutput: AlertOutputPort? = nil, log: LogPort,
+                            sensors: DataSourceConfiguration = DataSourceConfiguration(sensors: []),
+                            buttonDebounceMs: Int64? = nil, initiallyPressed: [Button: Bool] = [:],
+                            wall: WallClockTime?, at now: MonotonicInstant) -> DeviceRuntime {
+        let report = opened.report
+        for line in report.lines { log.log(report.recoveredRide == nil ? .info : .warning, "journal: \(line)") }
+        let runtime = DeviceRuntime(core: opened.core, journal: opened.journal, archive: archive, screen: screen,
+                                    alertOutput: alertOutput, log: log, sensors: sensors,
+                                    buttonDebounceMs: buttonDebounceMs, initiallyPressed: initiallyPressed)
+        runtime.recoveredRide = report.recoveredRide
+        runtime.start(at: now)
+        if let wall { runtime.wallClock(wall, at: now) }
+        for id in report.finishedRidesAwaitingFile { runtime.writeRideFile(id, at: now) }
+        runtime.inputs.start(at: now) { runtime.handle(.sensor($0)) }
+        return runtime
+    }
+
+    /// Takes over a core that was just built (fresh or recovered by `FlashJournal.open`): carries
+    /// out what it left pending (the gap event, "ride recovered") and shows the first screen.
+    /// Part of `boot`; on its own for tests that build the runtime by hand.
+    public func start(at now: MonotonicInstant) {
+        drain(at: now)
+        sync(at: now)
+        reportStorageIfChanged(at: now)
+        screenPort?.show(core.screen, at: now)
+        refreshDerived()
     }
 
     public func addObserver(_ o: RideObserver) -> Bool {
@@ -82,7 +141,132 @@ public final class DeviceRuntime {
         stream.tick(core: core, metrics: metrics, at: now)
     }
 
-    /// Feeds one input and carries out everything it caused.
+    // MARK: Sensor input
+
+    /// Counters of everything sensor input went through (frames, samples, bad input by kind).
+    public var sensorStatus: DataSourceStatus { inputs.status }
+
+    /// The data source's pairing and per-sensor states (status queries; allocates).
+    public var sensorReports: [DataSource.SensorReport] { inputs.source.sensorReports }
+
+    /// Raw sensor input as a transport delivered it: parsed, decoded, counted and fed to the core.
+    public func receive(_ input: RawSensorInput, at now: MonotonicInstant) {
+        inputs.receive(input, at: now) { self.handle(.sensor($0)) }
+    }
+
+    /// Readings an onboard receiver delivered decoded (see `DataSource.handle(_:from:at:_:)`).
+    public func receive(_ values: DerivedValues, from who: SourceIdentity, at now: MonotonicInstant) {
+        inputs.receive(values, from: who, at: now) { self.handle(.sensor($0)) }
+    }
+
+    /// An onboard receiver's link changed (a GPS gained or lost its fix).
+    public func link(_ who: SourceIdentity, _ state: LinkState, at now: MonotonicInstant) {
+        inputs.link(who, state, at: now) { self.handle(.sensor($0)) }
+    }
+
+    /// The bridge transport is up (a socket accepted, a serial device opened).
+    public func bridgeConnected(at now: MonotonicInstant) { inputs.bridgeConnected(at: now) }
+
+    /// The bridge transport went away: every sensor behind it is lost until it is back.
+    public func bridgeDisconnected(at now: MonotonicInstant) {
+        inputs.bridgeDisconnected(at: now) { self.handle(.sensor($0)) }
+    }
+
+    // MARK: Buttons
+
+    /// A button's level changed at `instant` (`pressed` already accounts for active-low). With a
+    /// debounce time the edge is held until it settles (`settleButtons(at:)`); without, it goes
+    /// to the core at once as a down or up.
+    public func buttonEdge(_ button: Button, pressed: Bool, at instant: MonotonicInstant) {
+        if debouncer != nil {
+            debouncer!.edge(button, pressed: pressed, at: instant)
+        } else {
+            handle(.button(ButtonEvent(button, pressed ? .down : .up, at: instant)))
+        }
+    }
+
+    /// When debounced edges next settle (the run loop arms a timer for it); nil: none pending.
+    public var buttonsDeadline: MonotonicInstant? { debouncer?.nextDeadline }
+
+    /// Confirms the button levels that settled by `now` and feeds their downs and ups to the core.
+    public func settleButtons(at now: MonotonicInstant) {
+        guard debouncer != nil else { return }
+        for e in debouncer!.advance(to: now) { handle(.button(e)) }
+    }
+
+    /// The debouncer's counters (status, tests); nil without debouncing.
+    public var buttonDebouncer: ButtonDebouncer? { debouncer }
+
+    // MARK: Time
+
+    /// The 1 Hz tick: stale and lost sensors, a silent bridge, then the core's tick (its
+    /// deadlines, the 1 Hz record, the journal's group commit).
+    public func tick(at now: MonotonicInstant) {
+        inputs.tick(at: now) { self.handle(.sensor($0)) }
+        handle(.tick(now))
+    }
+
+    /// The core's own deadline only (a long press, a record instant, a countdown step), without
+    /// the sensor timeouts: for clocks that run those once a second apart (the simulator).
+    public func coreTick(at now: MonotonicInstant) { handle(.tick(now)) }
+
+    /// A wall-clock reading (the system clock; NTP may set it after boot).
+    public func wallClock(_ wall: WallClockTime, at now: MonotonicInstant) { handle(.wallClock(wall, at: now)) }
+
+    // MARK: Control
+
+    /// A control command; returns the core's answer.
+    @discardableResult
+    public func command(_ c: ControlCommand, at now: MonotonicInstant) -> CommandReply? {
+        lastReply = nil
+        handle(.command(c, at: now))
+        return lastReply
+    }
+
+    /// One control-socket line, answered: commands go to the core (its reply, or "accepted"),
+    /// `status` is `status()` (the board's figures; the runtime has no loop or hardware), and
+    /// `subscribe` turns the connection into `stream`'s (when there is one).
+    public func control(_ line: String, stream: ControlStream? = nil, at now: MonotonicInstant,
+                        status: () -> String) -> ControlAnswer {
+        if let special = ControlProtocol.parseStreamRequest(line) {
+            switch special {
+            case .failure(let e):
+                return ControlAnswer(ControlProtocol.format(e), isError: true)
+            case .success(.subscribe(let from, let id)):
+                guard let stream else { return ControlAnswer("error this device has no event stream", isError: true) }
+                let sub = stream.subscribe(from: from, streamID: id, core: core, at: now)
+                return ControlAnswer(sub.reply, subscription: sub.lines)
+            case .success(.pairingCode(let code)):
+                // A stream request's reply carries no state ("ok pairing code shown").
+                let reply = command(.showPairingCode(code), at: now)
+                guard let reply else { return ControlAnswer("ok " + ControlProtocol.word(.showPairingCode(code))) }
+                return ControlAnswer((reply.ok ? "ok " : "error ") + reply.message, isError: !reply.ok)
+            }
+        }
+        switch ControlProtocol.parse(line) {
+        case .failure(let e):
+            return ControlAnswer(ControlProtocol.format(e), isError: true)
+        case .success(.help):
+            return ControlAnswer(ControlProtocol.formatHelp())
+        case .success(.status):
+            return ControlAnswer("ok " + status())
+        case .success(.command(let c)):
+            let reply = command(c, at: now)
+            return answer(for: c, reply)
+        }
+    }
+
+    func answer(for c: ControlCommand, _ reply: CommandReply?) -> ControlAnswer {
+        log.log(reply?.ok == false ? .warning : .info, "control: \(ControlProtocol.word(c)) → \(reply.map { $0.message } ?? "accepted")")
+        guard let reply else { return ControlAnswer(ControlProtocol.formatAccepted(c, state: state)) }
+        return ControlAnswer(ControlProtocol.format(reply), isError: !reply.ok)
+    }
+
+    // MARK: Any input
+
+    /// Feeds one input and carries out everything it caused. The typed entries above are the
+    /// front ends' API; this one is for inputs that are already app inputs (a replayed FIT file's
+    /// samples, tests).
     public func handle(_ input: AppInput) {
         inputsHandled &+= 1
         core.handle(input)
@@ -94,36 +278,7 @@ public final class DeviceRuntime {
         refreshDerived()
     }
 
-    /// A control command; returns the core's answer.
-    @discardableResult
-    public func command(_ c: ControlCommand, at now: MonotonicInstant) -> CommandReply? {
-        lastReply = nil
-        handle(.command(c, at: now))
-        return lastReply
-    }
-
-    /// Rebuilds an interrupted ride from its durable records (crash recovery), then re-attaches
-    /// it to the device clock. `gapMs` is how long the device was down when a trusted wall clock
-    /// says so, else 0.
-    public func recover(_ records: [RideRecord], deviceNow: MonotonicInstant, gapMs: Int64) {
-        for r in records { core.replay(r) }
-        core.finishRecovery(deviceNow: deviceNow, gapMs: gapMs)
-        drain(at: deviceNow)
-        journal.syncNow(at: deviceNow)
-        screenPort?.show(core.screen, at: deviceNow)
-        refreshDerived()
-        log.log(.warning, "recovered ride \(core.header?.rideID.description ?? "-") in state \(core.state), gap \(gapMs) ms")
-    }
-
-    /// Takes over a core that was just built (fresh or recovered by `FlashJournal.open`): carries
-    /// out what it left pending (the gap event, "ride recovered") and shows the first screen.
-    public func start(at now: MonotonicInstant) {
-        drain(at: now)
-        journal.syncNow(at: now)
-        reportStorageIfChanged(at: now)
-        screenPort?.show(core.screen, at: now)
-        refreshDerived()
-    }
+    // MARK: Effects
 
     /// Writes a saved ride's file from its durable journal records, then lets the journal compact
     /// it. Also for a ride that ended before a crash but whose file was never confirmed durable
@@ -147,14 +302,21 @@ public final class DeviceRuntime {
 
     /// Makes the journal durable (shutdown on SIGTERM).
     public func shutdown(at now: MonotonicInstant) {
-        journal.syncNow(at: now)
+        sync(at: now)
         log.log(.info, "journal synced for shutdown")
     }
+
+    func sync(at now: MonotonicInstant) { journal.syncNow(at: now) }
 
     func drain(at now: MonotonicInstant) {
         while let effect = core.drainEffect() {
             carryOut(effect, at: now)
-            for o in observers { o.observe(effect, core: core, at: now) }
+            guard !observers.isEmpty else { continue }
+            // The core is lent in place (see `refreshDerived`): reading `core` would copy it,
+            // retains and all, once per effect and observer.
+            withUnsafeMutablePointer(to: &core) { p in
+                for o in observers { o.observe(effect, core: p.pointee, at: now) }
+            }
         }
     }
 
@@ -163,7 +325,7 @@ public final class DeviceRuntime {
         case .journal(let record):
             journal.append(record, at: now)
         case .syncJournal:
-            journal.syncNow(at: now)
+            sync(at: now)
         case .alert(let alert):
             log.log(alert.sounds ? .warning : .info, "alert: \(alert)")
             if alert.sounds { alertOutput?.pulse(for: alert, at: now) }
@@ -184,9 +346,8 @@ public final class DeviceRuntime {
     }
 
     func finished(_ id: RideID, saved: Bool, at now: MonotonicInstant) {
-        lastFinishedSummaryJSON = SummaryJSON.make(core, at: now)
         lastFinishedRide = id
-        journal.syncNow(at: now)
+        sync(at: now)
         guard saved else {
             journal.rideFileIsDurable(id)
             log.log(.info, "ride \(id) discarded")

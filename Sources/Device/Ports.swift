@@ -1,4 +1,5 @@
 import AppCore
+import RideFiles
 import RideModel
 
 /// Where the runtime makes journal records durable (the flash journal on the board, the
@@ -44,3 +45,6 @@ public final class MemoryLog: LogPort {
     public init(capacity: Int = 256) { lines = RingBuffer(capacity: capacity) }
     public func log(_ level: LogLevel, _ message: String) { lines.append("\(level.rawValue): \(message)") }
 }
+
+/// The ride library (RideFiles) is where the board's finished rides go.
+extension RideLibrary: RideArchivePort {}

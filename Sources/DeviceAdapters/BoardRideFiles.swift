@@ -1,5 +1,5 @@
 import BoardIO
-import Device
+import RideFiles
 
 /// The ride library's file operations on a real directory: atomic writes (temporary file,
 /// fsync, rename, fsync of the directory) through BoardIO. Used by `bikecomputer` on the board

@@ -1,8 +1,17 @@
-/// The wire to the display controller: one call = one I²C write transaction of a control byte
+/// An I²C link to a display controller: one call = one I²C write transaction of a control byte
 /// followed by 1...`transactionBytesMax` bytes. The board implements it over libi2c
-/// (BoardHardware.I2CBus); tests and the simulator use `SSD1306Emulator`.
-public protocol DisplayBus {
+/// (BoardHardware.I2CBus); tests and the simulator use `SSD1306Emulator`. Every I²C bus is a
+/// `DisplayLink`: commands go with control byte 0x00, display data with 0x40.
+public protocol DisplayBus: DisplayLink {
     mutating func write(control: UInt8, _ bytes: UnsafeBufferPointer<UInt8>) throws(DisplayBusError)
+}
+
+extension DisplayBus {
+    public mutating func send(_ transfer: LinkTransfer, _ bytes: UnsafeBufferPointer<UInt8>) throws(DisplayBusError) {
+        try write(control: transfer == .commands ? OLEDControl.commands : OLEDControl.data, bytes)
+    }
+
+    public var transactionBytesMax: Int { DisplayBusLimits.transactionBytesMax }
 }
 
 public enum DisplayBusLimits {

@@ -18,7 +18,8 @@ public struct DisplayStatistics: Sendable, Hashable {
     public func busTimeUs(clockHz: Int = 400_000) -> Int { wireBytes * 9 * 1_000_000 / clockHz }
 }
 
-/// Turns framebuffers into SSD1306/SH1106 transactions, sending only what changed and never
+/// The SSD1306/SH1106 panel driver (one driver for both controllers, over I²C or SPI: any
+/// `DisplayLink`): turns framebuffers into controller transactions, sending only what changed and never
 /// more than one page per `flushStep`, so a flush never holds the run loop for more than about
 /// 3 ms at 400 kHz (one full page: 128 data bytes + window commands ~ 3.2 ms).
 ///
@@ -116,7 +117,7 @@ public struct DisplayDriver: Sendable {
     /// Sends the init table (display off), clears the memory, then switches the display on.
     /// Takes one full frame of bus time (~25 ms at 400 kHz): call it at start-up only; after a
     /// bus error use `reinitialize()`, which spreads the same work over flush steps.
-    public mutating func start<B: DisplayBus>(bus: inout B) throws(DisplayBusError) {
+    public mutating func start<B: DisplayLink>(bus: inout B) throws(DisplayBusError) {
         isOn = true
         contrast = panel.contrastActive
         reinitPending = false
@@ -168,7 +169,7 @@ public struct DisplayDriver: Sendable {
         precondition(framebuffer.width == panel.width && framebuffer.height == panel.height, "framebuffer does not match the panel")
         let dirty = framebuffer.takeDirtyPages()
         let width = panel.width
-        for page in 0..<panel.pageCount where dirty & (1 << UInt8(page)) != 0 {
+        for page in 0..<panel.pageCount where dirty & (1 << UInt64(page)) != 0 {
             var differs = shownValid & (1 << UInt8(page)) == 0
             for x in page * width..<(page + 1) * width {
                 let b = framebuffer.bytes[x]
@@ -183,7 +184,7 @@ public struct DisplayDriver: Sendable {
     /// (the init table, the state commands, display on). Returns the number of pages written
     /// (0 or 1); loop while `hasPendingPages`.
     @discardableResult
-    public mutating func flushStep<B: DisplayBus>(bus: inout B) throws(DisplayBusError) -> Int {
+    public mutating func flushStep<B: DisplayLink>(bus: inout B) throws(DisplayBusError) -> Int {
         if reinitPending {
             try sendInitTable(bus: &bus)
             reinitPending = false
@@ -194,7 +195,7 @@ public struct DisplayDriver: Sendable {
             for i in 0..<stateBytes.count { scratch[i] = stateBytes[i] }
             scratch[stateContrastIndex] = contrast
             scratch[stateBytes.count] = isOn ? OLEDCommand.displayOn : OLEDCommand.displayOff
-            try transmit(control: OLEDControl.commands, count: stateBytes.count + 1, bus: &bus)
+            try transmit(.commands, count: stateBytes.count + 1, bus: &bus)
             statePending = false
             return 0
         }
@@ -234,23 +235,23 @@ public struct DisplayDriver: Sendable {
     }
 
     /// Sends everything pending (tests, start-up, the simulator's screenshots).
-    public mutating func flushAll<B: DisplayBus>(bus: inout B) throws(DisplayBusError) {
+    public mutating func flushAll<B: DisplayLink>(bus: inout B) throws(DisplayBusError) {
         for _ in 0..<panel.pageCount + Self.commandStepsMax where hasPendingPages { try flushStep(bus: &bus) }
     }
 
-    public mutating func setContrast(_ level: UInt8, bus: inout some DisplayBus) throws(DisplayBusError) {
+    public mutating func setContrast(_ level: UInt8, bus: inout some DisplayLink) throws(DisplayBusError) {
         try sendCommands([OLEDCommand.contrast, level], bus: &bus)
         contrast = level
     }
 
     /// Dims the panel while idle (contrastIdle) and restores it when riding (contrastActive).
-    public mutating func setDimmed(_ dimmed: Bool, bus: inout some DisplayBus) throws(DisplayBusError) {
+    public mutating func setDimmed(_ dimmed: Bool, bus: inout some DisplayLink) throws(DisplayBusError) {
         let level = dimmed ? panel.contrastIdle : panel.contrastActive
         if level != contrast { try setContrast(level, bus: &bus) }
     }
 
     /// Display on or off (sleep: memory is kept, the panel draws ~10 µA).
-    public mutating func setDisplayOn(_ on: Bool, bus: inout some DisplayBus) throws(DisplayBusError) {
+    public mutating func setDisplayOn(_ on: Bool, bus: inout some DisplayLink) throws(DisplayBusError) {
         try sendCommands([on ? OLEDCommand.displayOn : OLEDCommand.displayOff], bus: &bus)
         isOn = on
         displayOnPending = false
@@ -258,7 +259,7 @@ public struct DisplayDriver: Sendable {
 
     // MARK: Wire
 
-    private mutating func writeWindow<B: DisplayBus>(page: Int, firstColumn: Int, lastColumn: Int, bus: inout B) throws(DisplayBusError) {
+    private mutating func writeWindow<B: DisplayLink>(page: Int, firstColumn: Int, lastColumn: Int, bus: inout B) throws(DisplayBusError) {
         // Window commands written straight into the scratch buffer: no allocation per page.
         let commandCount: Int
         switch panel.controller {
@@ -277,39 +278,39 @@ public struct DisplayDriver: Sendable {
             scratch[2] = OLEDCommand.setHigherColumn | UInt8(column >> 4)
             commandCount = 3
         }
-        try transmit(control: OLEDControl.commands, count: commandCount, bus: &bus)
+        try transmit(.commands, count: commandCount, bus: &bus)
         var x = page * panel.width + firstColumn
         let end = page * panel.width + lastColumn + 1
         while x < end {
-            let n = min(DisplayBusLimits.transactionBytesMax, end - x)
+            let n = min(DisplayBusLimits.transactionBytesMax, bus.transactionBytesMax, end - x)
             for i in 0..<n { scratch[i] = target[x + i] }
-            try transmit(control: OLEDControl.data, count: n, bus: &bus)
+            try transmit(.data, count: n, bus: &bus)
             statistics.dataBytes += n
             x += n
         }
     }
 
     /// The init table, one transaction per row, with the current contrast.
-    private mutating func sendInitTable<B: DisplayBus>(bus: inout B) throws(DisplayBusError) {
+    private mutating func sendInitTable<B: DisplayLink>(bus: inout B) throws(DisplayBusError) {
         var start = 0
         for end in initRowEnds {
             for i in start..<end { scratch[i - start] = i == initContrastIndex ? contrast : initBytes[i] }
-            try transmit(control: OLEDControl.commands, count: end - start, bus: &bus)
+            try transmit(.commands, count: end - start, bus: &bus)
             start = end
         }
     }
 
     /// Sends a short command list (contrast, on/off: not on the per-frame path).
-    private mutating func sendCommands<B: DisplayBus>(_ bytes: [UInt8], bus: inout B) throws(DisplayBusError) {
+    private mutating func sendCommands<B: DisplayLink>(_ bytes: [UInt8], bus: inout B) throws(DisplayBusError) {
         precondition(bytes.count <= DisplayBusLimits.transactionBytesMax)
         for i in 0..<bytes.count { scratch[i] = bytes[i] }
-        try transmit(control: OLEDControl.commands, count: bytes.count, bus: &bus)
+        try transmit(.commands, count: bytes.count, bus: &bus)
     }
 
-    private mutating func transmit<B: DisplayBus>(control: UInt8, count: Int, bus: inout B) throws(DisplayBusError) {
+    private mutating func transmit<B: DisplayLink>(_ transfer: LinkTransfer, count: Int, bus: inout B) throws(DisplayBusError) {
         let result: Result<Void, DisplayBusError> = scratch.withUnsafeBufferPointer { all in
             do throws(DisplayBusError) {
-                try bus.write(control: control, UnsafeBufferPointer(rebasing: all[0..<count]))
+                try bus.send(transfer, UnsafeBufferPointer(rebasing: all[0..<count]))
                 return .success(())
             } catch {
                 return .failure(error)

@@ -1,15 +1,18 @@
-/// A 1-bit framebuffer laid out as the SSD1306/SH1106 display memory: `pageCount` pages of
-/// `width` column bytes; in each byte bit 0 is the top pixel of the page's 8 rows. A page can be
-/// sent to the controller as it is.
+/// A 1-bit framebuffer of any panel size up to `widthMaxPx` × `heightMaxPx`, stored in bands of
+/// 8 rows ("pages", after the OLED controllers' memory pages): `pageCount` bands of `width`
+/// column bytes; in each byte bit 0 is the top pixel of the band's 8 rows. An SSD1306/SH1106
+/// page is a band as it is; a row-addressed panel (a Sharp memory LCD, an e-paper) takes its
+/// rows with `packRow`. A set bit is a drawn pixel (lit on an OLED, black on a reflective LCD).
 ///
-/// Every write that changes a byte marks its page dirty; `takeDirtyPages()` hands the set to the
+/// Every write that changes a byte marks its band dirty; `takeDirtyPages()` hands the set to the
 /// driver. Drawing never allocates: the storage is allocated once in `init`.
 public struct Framebuffer: Sendable, Hashable {
     /// Rows per page (one column byte).
     public static let pageHeightPx = 8
-    /// The largest height supported (8 pages; the dirty mask has one bit per page).
-    public static let heightMaxPx = 64
-    public static let widthMaxPx = 132
+    /// The largest height supported (64 bands: the dirty mask has one bit per band). A 400×240
+    /// Sharp memory LCD is 30 bands.
+    public static let heightMaxPx = 512
+    public static let widthMaxPx = 800
 
     public let width: Int
     public let height: Int
@@ -17,7 +20,7 @@ public struct Framebuffer: Sendable, Hashable {
     /// Page-major column bytes: byte `page * width + x`.
     public private(set) var bytes: [UInt8]
     /// Bit p set = page p changed since the last `takeDirtyPages()`.
-    public private(set) var dirtyPages: UInt8
+    public private(set) var dirtyPages: UInt64
 
     /// A 128x64 framebuffer (0.96"/1.3" SSD1306 and SH1106 modules).
     public static func oled128x64() -> Framebuffer { Framebuffer(width: 128, height: 64) }
@@ -32,14 +35,17 @@ public struct Framebuffer: Sendable, Hashable {
         self.height = height
         pageCount = height / Self.pageHeightPx
         bytes = Array(repeating: 0, count: width * pageCount)
-        dirtyPages = UInt8(truncatingIfNeeded: (1 << pageCount) - 1)
+        dirtyPages = Self.mask(pages: pageCount)
     }
 
+    /// The mask with one bit for each of `pages` bands.
+    @inlinable public static func mask(pages: Int) -> UInt64 { pages >= 64 ? UInt64.max : (1 << UInt64(pages)) - 1 }
+
     public var bounds: Rect { Rect(x: 0, y: 0, width: width, height: height) }
-    public var allPagesMask: UInt8 { UInt8(truncatingIfNeeded: (1 << pageCount) - 1) }
+    public var allPagesMask: UInt64 { Self.mask(pages: pageCount) }
 
     /// Returns the dirty pages and forgets them.
-    public mutating func takeDirtyPages() -> UInt8 {
+    public mutating func takeDirtyPages() -> UInt64 {
         let d = dirtyPages
         dirtyPages = 0
         return d
@@ -55,7 +61,7 @@ public struct Framebuffer: Sendable, Hashable {
     mutating func store(_ value: UInt8, at index: Int) {
         if bytes[index] != value {
             bytes[index] = value
-            dirtyPages |= 1 << UInt8(index / width)
+            dirtyPages |= 1 << UInt64(index / width)
         }
     }
 
@@ -79,6 +85,26 @@ public struct Framebuffer: Sendable, Hashable {
     }
 
     public mutating func clear() { fill(bounds, on: false) }
+
+    /// Row `y` packed for a row-addressed panel: `(width + 7) / 8` bytes into `out`, the leftmost
+    /// pixel in the most significant bit of the first byte (`leftmostInMSB`, the order an
+    /// MSB-first SPI controller puts it first on the wire) or in the least significant bit;
+    /// a drawn pixel is 1 unless `drawnIsZero` (a reflective panel whose 1 is white). Bits after
+    /// the last column are 0 (or 1 with `drawnIsZero`). No allocation.
+    public func packRow(_ y: Int, into out: UnsafeMutableBufferPointer<UInt8>, leftmostInMSB: Bool, drawnIsZero: Bool) {
+        precondition(y >= 0 && y < height && out.count >= (width + 7) / 8, "row \(y) or its buffer out of range")
+        let base = (y >> 3) * width
+        let bit: UInt8 = 1 << UInt8(y & 7)
+        for i in 0..<(width + 7) / 8 {
+            var packed: UInt8 = 0
+            for k in 0..<8 {
+                let x = i * 8 + k
+                let drawn = x < width && bytes[base + x] & bit != 0
+                if drawn != drawnIsZero { packed |= leftmostInMSB ? 0x80 >> UInt8(k) : 1 << UInt8(k) }
+            }
+            out[i] = packed
+        }
+    }
 
     /// Copies `other` (same size) into this buffer; only pages whose bytes differ become dirty.
     public mutating func update(from other: Framebuffer) {

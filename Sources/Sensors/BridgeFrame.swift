@@ -32,20 +32,44 @@ public struct BLEAddress: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// Who sent a payload: an ANT+ channel id or a BLE address.
-public enum SensorIdentity: Sendable, Hashable, CustomStringConvertible {
+/// Who sent a reading, whatever carried it: an ANT+ channel id or a BLE address (a radio sensor
+/// behind the bridge), or a receiver on the board itself. The data source pairs, ranks and tracks
+/// every kind the same way; only the bridge frame is limited to the radio kinds.
+public enum SourceIdentity: Sendable, Hashable, CustomStringConvertible {
     case ant(deviceNumber: UInt16, deviceType: UInt8, transmissionType: UInt8)
     case ble(BLEAddress)
+    /// A receiver wired to the board (a GPS through gpsd, a barometer on I²C): its readings arrive
+    /// already decoded (`DataSource.handle(_:from:at:_:)`), never in a bridge frame.
+    case onboard(OnboardSource)
 
-    public var transport: Transport {
-        if case .ant = self { return .ant }
-        return .ble
+    /// The radio it came over; nil for an onboard source.
+    public var radio: Transport? {
+        switch self {
+        case .ant: .ant
+        case .ble: .ble
+        case .onboard: nil
+        }
     }
 
     public var description: String {
         switch self {
         case let .ant(n, t, x): "ant:\(n)/\(t)/\(x)"
         case let .ble(a): "ble:\(a)\(a.isRandom ? "/random" : "")"
+        case let .onboard(s): "onboard:\(s)"
+        }
+    }
+}
+
+/// Receivers on the board (not behind the bridge). The GPS input (gpsd) and a barometer are the
+/// kinds the data source is ready for; each reports through `DataSource.handle(_:from:at:_:)`.
+public enum OnboardSource: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case gnss = 0
+    case barometer = 1
+
+    public var description: String {
+        switch self {
+        case .gnss: "gnss"
+        case .barometer: "barometer"
         }
     }
 }
@@ -72,9 +96,9 @@ public enum BridgeMessage: Sendable, Hashable {
     /// Sent at least once a second when nothing else is.
     case heartbeat(sequence: UInt32)
     /// A raw payload from a sensor: the profile is the ANT+ device type or the GATT UUID.
-    case data(SensorIdentity, profileCode: UInt16, Payload)
+    case data(SourceIdentity, profileCode: UInt16, Payload)
     /// A sensor's link changed.
-    case link(SensorIdentity, profileCode: UInt16, LinkState)
+    case link(SourceIdentity, profileCode: UInt16, LinkState)
 }
 
 /// A frame's bytes, held inline.
@@ -156,7 +180,7 @@ public struct BridgeFrame: Sendable, Hashable {
         return out
     }
 
-    static func appendSensor(_ who: SensorIdentity, _ code: UInt16, to out: inout FrameBytes) {
+    static func appendSensor(_ who: SourceIdentity, _ code: UInt16, to out: inout FrameBytes) {
         switch who {
         case let .ant(n, t, x):
             out.append(Transport.ant.rawValue)
@@ -166,8 +190,21 @@ public struct BridgeFrame: Sendable, Hashable {
             out.append(Transport.ble.rawValue)
             for i in (0..<6).reversed() { out.append(UInt8(truncatingIfNeeded: a.value >> UInt64(8 * i))) }
             out.append(a.isRandom ? 1 : 0)
+        case .onboard:
+            // Not a radio sensor: written as transport 0, which every receiver rejects as a
+            // malformed frame (a bug in the sender, counted, never a crash).
+            for _ in 0..<8 { out.append(0) }
         }
         out.appendLE(code)
+    }
+
+    /// The bridge's send time of a data frame, read from its header alone (latency measurements;
+    /// the runtime parses the frame as usual); nil for any other frame.
+    public static func dataFrameTimeUs(_ b: UnsafeRawBufferPointer) -> UInt64? {
+        guard b.count >= headerBytes, b[0] == version, b[1] == Kind.data.rawValue else { return nil }
+        var us: UInt64 = 0
+        for i in (2..<10).reversed() { us = us << 8 | UInt64(b[i]) }
+        return us
     }
 
     /// Parses one frame; every way it can be wrong is a typed `DecodeError`.
@@ -193,7 +230,7 @@ public struct BridgeFrame: Sendable, Hashable {
             return BridgeFrame(bridgeTimeUs: time, .heartbeat(sequence: UInt32(le(10, 4))))
         case .data, .link:
             guard b.count >= 21 else { throw DecodeError(.malformedFrame, need: 21, have: b.count) }
-            let who: SensorIdentity
+            let who: SourceIdentity
             switch Transport(rawValue: b[10]) {
             case .ant:
                 who = .ant(deviceNumber: UInt16(le(11, 2)), deviceType: b[13], transmissionType: b[14])

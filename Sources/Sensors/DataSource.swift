@@ -1,69 +1,15 @@
 import RideModel
 
-/// The four sensor functions a screen shows status for (mapped to AppCore's `SensorRole` by
-/// Device/SensorFeed.swift; Sensors cannot depend on AppCore).
-public enum SensorFunction: UInt8, CaseIterable, Sendable, Hashable, CustomStringConvertible {
-    case heartRate = 0, power = 1, speed = 2, cadence = 3
-
-    public static let countMax = 4
-
-    /// The quantity whose sources decide this function's state.
-    public var quantity: Quantity {
-        switch self {
-        case .heartRate: .heartRate
-        case .power: .power
-        case .speed: .speed
-        case .cadence: .cadence
-        }
-    }
-
-    public var description: String { quantity.name }
-}
-
-/// A paired sensor's state.
-public enum SourceState: UInt8, Sendable, Hashable, Comparable, CustomStringConvertible {
-    /// Nothing provides this (only for functions).
-    case notConfigured = 0
-    /// Paired, not heard from yet.
-    case searching = 1
-    /// Lost: was connected, then nothing for `lostAfterMs`, the bridge said disconnected, or the
-    /// bridge itself went away. Ranks above searching: a function with one lost and one
-    /// never-seen source shows lost.
-    case lost = 2
-    /// Heard from, but nothing decodable for `staleAfterMs`.
-    case stale = 3
-    case connected = 4
-
-    public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
-
-    public var description: String {
-        switch self {
-        case .notConfigured: "not_configured"
-        case .lost: "lost"
-        case .searching: "searching"
-        case .stale: "stale"
-        case .connected: "connected"
-        }
-    }
-}
-
-/// What the data source tells the app.
-public enum SensorOutput: Sendable, Hashable {
-    case sample(Sample)
-    /// A function's state or battery changed.
-    case function(SensorFunction, SourceState, batteryPercent: Int?, at: MonotonicInstant)
-}
-
 /// A sensor paired for the ride.
 public struct PairedSensor: Sendable, Hashable {
     /// For ANT+, a transmission type of 0 matches any (as in ANT+ pairing).
-    public var identity: SensorIdentity
+    public var identity: SourceIdentity
     /// The quantities to take from this sensor.
     public var provides: QuantitySet
     /// Lower wins when two sensors provide the same quantity.
     public var priority: Int
 
-    public init(_ identity: SensorIdentity, provides: QuantitySet? = nil, priority: Int = 0) {
+    public init(_ identity: SourceIdentity, provides: QuantitySet? = nil, priority: Int = 0) {
         self.identity = identity
         self.priority = priority
         if let provides {
@@ -75,10 +21,11 @@ public struct PairedSensor: Sendable, Hashable {
         }
     }
 
-    func matches(_ id: SensorIdentity) -> Bool {
+    func matches(_ id: SourceIdentity) -> Bool {
         switch (identity, id) {
         case let (.ant(n0, t0, x0), .ant(n1, t1, x1)): n0 == n1 && t0 == t1 && (x0 == 0 || x0 == x1)
         case let (.ble(a0), .ble(a1)): a0.value == a1.value
+        case let (.onboard(k0), .onboard(k1)): k0 == k1
         default: false
         }
     }
@@ -132,14 +79,15 @@ public struct DataSourceStatus: Sendable, Hashable {
     public var heartbeats: UInt64 = 0
 }
 
-/// The data source: routes bridge frames from paired sensors through their decoders, applies
-/// enable/disable and priority, tracks each sensor's state and battery, and emits samples and
-/// function states. Storage is allocated once at init; a frame allocates nothing.
+/// The data source: routes bridge frames from paired sensors through their decoders (and decoded
+/// readings from onboard receivers), applies enable/disable and priority, tracks each source's
+/// state and battery, and emits samples and role states (`SensorEvent`). Storage is allocated
+/// once at init; a frame allocates nothing.
 public struct DataSource: Sendable {
     struct Slot: Sendable {
         var paired: PairedSensor
         var decoders: [SensorDecoder]
-        var state: SourceState = .searching
+        var state: SensorState = .searching
         var lastDataAt = MonotonicInstant.zero
         var batteryPercent: Int?
         var windowStart = MonotonicInstant.zero
@@ -153,8 +101,8 @@ public struct DataSource: Sendable {
 
     public private(set) var configuration: DataSourceConfiguration
     var slots: [Slot]
-    var functionStates: [SourceState]
-    var functionBatteries: [Int?]
+    /// What was last announced per role (by `SensorRole.rawValue`).
+    var roles: [SensorStatus]
     var lastBridgeFrameAt: MonotonicInstant?
     /// Distance from wheel revolutions, over every source and reconnection, m.
     public private(set) var odometerM: Double = 0
@@ -163,17 +111,17 @@ public struct DataSource: Sendable {
     public init(_ configuration: DataSourceConfiguration) {
         self.configuration = configuration
         slots = configuration.sensors.map { p in
-            let profiles = Profile.allCases.filter { $0.transport == p.identity.transport }
+            // Onboard receivers report decoded values: no payload decoders.
+            let profiles = Profile.allCases.filter { $0.transport == p.identity.radio }
             return Slot(paired: p, decoders: profiles.map { SensorDecoder(profile: $0, wheelCircumferenceMm: configuration.wheelCircumferenceMm) })
         }
-        functionStates = Array(repeating: .notConfigured, count: SensorFunction.countMax)
-        functionBatteries = Array(repeating: nil, count: SensorFunction.countMax)
+        roles = SensorRole.allCases.map { SensorStatus($0, .notConfigured) }
     }
 
     /// One paired sensor as a status query shows it.
     public struct SensorReport: Sendable, Hashable {
         public var sensor: PairedSensor
-        public var state: SourceState
+        public var state: SensorState
         public var batteryPercent: Int?
         /// When the last decodable payload arrived (nil: never).
         public var lastDataAt: MonotonicInstant?
@@ -188,18 +136,19 @@ public struct DataSource: Sendable {
     }
 
     /// The state of paired sensor `index` (in configuration order).
-    public func sensorState(_ index: Int) -> SourceState { slots[index].state }
+    public func sensorState(_ index: Int) -> SensorState { slots[index].state }
     public func sensorBattery(_ index: Int) -> Int? { slots[index].batteryPercent }
-    public func functionState(_ f: SensorFunction) -> SourceState { functionStates[Int(f.rawValue)] }
+    /// A role's state as last announced.
+    public func roleState(_ r: SensorRole) -> SensorState { roles[Int(r.rawValue)].state }
 
-    /// Announces every function's initial state (searching, or not configured).
-    public mutating func start(at now: MonotonicInstant, _ emit: (SensorOutput) -> Void) {
-        refreshFunctions(at: now, force: true, emit)
+    /// Announces every role's initial state (searching, or not configured).
+    public mutating func start(at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
+        refreshRoles(at: now, force: true, emit)
     }
 
-    public mutating func setEnabled(_ q: Quantity, _ on: Bool, at now: MonotonicInstant, _ emit: (SensorOutput) -> Void) {
+    public mutating func setEnabled(_ q: Quantity, _ on: Bool, at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
         if on { configuration.enabled.insert(q) } else { configuration.enabled.remove(q) }
-        refreshFunctions(at: now, force: false, emit)
+        refreshRoles(at: now, force: false, emit)
     }
 
     /// Counts bad input met before a frame could be parsed (by the transport).
@@ -212,16 +161,16 @@ public struct DataSource: Sendable {
         lastBridgeFrameAt = now
     }
 
-    /// The bridge went away: every sensor is lost and its values become absent.
-    public mutating func bridgeDisconnected(at now: MonotonicInstant, _ emit: (SensorOutput) -> Void) {
+    /// The bridge went away: every sensor behind it is lost and its values become absent.
+    public mutating func bridgeDisconnected(at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
         status.bridgeConnected = false
         lastBridgeFrameAt = nil
-        for i in slots.indices { lose(i) }
-        refreshFunctions(at: now, force: false, emit)
+        loseRadioSensors()
+        refreshRoles(at: now, force: false, emit)
     }
 
     /// Handles one parsed bridge frame received at `now`.
-    public mutating func handle(_ frame: BridgeFrame, at now: MonotonicInstant, _ emit: (SensorOutput) -> Void) {
+    public mutating func handle(_ frame: BridgeFrame, at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
         status.framesReceived &+= 1
         if !status.bridgeConnected { bridgeConnected(at: now) }
         lastBridgeFrameAt = now
@@ -229,26 +178,17 @@ public struct DataSource: Sendable {
         case let .hello(_, _, id):
             if let last = status.lastBridgeID, last != id {
                 // The bridge restarted: its sensors reconnect from scratch.
-                for i in slots.indices { lose(i) }
-                refreshFunctions(at: now, force: false, emit)
+                loseRadioSensors()
+                refreshRoles(at: now, force: false, emit)
             }
             status.lastBridgeID = id
         case .heartbeat:
             status.heartbeats &+= 1
         case let .link(who, _, state):
-            guard let i = slotIndex(who) else { status.bad.count(.unpairedSensor); return }
-            switch state {
-            case .connected:
-                if slots[i].state != .connected { slots[i].state = .connected; slots[i].lastDataAt = now }
-            case .searching:
-                if slots[i].state == .connected || slots[i].state == .stale { lose(i) }
-            case .disconnected:
-                lose(i)
-            }
-            refreshFunctions(at: now, force: false, emit)
+            link(who, state, at: now, emit)
         case let .data(who, code, payload):
             guard let i = slotIndex(who) else { status.bad.count(.unpairedSensor); return }
-            guard let profile = Profile(transport: who.transport, code: code),
+            guard let radio = who.radio, let profile = Profile(transport: radio, code: code),
                   let d = slots[i].decoders.firstIndex(where: { $0.profile == profile }) else {
                 status.bad.count(.unknownProfile)
                 return
@@ -261,20 +201,49 @@ public struct DataSource: Sendable {
                 status.bad.count(error.kind)
                 return
             }
-            status.payloadsDecoded &+= 1
-            for raw in 0..<UInt8(BadInput.countMax) {
-                if let k = BadInput(rawValue: raw), values.has(k) { status.bad.count(k) }
-            }
-            slots[i].lastDataAt = now
-            slots[i].state = .connected
-            if let b = values.batteryPercent { slots[i].batteryPercent = b }
-            emitSamples(values, from: i, at: now, emit)
-            refreshFunctions(at: now, force: false, emit)
+            accept(values, from: i, at: now, emit)
         }
     }
 
+    /// A source's link changed (the bridge's link frame, or an onboard receiver that gained or
+    /// lost what it measures, such as a GPS fix).
+    public mutating func link(_ who: SourceIdentity, _ state: LinkState, at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
+        guard let i = slotIndex(who) else { status.bad.count(.unpairedSensor); return }
+        switch state {
+        case .connected:
+            if slots[i].state != .connected { slots[i].state = .connected; slots[i].lastDataAt = now }
+        case .searching:
+            if slots[i].state == .connected || slots[i].state == .stale { lose(i) }
+        case .disconnected:
+            lose(i)
+        }
+        refreshRoles(at: now, force: false, emit)
+    }
+
+    /// Readings a source delivered already decoded (an onboard receiver such as a GPS through
+    /// gpsd): the same pairing, rate limit, priority, enable and state rules as a bridge frame's.
+    public mutating func handle(_ values: DerivedValues, from who: SourceIdentity, at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
+        guard let i = slotIndex(who) else { status.bad.count(.unpairedSensor); return }
+        guard admit(i, at: now) else { status.bad.count(.rateLimited); return }
+        accept(values, from: i, at: now, emit)
+    }
+
+    /// A decodable reading from source `i`: counts its warnings, marks the source connected,
+    /// emits its samples and any role change.
+    mutating func accept(_ values: DerivedValues, from i: Int, at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
+        status.payloadsDecoded &+= 1
+        for raw in 0..<UInt8(BadInput.countMax) {
+            if let k = BadInput(rawValue: raw), values.has(k) { status.bad.count(k) }
+        }
+        slots[i].lastDataAt = now
+        slots[i].state = .connected
+        if let b = values.batteryPercent { slots[i].batteryPercent = b }
+        emitSamples(values, from: i, at: now, emit)
+        refreshRoles(at: now, force: false, emit)
+    }
+
     /// Time passing: stale and lost timeouts, bridge silence. Call at least once a second.
-    public mutating func tick(at now: MonotonicInstant, _ emit: (SensorOutput) -> Void) {
+    public mutating func tick(at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
         if let last = lastBridgeFrameAt, now.milliseconds(since: last) >= configuration.bridgeSilenceMs {
             bridgeDisconnected(at: now, emit)
             return
@@ -289,14 +258,19 @@ public struct DataSource: Sendable {
             default: break
             }
         }
-        refreshFunctions(at: now, force: false, emit)
+        refreshRoles(at: now, force: false, emit)
     }
 
     // MARK: Internals
 
-    func slotIndex(_ who: SensorIdentity) -> Int? {
+    func slotIndex(_ who: SourceIdentity) -> Int? {
         for i in slots.indices where slots[i].paired.matches(who) { return i }
         return nil
+    }
+
+    /// Every source behind the bridge (not the onboard ones) is lost.
+    mutating func loseRadioSensors() {
+        for i in slots.indices where slots[i].paired.identity.radio != nil { lose(i) }
     }
 
     mutating func lose(_ i: Int) {
@@ -343,7 +317,7 @@ public struct DataSource: Sendable {
                                               .torqueEffectivenessLeft, .torqueEffectivenessRight,
                                               .pedalSmoothnessLeft, .pedalSmoothnessRight]
 
-    mutating func emitSamples(_ v: DerivedValues, from i: Int, at now: MonotonicInstant, _ emit: (SensorOutput) -> Void) {
+    mutating func emitSamples(_ v: DerivedValues, from i: Int, at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
         func send(_ q: Quantity, _ value: Double, origin: SampleOrigin = .measured) {
             guard value.isFinite, value >= 0 else { status.bad.count(.absurdValue); return }
             status.samplesEmitted &+= 1
@@ -365,26 +339,24 @@ public struct DataSource: Sendable {
         }
     }
 
-    mutating func refreshFunctions(at now: MonotonicInstant, force: Bool, _ emit: (SensorOutput) -> Void) {
-        for f in SensorFunction.allCases {
-            let q = f.quantity
-            var best = SourceState.notConfigured
-            var battery: Int? = nil
+    mutating func refreshRoles(at now: MonotonicInstant, force: Bool, _ emit: (SensorEvent) -> Void) {
+        for role in SensorRole.allCases {
+            let q = role.quantity
+            var best = SensorStatus(role, .notConfigured)
             var bestPriority = Int.max
             if configuration.enabled.contains(q) {
                 for s in slots where s.paired.provides.contains(q) {
-                    if s.state > best || (s.state == best && s.paired.priority < bestPriority) {
-                        best = s.state
-                        battery = s.batteryPercent
+                    if s.state > best.state || (s.state == best.state && s.paired.priority < bestPriority) {
+                        best.state = s.state
+                        best.batteryPercent = s.batteryPercent
                         bestPriority = s.paired.priority
                     }
                 }
             }
-            let k = Int(f.rawValue)
-            if force || best != functionStates[k] || battery != functionBatteries[k] {
-                functionStates[k] = best
-                functionBatteries[k] = battery
-                emit(.function(f, best, batteryPercent: battery, at: now))
+            let k = Int(role.rawValue)
+            if force || best != roles[k] {
+                roles[k] = best
+                emit(.status(best, at: now))
             }
         }
     }

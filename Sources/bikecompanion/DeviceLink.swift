@@ -1,5 +1,5 @@
 import BoardIO
-import Device
+import Control
 import Foundation
 
 /// The companion's link to the device: one kept-open `subscribe` connection (reconnecting

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BoardIO
 import Configuration
+import Control
 import Device
 
 /// `bikecomputer ctl start|pause|resume|lap|end|discard|dismiss|page|marker ...|status`: sends

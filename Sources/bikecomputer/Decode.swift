@@ -1,5 +1,6 @@
 import ArgumentParser
 import BoardIO
+import Control
 import Device
 import Glibc
 import RideModel
@@ -246,7 +247,7 @@ struct BridgeListener {
             fields.json.string("kind", "data")
             fields.json.string("sensor", who.description)
             fields.json.string("payload", payload.hex)
-            guard let profile = Profile(transport: who.transport, code: code) else {
+            guard let radio = who.radio, let profile = Profile(transport: radio, code: code) else {
                 fields.json.int("profile_code", Int64(code))
                 fields.json.string("error", DecodeError(.unknownProfile).description)
                 break

@@ -1,6 +1,7 @@
 import AppCore
 import ArgumentParser
 import BoardIO
+import Control
 import Device
 import DeviceAdapters
 import Glibc

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BoardIO
+import Control
 import Device
 import DeviceAdapters
 import Glibc

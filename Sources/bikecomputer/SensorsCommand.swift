@@ -2,6 +2,7 @@ import AppCore
 import ArgumentParser
 import BoardIO
 import Configuration
+import Control
 import Device
 import Sensors
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BoardIO
 import Device
+import RideFiles
 
 /// `bikecomputer usb-image --out PATH`: a FAT image of the ride library for the USB
 /// mass-storage gadget (Activities/*.fit and *.gpx), built with mkfs.fat and mtools and renamed

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Configuration
+import Control
 import Device
 import Glibc
 import RideModel

@@ -4,6 +4,7 @@
 // time to recover a 10-hour ride's journal (simulated flash and a real directory).
 import AppCore
 import BoardIO
+import Control
 import Device
 import DeviceAdapters
 import Glibc

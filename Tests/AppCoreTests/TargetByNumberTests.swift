@@ -1,6 +1,6 @@
+import Control
 import Testing
 import AppCore
-import Device
 import RideModel
 import Training
 

@@ -378,8 +378,8 @@ struct TrainingFeatureTests {
             state = c.state
             training = c.training
             autoPause = c.autoPause
-            monitors = c.targetMonitors
-            lastZone = c.lastZone
+            monitors = c.zoneSlots.map(\.targetMonitor)
+            lastZone = c.zoneSlots.map(\.lastZone)
             let b = c.builder!
             events = b.events
             laps = b.laps

@@ -1,17 +1,20 @@
 import TestSupport
 import AppCore
 import BoardIO
+import Control
 import Device
 import Foundation
+import Journal
 import RideModel
 import Testing
 
-/// The control socket served from a real epoll loop, answering through the real app core.
+/// The control socket served from a real epoll loop, every line answered by the device
+/// runtime's own dispatch (`DeviceRuntime.control`, as `bikecomputer run` does).
 final class ControlHarness {
     let loop: EpollEventLoop
     let path: String
     let dir: String
-    var app = AppCore(randomSeed: 7)
+    let runtime: DeviceRuntime
     var server: ControlSocketServer!
     var drops: [ControlSocketServer.DropReason] = []
 
@@ -19,6 +22,9 @@ final class ControlHarness {
         dir = TestPaths.tempDir(tag)
         path = dir + "/control.sock"
         loop = try EpollEventLoop()
+        let opened = FlashJournal.open(storage: SimulatedFlash(), randomSeed: 7, deviceNow: .zero)
+        runtime = DeviceRuntime.boot((opened.journal, opened.core, opened.report), archive: NoArchive(), log: MemoryLog(),
+                                     wall: nil, at: MonotonicInstant(milliseconds: loop.nowMs))
         server = try ControlSocketServer(path: path, loop: loop) { [unowned self] line in self.answer(line) }
         server.onDrop = { [unowned self] in self.drops.append($0) }
     }
@@ -28,26 +34,13 @@ final class ControlHarness {
         try? FileManager.default.removeItem(atPath: dir)
     }
 
-    /// What the runtime does with a line: parse, feed the app core, format its reply.
+    var app: AppCore { runtime.core }
+
     func answer(_ line: String) -> ControlSocketServer.Reply {
-        switch ControlProtocol.parse(line) {
-        case .failure(let e):
-            return .init(ControlProtocol.format(e), isError: true)
-        case .success(.help):
-            return .init(ControlProtocol.formatHelp())
-        case .success(.status):
-            let report = StatusReport(state: app.state, timerMs: app.screen.timerMs, loopTurns: loop.stats.turns)
-            return .init(ControlProtocol.format(report))
-        case .success(.command(let c)):
-            let now = MonotonicInstant(milliseconds: loop.nowMs)
-            app.handle(.command(c, at: now))
-            var reply: CommandReply?
-            while let effect = app.drainEffect() {
-                if case .reply(let r) = effect { reply = r }
-            }
-            if let reply { return .init(ControlProtocol.format(reply), isError: !reply.ok) }
-            return .init(ControlProtocol.formatAccepted(c, state: app.state))
+        let a = runtime.control(line, at: MonotonicInstant(milliseconds: loop.nowMs)) {
+            StatusReport(state: runtime.state, timerMs: runtime.core.screen.timerMs, loopTurns: loop.stats.turns).json()
         }
+        return .init(a.line, isError: a.isError)
     }
 
     func pump(_ turns: Int = 5) throws {
@@ -255,4 +248,9 @@ struct ControlSocketManualTimeTests {
         #expect(loop.registrationCount == 0)
         #expect(loop.liveTimerCount == 0)
     }
+}
+
+final class NoArchive: RideArchivePort {
+    func store(rideID: RideID, records: [RideRecord]) throws -> String { "dropped" }
+    func delete(rideID: RideID) throws {}
 }

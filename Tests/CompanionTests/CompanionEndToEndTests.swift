@@ -1,5 +1,6 @@
 import AppCore
 import BoardIO
+import Control
 import Device
 import Foundation
 #if canImport(FoundationNetworking)

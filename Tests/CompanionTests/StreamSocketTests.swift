@@ -1,21 +1,65 @@
 import AppCore
 import BoardIO
 import CBoardShims
+import Control
 import Device
 import Foundation
 import Glibc
+import Journal
 import RideModel
 import Testing
 
-/// The stream served by a real `ControlSocketServer` on a real epoll loop, with the line
-/// handler the runtime uses (stream requests first, then the ordinary protocol).
+/// A device as the board runs it (its runtime on memory ports) with its control stream: the
+/// core's effects reach the stream through the runtime's observers, the 1 Hz timer through
+/// `run(seconds:)`.
+final class DeviceStreamHarness {
+    let runtime: DeviceRuntime
+    let stream = ControlStream(streamID: 0xB1C0_FFEE)
+    var lines: [String] = []
+    var nowMs: Int64 = 1_000
+
+    init() {
+        let opened = FlashJournal.open(storage: SimulatedFlash(), randomSeed: 11, deviceNow: .zero)
+        runtime = DeviceRuntime.boot((opened.journal, opened.core, opened.report), archive: NullArchive(), log: MemoryLog(),
+                                     wall: nil, at: .zero)
+        _ = runtime.addObserver(stream)
+        stream.sink = { [unowned self] in self.lines.append($0) }
+    }
+
+    var core: AppCore { runtime.core }
+    var now: MonotonicInstant { MonotonicInstant(milliseconds: nowMs) }
+
+    func command(_ c: ControlCommand) { runtime.command(c, at: now) }
+
+    /// `seconds` run-loop seconds: the runtime's tick, then the stream's 1 Hz line.
+    func run(seconds: Int) {
+        for _ in 0..<seconds {
+            nowMs += 1_000
+            runtime.tick(at: now)
+            runtime.sample(stream, at: now)
+        }
+    }
+
+    static func json(_ line: String) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
+    }
+}
+
+final class NullArchive: RideArchivePort {
+    func store(rideID: RideID, records: [RideRecord]) throws -> String { "dropped" }
+    func delete(rideID: RideID) throws {}
+}
+
+/// The stream served by a real `ControlSocketServer` on a real epoll loop, every line answered
+/// by the runtime's own dispatch (`DeviceRuntime.control`), as `bikecomputer run` does.
 final class StreamServerHarness {
     let loop: EpollEventLoop
     let dir: String
     let path: String
-    let h = StreamHarness()
+    let h = DeviceStreamHarness()
     var server: ControlSocketServer!
     var drops: [ControlSocketServer.DropReason] = []
+    /// Called with the code the unit shows (six digits, as drawn) after each `pairing-code`.
     var onPairingCode: ((String?) -> Void)?
 
     init(_ tag: String) throws {
@@ -34,31 +78,17 @@ final class StreamServerHarness {
     }
 
     func answer(_ line: String) -> ControlSocketServer.Reply {
-        if let special = ControlProtocol.parseStreamRequest(line) {
-            switch special {
-            case .failure(let e): return .init(ControlProtocol.format(e), isError: true)
-            case .success(.subscribe(let from, let stream)):
-                let s = h.stream.subscribe(from: from, streamID: stream, core: h.core, at: h.now)
-                return .subscribing(s.reply, then: s.lines)
-            case .success(.pairingCode(let code)):
-                h.stream.setPairingCode(code)
-                onPairingCode?(code)
-                return .init(code == nil ? "ok pairing code cleared" : "ok pairing code shown")
-            }
+        let a = h.runtime.control(line, stream: h.stream, at: h.now) {
+            StatusReport(state: h.core.state, timerMs: h.core.screen.timerMs).json()
         }
-        switch ControlProtocol.parse(line) {
-        case .failure(let e): return .init(ControlProtocol.format(e), isError: true)
-        case .success(.help): return .init(ControlProtocol.formatHelp())
-        case .success(.status): return .init(ControlProtocol.format(StatusReport(state: h.core.state, timerMs: h.core.screen.timerMs)))
-        case .success(.command(let c)):
-            let before = h.lines.count
-            h.command(c)
-            let reply = h.lines[before...].last { $0.contains("\"type\":\"reply\"") }.map(StreamHarness.json)
-            if let reply, let ok = reply["ok"] as? Bool {
-                return .init("\(ok ? "ok" : "error") \(reply["state"] as? String ?? ""): \(reply["message"] as? String ?? "")", isError: !ok)
-            }
-            return .init(ControlProtocol.formatAccepted(c, state: h.core.state))
+        if line.lowercased().hasPrefix("pairing-code") {
+            onPairingCode?(h.core.screen.pairingCode.map { code in
+                let digits = String(code)
+                return String(repeating: "0", count: max(0, PairingCode.digits - digits.count)) + digits
+            })
         }
+        if let lines = a.subscription { return .subscribing(a.line, then: lines) }
+        return .init(a.line, isError: a.isError)
     }
 
     func pump(_ turns: Int = 5) throws {
@@ -117,8 +147,8 @@ struct StreamSocketTests {
         c.send("subscribe\n")
         var lines = try c.waitForLines(2, s)
         #expect(lines.first?.hasPrefix("ok subscribed") == true, "\(lines)")
-        #expect(StreamHarness.json(lines[1])["type"] as? String == "snapshot")
-        let snapSeq = StreamHarness.json(lines[1])["seq"] as! Int
+        #expect(DeviceStreamHarness.json(lines[1])["type"] as? String == "snapshot")
+        let snapSeq = DeviceStreamHarness.json(lines[1])["seq"] as! Int
         #expect(s.server.subscriberCount == 1)
 
         // A command from another client (the phone's, the buttons'): the subscriber sees it.
@@ -129,7 +159,7 @@ struct StreamSocketTests {
         s.h.run(seconds: 2)
         try s.pump()
         lines = try c.waitForLines(2 + 4, s)
-        let events = lines.dropFirst(2).map(StreamHarness.json)
+        let events = lines.dropFirst(2).map(DeviceStreamHarness.json)
         #expect(events.first?["seq"] as? Int == snapSeq + 1, "\(lines)")
         for (a, b) in zip(events, events.dropFirst()) { #expect((b["seq"] as! Int) == (a["seq"] as! Int) + 1) }
         #expect(events.contains { $0["type"] as? String == "state" && $0["state"] as? String == "paused" })
@@ -198,7 +228,7 @@ struct StreamSocketTests {
         #expect(s.drops.contains(.fellBehind))
         #expect(s.server.subscriberCount == 1)
         #expect(lines.count == 2 + total, "the reading subscriber lost lines: \(lines.count)")
-        #expect(StreamHarness.json(lines.last!)["seq"] as? Int == total)
+        #expect(DeviceStreamHarness.json(lines.last!)["seq"] as? Int == total)
         #expect(slowestUs < 50_000, "a broadcast took \(slowestUs) µs")
         #expect(handlerMaxUs < 50_000, "the broadcasting handler took \(handlerMaxUs) µs")
 

@@ -159,11 +159,11 @@ struct ConfigMappingTests {
 
         var source = DataSource(config)
         var samples: [Quantity: [Double]] = [:]
-        var states: [SensorFunction: SourceState] = [:]
-        let take: (SensorOutput) -> Void = { o in
+        var states: [SensorRole: SensorState] = [:]
+        let take: (SensorEvent) -> Void = { o in
             switch o {
             case .sample(let s): samples[s.quantity, default: []].append(s.value)
-            case let .function(f, st, _, _): states[f] = st
+            case let .status(st, _): states[st.role] = st.state
             }
         }
         source.start(at: MonotonicInstant(milliseconds: 0), take)

@@ -162,12 +162,35 @@ extension AppInput {
     init(shifted input: AppInput, byMs ms: Int64) {
         switch input {
         case .button(var b): b.instant = b.instant.advanced(byMs: ms); self = .button(b)
-        case .sample(var s): s.instant = s.instant.advanced(byMs: ms); self = .sample(s)
-        case .sensor(let s, let t): self = .sensor(s, at: t.advanced(byMs: ms))
+        case .sensor(.sample(var s)): s.instant = s.instant.advanced(byMs: ms); self = .sample(s)
+        case .sensor(.status(let s, let t)): self = .sensor(s, at: t.advanced(byMs: ms))
         case .tick(let t): self = .tick(t.advanced(byMs: ms))
         case .command(let c, let t): self = .command(c, at: t.advanced(byMs: ms))
         case .wallClock(let w, let t): self = .wallClock(w, at: t.advanced(byMs: ms))
         case .storage(let c, let t): self = .storage(c, at: t.advanced(byMs: ms))
         }
+    }
+}
+
+struct HeaderOnlyRecoveryTests {
+    /// A journal holding a ride's header and nothing after it (its start was never durable):
+    /// nothing to recover, the device is idle. Before the fix the core stayed in a countdown with
+    /// no start instant — the screen showed "3" for ever and no ride could start by its timer.
+    @Test func aHeaderWithoutItsStartLeavesTheDeviceIdle() {
+        let flash = SimulatedFlash(segmentBytes: 8 * 1024)
+        let first = FlashJournal.open(storage: flash, randomSeed: 1, deviceNow: .zero)
+        let header = RideHeader(rideID: RideID(random: 1, 2),
+                                anchor: WallClockAnchor(monotonic: .zero, wall: WallClockTime(unixMs: 1_790_000_000_000, trusted: true)),
+                                settings: RideSettings())
+        first.journal.append(.header(header), at: ms(3_000))
+        first.journal.syncNow(at: ms(3_000))
+        var core = FlashJournal.open(storage: flash, randomSeed: 2, deviceNow: ms(10)).core
+        #expect(core.state == .idle)
+        #expect(core.header == nil)
+        core.handle(.tick(ms(1_000)))
+        #expect(core.screen.mode == .idle, "not a countdown")
+        core.handle(.button(ButtonEvent(.startPause, .down, at: ms(2_000))))
+        core.handle(.tick(ms(5_000)))
+        #expect(core.state == .running, "a new ride starts by its countdown")
     }
 }

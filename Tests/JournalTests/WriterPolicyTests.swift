@@ -16,7 +16,7 @@ struct WriterPolicyTests {
             rig.feed(input)
             switch input {
             case .tick: syncsAtTick.append(flash.syncCount - before)
-            case .sample(let s) where s.quantity == .power || s.quantity == .rrInterval:
+            case .sensor(.sample(let s)) where s.quantity == .power || s.quantity == .rrInterval:
                 #expect(flash.syncCount == before, "a series value forced a sync at \(s.instant)")
             case .button, .command:
                 // A state change is durable before the input returns (before the screen shows it).

@@ -1,5 +1,4 @@
 import Testing
-import Device
 import RideFiles
 import RideModel
 

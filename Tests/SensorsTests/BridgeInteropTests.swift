@@ -17,19 +17,19 @@ import RideModel
         #expect(frames.first?.message == .hello(protocolVersionMax: 1, radios: 3, bridgeID: 0xB1DE))
         #expect(frames.last?.message == .heartbeat(sequence: 1))
 
-        let pm = SensorIdentity.ble(BLEAddress("C0:FF:EE:00:11:22")!)
+        let pm = SourceIdentity.ble(BLEAddress("C0:FF:EE:00:11:22")!)
         var ds = DataSource(DataSourceConfiguration(sensors: [
             PairedSensor(.ant(deviceNumber: 4321, deviceType: 120, transmissionType: 0)),
             PairedSensor(pm, provides: QuantitySet(.power, .cadence)),
         ]))
         var samples: [Quantity: [Double]] = [:]
-        var powerStates: [SourceState] = []
+        var powerStates: [SensorState] = []
         var powerBattery: Int?
         for f in frames {
             ds.handle(f, at: MonotonicInstant(milliseconds: Int64(f.bridgeTimeUs / 1000))) { o in
                 switch o {
                 case .sample(let s): samples[s.quantity, default: []].append(s.value)
-                case let .function(.power, s, b, _): powerStates.append(s); powerBattery = b ?? powerBattery
+                case let .status(st, _) where st.role == .power: powerStates.append(st.state); powerBattery = st.batteryPercent ?? powerBattery
                 default: break
                 }
             }

@@ -3,23 +3,23 @@ import RideModel
 @testable import Sensors
 
 @Suite struct DataSourceTests {
-    static let hrm = SensorIdentity.ant(deviceNumber: 11, deviceType: 120, transmissionType: 1)
-    static let pm = SensorIdentity.ant(deviceNumber: 22, deviceType: 11, transmissionType: 5)
-    static let cad = SensorIdentity.ble(BLEAddress("AA:BB:CC:DD:EE:01")!)
+    static let hrm = SourceIdentity.ant(deviceNumber: 11, deviceType: 120, transmissionType: 1)
+    static let pm = SourceIdentity.ant(deviceNumber: 22, deviceType: 11, transmissionType: 5)
+    static let cad = SourceIdentity.ble(BLEAddress("AA:BB:CC:DD:EE:01")!)
 
     struct Collected {
         var samples: [Sample] = []
-        var functions: [(SensorFunction, SourceState, Int?)] = []
-        mutating func take(_ o: SensorOutput) {
+        var functions: [(SensorRole, SensorState, Int?)] = []
+        mutating func take(_ o: SensorEvent) {
             switch o {
             case .sample(let s): samples.append(s)
-            case let .function(f, s, b, _): functions.append((f, s, b))
+            case let .status(st, _): functions.append((st.role, st.state, st.batteryPercent))
             }
         }
         func values(_ q: Quantity) -> [Double] { samples.filter { $0.quantity == q }.map(\.value) }
     }
 
-    func data(_ who: SensorIdentity, _ code: UInt16, _ hex: String) -> BridgeFrame {
+    func data(_ who: SourceIdentity, _ code: UInt16, _ hex: String) -> BridgeFrame {
         BridgeFrame(bridgeTimeUs: 0, .data(who, profileCode: code, hexPayload(hex)))
     }
 
@@ -50,14 +50,14 @@ import RideModel
         ds.start(at: ms(0)) { _ in }
         ds.handle(data(Self.hrm, 120, "00 00 00 00 00 00 00 48"), at: ms(100)) { c.take($0) }
         #expect(c.values(.heartRate) == [72])
-        #expect(ds.functionState(.heartRate) == .connected)
+        #expect(ds.roleState(.heartRate) == .connected)
         ds.tick(at: ms(3200)) { c.take($0) }
         #expect(ds.sensorState(0) == .stale)
         ds.handle(BridgeFrame(bridgeTimeUs: 1, .heartbeat(sequence: 1)), at: ms(4000)) { _ in }
         ds.handle(BridgeFrame(bridgeTimeUs: 1, .heartbeat(sequence: 2)), at: ms(8000)) { _ in }
         ds.tick(at: ms(10_200)) { c.take($0) }
         #expect(ds.sensorState(0) == .lost)
-        #expect(ds.functionState(.heartRate) == .lost)
+        #expect(ds.roleState(.heartRate) == .lost)
         #expect(c.functions.last! == (.heartRate, .lost, nil))
     }
 
@@ -117,11 +117,11 @@ import RideModel
         ds.handle(data(Self.cad, 0x2A5B, "01 02 00 00 00 00 04"), at: ms(1000)) { c.take($0) }
         #expect(c.values(.distance) == [0, 4])
         ds.bridgeDisconnected(at: ms(1500)) { c.take($0) }
-        #expect(ds.functionState(.speed) == .lost)
+        #expect(ds.roleState(.speed) == .lost)
         // Reconnect: the sensor's counter continues; the first reading is a new reference.
         ds.handle(data(Self.cad, 0x2A5B, "01 10 00 00 00 00 10"), at: ms(20_000)) { c.take($0) }
         ds.handle(data(Self.cad, 0x2A5B, "01 11 00 00 00 00 14"), at: ms(21_000)) { c.take($0) }
-        #expect(ds.functionState(.speed) == .connected)
+        #expect(ds.roleState(.speed) == .connected)
         #expect(c.values(.distance) == [0, 4, 4, 6])
     }
 
@@ -187,7 +187,7 @@ import RideModel
         // A new bridge id: it restarted.
         ds.handle(BridgeFrame(bridgeTimeUs: 0, .hello(protocolVersionMax: 1, radios: 1, bridgeID: 2)), at: ms(30)) { _ in }
         #expect(ds.sensorState(0) == .lost)
-        #expect(ds.functionState(.heartRate) == .lost)
+        #expect(ds.roleState(.heartRate) == .lost)
         ds.handle(data(Self.hrm, 120, "00 00 00 00 00 00 00 48"), at: ms(40)) { _ in }
         #expect(ds.sensorState(0) == .connected)
         #expect(ds.status.lastBridgeID == 2)
@@ -202,5 +202,45 @@ import RideModel
         #expect(c.values(.heartRate) == [72])
         #expect(c.values(.power).isEmpty)
         #expect(ds.status.bad[.unpairedSensor] == 1)
+    }
+
+    /// The input seam: a receiver on the board (here standing in for a GPS through gpsd) reports
+    /// decoded values under a transport-neutral identity and follows the same rules as a bridge
+    /// sensor — pairing, priority (a wheel sensor wins while it delivers), role state — but the
+    /// bridge going away does not lose it.
+    @Test func onboardSourceFollowsTheSameRulesAndOutlivesTheBridge() {
+        let wheel = SourceIdentity.ble(BLEAddress("AA:BB:CC:DD:EE:02")!)
+        let gnss = SourceIdentity.onboard(.gnss)
+        var ds = DataSource(DataSourceConfiguration(sensors: [
+            PairedSensor(wheel, provides: QuantitySet(.speed, .distance), priority: 0),
+            PairedSensor(gnss, provides: QuantitySet(.speed), priority: 1),
+        ], wheelCircumferenceMm: 2000))
+        var c = Collected()
+        ds.start(at: ms(0)) { c.take($0) }
+        var fix = DerivedValues()
+        fix.speedMps = 7.5
+        ds.handle(fix, from: gnss, at: ms(100)) { c.take($0) }
+        #expect(c.values(.speed) == [7.5], "the only speed source")
+        #expect(ds.roleState(.speed) == .connected)
+        // The wheel sensor delivers: it wins while it does.
+        ds.handle(data(wheel, 0x2A5B, "01 00 00 00 00 00 00"), at: ms(200)) { c.take($0) }
+        ds.handle(data(wheel, 0x2A5B, "01 02 00 00 00 00 04"), at: ms(1200)) { c.take($0) }
+        ds.handle(fix, from: gnss, at: ms(1300)) { c.take($0) }
+        #expect(c.values(.speed) == [7.5, 4], "the wheel's 4 m/s, not the GPS's")
+        #expect(ds.status.samplesSuperseded == 1)
+        // The bridge goes away: the wheel sensor is lost, the onboard receiver is not.
+        ds.bridgeDisconnected(at: ms(1400)) { c.take($0) }
+        #expect(ds.sensorState(0) == .lost)
+        #expect(ds.sensorState(1) == .connected)
+        ds.handle(fix, from: gnss, at: ms(1500)) { c.take($0) }
+        #expect(c.values(.speed).last == 7.5)
+        // An onboard receiver that loses what it measures (a GPS fix) says so through `link`.
+        ds.link(gnss, .disconnected, at: ms(1600)) { c.take($0) }
+        #expect(ds.sensorState(1) == .lost)
+        #expect(ds.roleState(.speed) == .lost)
+        // An onboard identity never travels in a bridge frame: it is written as an invalid
+        // transport, which a receiver rejects as malformed.
+        let bytes = BridgeFrame(bridgeTimeUs: 0, .data(gnss, profileCode: 0, hexPayload("00"))).encoded().bytes
+        #expect(throws: DecodeError.self) { try BridgeFrame.parse(bytes) }
     }
 }

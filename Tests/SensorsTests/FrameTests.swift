@@ -4,8 +4,8 @@ import RideModel
 @testable import Sensors
 
 @Suite struct FrameTests {
-    static let hrm = SensorIdentity.ant(deviceNumber: 0x1234, deviceType: 120, transmissionType: 1)
-    static let pm = SensorIdentity.ble(BLEAddress("C0:FF:EE:00:11:22", isRandom: true)!)
+    static let hrm = SourceIdentity.ant(deviceNumber: 0x1234, deviceType: 120, transmissionType: 1)
+    static let pm = SourceIdentity.ble(BLEAddress("C0:FF:EE:00:11:22", isRandom: true)!)
 
     @Test func dataFrameByteLayout() throws {
         let f = BridgeFrame(bridgeTimeUs: 0x0102030405, .data(Self.hrm, profileCode: 120, hexPayload("04 ff 00 fe 00 01 07 48")))

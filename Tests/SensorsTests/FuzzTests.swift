@@ -115,7 +115,7 @@ import RideModel
         var rng = SeededGenerator(seed: seed)
         let frames = Self.readLines("frames.txt").compactMap { Payload(hex: $0)?.bytes }
         #expect(frames.count >= 5)
-        let paired = SensorIdentity.ant(deviceNumber: 0x1234, deviceType: 120, transmissionType: 1)
+        let paired = SourceIdentity.ant(deviceNumber: 0x1234, deviceType: 120, transmissionType: 1)
         var ds = DataSource(DataSourceConfiguration(sensors: [PairedSensor(paired),
             PairedSensor(.ble(BLEAddress("C0:FF:EE:00:11:22")!), provides: .all)]))
         var deframer = SerialDeframer()
@@ -128,7 +128,7 @@ import RideModel
                 bytes[Int.random(in: 0..<bytes.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
             }
             if Bool.random(using: &rng) { bytes = Array(bytes.prefix(Int.random(in: 0...bytes.count, using: &rng))) }
-            let handle: (SensorOutput) -> Void = { o in
+            let handle: (SensorEvent) -> Void = { o in
                 if case .sample(let s) = o { #expect(s.value.isFinite && s.value >= 0, "seed \(seed) iteration \(i): \(s)") }
             }
             if let f = try? BridgeFrame.parse(bytes) {

@@ -1,4 +1,4 @@
-"""No heap allocation per sensor frame: the Sensors sources (with the two RideModel files they use)
+"""No heap allocation per sensor frame: the Sensors sources (with the three RideModel files they use)
 are compiled -O into a small driver that runs 400 000 frames (good and bad ones) through
 BridgeFrame.parse and DataSource.handle. A malloc counter interposed with LD_PRELOAD must read the
 same before and after the loop."""
@@ -28,9 +28,9 @@ void *malloc(size_t n) {
 DRIVER = r"""
 import Glibc
 func bench() {
-let hrm = SensorIdentity.ant(deviceNumber: 1, deviceType: 120, transmissionType: 1)
-let pm = SensorIdentity.ble(BLEAddress("C0:FF:EE:00:11:22")!)
-let csc = SensorIdentity.ant(deviceNumber: 2, deviceType: 121, transmissionType: 1)
+let hrm = SourceIdentity.ant(deviceNumber: 1, deviceType: 120, transmissionType: 1)
+let pm = SourceIdentity.ble(BLEAddress("C0:FF:EE:00:11:22")!)
+let csc = SourceIdentity.ant(deviceNumber: 2, deviceType: 121, transmissionType: 1)
 var ds = DataSource(DataSourceConfiguration(sensors: [PairedSensor(hrm), PairedSensor(csc, priority: 1),
                                                       PairedSensor(pm, provides: .all)]))
 var frames: [[UInt8]] = []
@@ -77,7 +77,8 @@ def test_no_heap_allocation_per_frame():
         pytest.fail("cannot run: needs swiftc (the Swift toolchain) and cc (apt-get install gcc) on PATH")
     with tempfile.TemporaryDirectory() as d:
         d = pathlib.Path(d)
-        sources = [REPO / "Sources/RideModel/Quantity.swift", REPO / "Sources/RideModel/Time.swift"]
+        sources = [REPO / "Sources/RideModel/Quantity.swift", REPO / "Sources/RideModel/Time.swift",
+                   REPO / "Sources/RideModel/SensorVocabulary.swift"]
         sources += sorted((REPO / "Sources/Sensors").glob("*.swift"))
         for s in sources:
             (d / s.name).write_text(re.sub(r"(?m)^import RideModel\n", "", s.read_text()))

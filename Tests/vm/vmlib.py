@@ -430,8 +430,14 @@ if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 vmout /out; then
 fi
 if [ -f /etc/vm/hostroot ]; then
     mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,ro hostroot /host || echo "vm: cannot mount the host root"
+    # Host paths under /tmp or /run the run needs (a clone in /tmp, say; /out/keep lists them)
+    # stay visible through the tmpfs mounts below: held aside, then bound back.
+    i=0
+    for p in $(cat /out/keep 2>/dev/null); do mkdir -p /keep/$i && mount -o bind "/host$p" /keep/$i; i=$((i+1)); done
     mount -t tmpfs tmpfs /host/run
     mount -t tmpfs tmpfs /host/tmp
+    i=0
+    for p in $(cat /out/keep 2>/dev/null); do mkdir -p "/host$p" && mount -o bind /keep/$i "/host$p"; i=$((i+1)); done
     mount -o rbind /dev /host/dev
     mount -o rbind /proc /host/proc
     mount -o rbind /sys /host/sys
@@ -647,10 +653,32 @@ class Machine:
         helpers = GUEST_HELPERS.replace("@HOST_ENV@", " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())) \
                                .replace("@CWD@", shlex.quote(str(REPO)))
         (outdir / "cmd.sh").write_text(f"{exports}{helpers}\n{script}\n")
+        (outdir / "keep").write_text("".join(f"{p}\n" for p in hidden_host_paths([str(REPO), *env.values()])))
         console = None if console_to_stdout else outdir / "console.log"
         cmd = self.command(outdir, str(console) if console else None)
         log(f"starting guest {outdir.name} ({self.kernel.arch.name})")
         return GuestRun(cmd, outdir, timeout_s, console_to_stdout, interactive)
+
+
+def hidden_host_paths(candidates: list[str]) -> list[str]:
+    """The existing host directories among `candidates` (the repository, path-valued env) that
+    lie under /tmp or /run, which the guest covers with tmpfs: its init binds them back. A CI
+    clone in /tmp would otherwise vanish in the guest ("can't cd to /tmp/...")."""
+    dirs = set()
+    for c in candidates:
+        if not c.startswith("/") or any(ch.isspace() for ch in c):
+            continue
+        p = pathlib.Path(c)
+        if not p.exists():
+            continue
+        d = (p if p.is_dir() else p.parent).resolve()
+        if d.parts[1:2] in (("tmp",), ("run",)) and len(d.parts) > 2:
+            dirs.add(str(d))
+    kept: list[str] = []
+    for d in sorted(dirs, key=len):
+        if not any(d == k or d.startswith(k + "/") for k in kept):
+            kept.append(d)
+    return kept
 
 
 class GuestRun:

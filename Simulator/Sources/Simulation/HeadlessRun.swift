@@ -1,6 +1,8 @@
 import AppCore
+import Control
 import Device
 import RideModel
+import Sensors
 
 /// Runs a scenario on the simulated clock as fast as possible (or paced by the caller): the
 /// synthetic ride drives the sensors, the scenario's steps press buttons, send commands and
@@ -48,7 +50,12 @@ public final class HeadlessRun {
     public private(set) var nowMs: Int64 = 0
     public private(set) var counters = Counters()
     public private(set) var sensors: SimulatedSensors
-    var pendingInputs: [(atMs: Int64, order: Int, input: AppInput)] = []
+    var pendingInputs: [(atMs: Int64, order: Int, input: PendingInput)] = []
+    /// Inputs handled by runtimes that are gone (crashes, power cuts).
+    var inputsBeforeBoot: UInt64 = 0
+    /// The last finished ride's summary.json (captured when it finished: a later ride or a
+    /// reboot replaces the core).
+    let summaries = SummaryRecorder()
     var inputOrder = 0
     var nextStep = 0
     var downUntilMs: Int64 = 0
@@ -69,8 +76,8 @@ public final class HeadlessRun {
         let seed = scenario.seed ?? options.seed
         sensors = SimulatedSensors(seed: seed, present: scenario.sensors)
         runtime = Self.boot(storage: storage, archive: archive, screen: screen, log: log, configuration: configuration,
-                            seed: seed, options: options, at: 0, counters: &counters)
-        sensors.deviceStarted(at: 0) { feed($0) }
+                            sensors: sensors.configuration, seed: seed, options: options, at: 0, counters: &counters)
+        _ = runtime.addObserver(summaries)
     }
 
     let configuration: AppConfiguration
@@ -78,18 +85,13 @@ public final class HeadlessRun {
     /// The device (re)starts: the journal is opened with the board's code, which rebuilds an
     /// interrupted ride; rides that ended without a durable file get it now; the wall clock is read.
     static func boot(storage: RideStorage, archive: RideArchivePort, screen: ScreenPort?, log: MemoryLog,
-                     configuration: AppConfiguration, seed: UInt64, options: Options, at ms: Int64,
-                     counters: inout Counters) -> DeviceRuntime {
+                     configuration: AppConfiguration, sensors: DataSourceConfiguration, seed: UInt64, options: Options,
+                     at ms: Int64, counters: inout Counters) -> DeviceRuntime {
         let now = MonotonicInstant(milliseconds: ms)
         let wall = WallClockTime(unixMs: options.startUnixMs + ms, trusted: true)
         let opened = storage.open(configuration: configuration, seed: seed, deviceNow: now, wallNow: wall)
-        for line in opened.report.lines { log.log(.info, "journal: \(line)") }
-        let runtime = DeviceRuntime(core: opened.core, journal: opened.journal, archive: archive, screen: screen, log: log)
-        runtime.start(at: now)
         if opened.report.recoveredRide != nil { counters.recoveries += 1 }
-        for id in opened.report.finishedRidesAwaitingFile { runtime.writeRideFile(id, at: now) }
-        runtime.handle(.wallClock(wall, at: now))
-        return runtime
+        return DeviceRuntime.boot(opened, archive: archive, screen: screen, log: log, sensors: sensors, wall: wall, at: now)
     }
 
     /// Runs to the end of the scenario. `pace` is called with the simulated time before each
@@ -126,9 +128,11 @@ public final class HeadlessRun {
             if nowMs >= down {
                 deviceDownUntilMs = nil
                 let seed = (scenario.seed ?? options.seed) &+ UInt64(counters.crashes + counters.powerCuts)
+                inputsBeforeBoot &+= runtime.inputsHandled
+                sensors.deviceStarted()
                 runtime = Self.boot(storage: storage, archive: archive, screen: screen, log: log, configuration: configuration,
-                                    seed: seed, options: options, at: nowMs, counters: &counters)
-                sensors.deviceStarted(at: nowMs) { feed($0) }
+                                    sensors: sensors.configuration, seed: seed, options: options, at: nowMs, counters: &counters)
+                _ = runtime.addObserver(summaries)
             } else {
                 while nextStep < scenario.steps.count, scenario.steps[nextStep].atMs <= nowMs { nextStep += 1 }
                 sensors.skip(to: nowMs)
@@ -147,26 +151,26 @@ public final class HeadlessRun {
         }
         while let p = pendingInputs.first, p.atMs <= nowMs {
             pendingInputs.removeFirst()
-            feed(p.input)
+            switch p.input {
+            case let .button(b, pressed, at): runtime.buttonEdge(b, pressed: pressed, at: at)
+            }
         }
-        sensors.emit(upTo: nowMs) { input in
-            counters.sensorFrames &+= 1
-            feed(input)
-        }
-        if let d = runtime.nextDeadline, d.milliseconds <= nowMs { feed(.tick(now)) }
+        sensors.emit(upTo: nowMs, into: runtime)
+        counters.sensorFrames = sensors.framesSent
+        if let d = runtime.nextDeadline, d.milliseconds <= nowMs { runtime.coreTick(at: now) }
         if nowMs / 1000 != lastTickMs / 1000 || lastTickMs < 0 {
             lastTickMs = nowMs
-            sensors.tick(at: nowMs) { feed($0) }
-            feed(.tick(now))
+            runtime.tick(at: now)
         }
+        counters.inputs = inputsBeforeBoot &+ runtime.inputsHandled
     }
 
-    func feed(_ input: AppInput) {
-        counters.inputs &+= 1
-        runtime.handle(input)
+    /// An input due later (a button's release).
+    enum PendingInput {
+        case button(Button, pressed: Bool, at: MonotonicInstant)
     }
 
-    func schedule(_ input: AppInput, atMs: Int64) {
+    func schedule(_ input: PendingInput, atMs: Int64) {
         inputOrder += 1
         pendingInputs.append((atMs, inputOrder, input))
         pendingInputs.sort { ($0.atMs, $0.order) < ($1.atMs, $1.order) }
@@ -185,18 +189,18 @@ public final class HeadlessRun {
         let now = MonotonicInstant(milliseconds: ms)
         switch action {
         case .press(let b):
-            feed(.button(ButtonEvent(b, .down, at: now)))
-            schedule(.button(ButtonEvent(b, .up, at: now.advanced(byMs: 120))), atMs: ms + 120)
+            runtime.buttonEdge(b, pressed: true, at: now)
+            schedule(.button(b, pressed: false, at: now.advanced(byMs: 120)), atMs: ms + 120)
         case .hold(let b, let holdMs):
-            feed(.button(ButtonEvent(b, .down, at: now)))
-            schedule(.button(ButtonEvent(b, .up, at: now.advanced(byMs: holdMs))), atMs: ms + holdMs)
+            runtime.buttonEdge(b, pressed: true, at: now)
+            schedule(.button(b, pressed: false, at: now.advanced(byMs: holdMs)), atMs: ms + holdMs)
         case .command(let c):
             let reply = runtime.command(c, at: now)
             log.log(reply?.ok == false ? .warning : .info, "command \(c): \(reply?.message ?? "-")")
         case .dropout(let s, let len):
             sensors.dropout(s, fromMs: ms, lengthMs: len)
         case .bridgeRestart(let len):
-            sensors.bridgeDown(fromMs: ms, lengthMs: len) { feed($0) }
+            sensors.bridgeDown(fromMs: ms, lengthMs: len, runtime)
         case .crash:
             counters.crashes += 1
             kill(powerCut: false, at: ms)
@@ -228,7 +232,7 @@ public final class HeadlessRun {
 
     /// summary.json of the ride: the last finished one, else the one in progress.
     public var summaryJSON: String? {
-        runtime.lastFinishedSummaryJSON ?? SummaryJSON.make(runtime.core, at: MonotonicInstant(milliseconds: nowMs))
+        summaries.lastFinishedJSON ?? SummaryJSON.make(runtime.core, at: MonotonicInstant(milliseconds: nowMs))
     }
 }
 

@@ -31,6 +31,7 @@ public final class ReplayRun {
     public let runtime: DeviceRuntime
     public let archive: MemoryArchive
     public let log = MemoryLog(capacity: 256)
+    let summaries = SummaryRecorder()
     public private(set) var startUnixMs: Int64 = 0
     public private(set) var endMs: Int64 = 0
     var steps: [(atMs: Int64, order: Int, step: Step)] = []
@@ -47,9 +48,8 @@ public final class ReplayRun {
         var configuration = configuration
         configuration.ride.sampleHoldLimitMs = max(configuration.ride.sampleHoldLimitMs, Self.holdLimitMs(activity))
         let opened = storage.open(configuration: configuration, seed: seed, deviceNow: .zero, wallNow: wall)
-        runtime = DeviceRuntime(core: opened.core, journal: opened.journal, archive: archive, screen: screen, log: log)
-        runtime.start(at: .zero)
-        runtime.handle(.wallClock(wall, at: .zero))
+        runtime = DeviceRuntime.boot(opened, archive: archive, screen: screen, log: log, wall: wall, at: .zero)
+        _ = runtime.addObserver(summaries)
         plan(t0: t0, timerEvents: timerEvents, countdownMs: Int64(configuration.countdownSeconds) * 1000)
     }
 
@@ -214,7 +214,7 @@ public final class ReplayRun {
     }
 
     /// summary.json of the replayed ride.
-    public var summaryJSON: String? { runtime.lastFinishedSummaryJSON }
+    public var summaryJSON: String? { summaries.lastFinishedJSON }
 
     /// The recording device's own session summary, for comparison.
     public var deviceSession: FITActivity.Summary? { activity.sessions.first }

@@ -1,4 +1,5 @@
 import AppCore
+import Control
 import Device
 import RideModel
 

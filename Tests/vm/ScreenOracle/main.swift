@@ -14,6 +14,7 @@
 // prints one line per spec: i display_on charge_pump_on contrast segment_remap com_scan_remapped.
 import AppCore
 import Display
+import RideModel
 import Glibc
 import Screens
 

@@ -1,4 +1,3 @@
-import RideFiles
 import RideModel
 
 /// The file operations the ride library needs; BoardIO's `AtomicFiles` implements them on the
@@ -54,7 +53,7 @@ public struct RideEntry: Sendable, Hashable {
 /// `YYYY-MM-DD-HHMMSS_<uuid>_v<N>.<fit|gpx|tcx>` (UTC start time, so names sort by start time).
 /// Storing a ride again writes version N+1 and then removes the older version. A version is
 /// complete once its `.fit` exists: the FIT is written last, each file atomically and durably.
-public final class RideLibrary: RideArchivePort {
+public final class RideLibrary {
     public static let directoryName = "rides"
     public static let ridesMax = 10_000
     /// Formats written for every ride, in write order (FIT last).

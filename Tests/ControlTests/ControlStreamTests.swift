@@ -1,5 +1,5 @@
 import AppCore
-import Device
+import Control
 import Foundation
 import RideModel
 import Testing
@@ -191,9 +191,14 @@ struct ControlStreamTests {
         #expect(parse("subscribe -1") == .failure(.badSequence("-1")))
         #expect(parse("subscribe 1 xyz") == .failure(.badStreamID("xyz")))
         #expect(parse("subscribe 1 00000000b1c0ffee extra") == .failure(.unexpectedArgument(command: "subscribe", argument: "extra")))
-        #expect(parse("pairing-code 123456") == .success(.pairingCode("123456")))
-        #expect(parse("pairing-code ab12") == .success(.pairingCode("AB12")))
+        #expect(parse("pairing-code 123456") == .success(.pairingCode(123_456)))
+        #expect(parse("pairing-code 012345") == .success(.pairingCode(12_345)), "drawn with its leading zero")
         #expect(parse("pairing-code clear") == .success(.pairingCode(nil)))
+        // One rule, six digits: a shorter code or letters would be drawn as a code the companion
+        // never issued (the screen pads to six digits), so they are refused here.
+        #expect(parse("pairing-code ab12") == .failure(.badPairingCode("ab12")))
+        #expect(parse("pairing-code 1234") == .failure(.badPairingCode("1234")))
+        #expect(parse("pairing-code 12345a") == .failure(.badPairingCode("12345a")))
         #expect(parse("pairing-code") == .failure(.missingPairingCode))
         #expect(parse("pairing-code 12") == .failure(.badPairingCode("12")))
         #expect(parse("pairing-code 123456789") == .failure(.badPairingCode("123456789")))
@@ -204,13 +209,11 @@ struct ControlStreamTests {
         if case .failure(let e)? = parse("subscribe x") { #expect(ControlProtocol.format(e).hasPrefix("error ")) }
     }
 
-    @Test func pairingCodeIsKeptForTheOverlay() {
-        let s = ControlStream(streamID: 1)
-        #expect(s.pairingCode == nil)
-        s.setPairingCode("123456")
-        #expect(s.pairingCode == "123456")
-        s.setPairingCode(nil)
-        #expect(s.pairingCode == nil)
+    @Test func pairingCodeRefusalSaysSixDigits() {
+        guard case .failure(let e)? = ControlProtocol.parseStreamRequest("pairing-code ABCD1234") else {
+            Issue.record("a code of letters must be refused")
+            return
+        }
+        #expect(ControlProtocol.format(e).contains("six digits"))
     }
 }
-

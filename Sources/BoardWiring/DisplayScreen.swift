@@ -4,9 +4,10 @@ import Display
 import RideModel
 import Screens
 
-/// The board's `ScreenPort`: renders the screen value into the display pipeline (no I/O) and
-/// leaves the changed pages queued; the run loop sends them with `flushStep`, at most one page
-/// per loop turn, so no flush blocks the loop for long. Dims while idle.
+/// The board's `ScreenPort` for any panel on any link: renders the screen value into the
+/// pipeline (no I/O) and leaves the changed pages queued; the run loop sends them with
+/// `flushStep`, one bounded piece per loop turn, so no flush blocks the loop for long. Dims
+/// while idle (where the panel can). `DisplayScreen<Bus>` is the SSD1306/SH1106 one.
 ///
 /// The ride never stops for the display (docs/display.md, "Recovery"):
 /// - a bus error (or a display that is missing when `start` runs) is counted, the display is
@@ -15,10 +16,10 @@ import Screens
 ///   it answers;
 /// - every `DisplayDriver.refreshPeriodMs` the state commands are re-asserted and the frame
 ///   rewritten, so a controller that lost power without any bus error is back within 5 s.
-public final class DisplayScreen<Bus: DisplayBus>: ScreenPort {
+public final class PanelScreen<Driver: PanelDriver, Bus: DisplayLink>: ScreenPort {
     public static var retryAfterErrorMs: Int64 { 5_000 }
 
-    public private(set) var pipeline: DisplayPipeline
+    public private(set) var pipeline: PanelPipeline<Driver>
     public var bus: Bus
     public private(set) var busErrors: UInt64 = 0
     public private(set) var lastError: DisplayBusError?
@@ -39,9 +40,9 @@ public final class DisplayScreen<Bus: DisplayBus>: ScreenPort {
     /// Called when the display answers again after errors.
     public var onRecovered: (() -> Void)?
 
-    public init(bus: Bus, panel: PanelConfiguration) {
+    public init(bus: Bus, pipeline: PanelPipeline<Driver>) {
         self.bus = bus
-        pipeline = DisplayPipeline(panel: panel)
+        self.pipeline = pipeline
     }
 
     /// Init sequence and a cleared screen (start-up only: one full frame of bus time). On an
@@ -126,12 +127,18 @@ public final class DisplayScreen<Bus: DisplayBus>: ScreenPort {
         if news { onError?(error) }
     }
 
-    /// Turns the panel off (shutdown): one command, best effort.
+    /// Turns the panel off (shutdown), best effort.
     public func blank() {
-        var off: UInt8 = OLEDCommand.displayOff
-        _ = withUnsafePointer(to: &off) { p -> Bool in
-            do { try bus.write(control: OLEDControl.commands, UnsafeBufferPointer(start: p, count: 1)); return true } catch { return false }
-        }
+        do { try pipeline.blank(bus: &bus) } catch {}
+    }
+}
+
+/// The SSD1306/SH1106 screen on a bus (I²C on the board, the emulator in tests).
+public typealias DisplayScreen<Bus: DisplayLink> = PanelScreen<DisplayDriver, Bus>
+
+extension PanelScreen where Driver == DisplayDriver {
+    public convenience init(bus: Bus, panel: PanelConfiguration) {
+        self.init(bus: bus, pipeline: DisplayPipeline(panel: panel))
     }
 }
 

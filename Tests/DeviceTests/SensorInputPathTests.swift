@@ -3,16 +3,18 @@ import Glibc
 import AppCore
 import BoardIO
 import Device
+import Journal
 import RideModel
-@testable import Sensors
+import Sensors
 
 /// A bridge writes protocol frames to the app's Unix SOCK_SEQPACKET socket and to a pseudo-terminal
-/// (standing in for a serial dongle); the receiving side parses, decodes, runs the data source and
-/// feeds a real AppCore, whose screen shows the values. Bridge death shows the sensors as lost;
-/// a reconnect restores them.
-@Suite(.serialized) struct EndToEndTests {
-    static let hrm = SensorIdentity.ant(deviceNumber: 4321, deviceType: 120, transmissionType: 1)
-    static let pm = SensorIdentity.ble(BLEAddress("C0:FF:EE:00:11:22")!)
+/// (standing in for a serial dongle); the bytes go to the device runtime's one input path
+/// (`DeviceRuntime.receive`, as on the board), which parses, decodes, runs the data source and
+/// feeds the app core, whose screen shows the values. Bridge death shows the sensors as lost; a
+/// reconnect restores them.
+@Suite(.serialized) struct SensorInputPathTests {
+    static let hrm = SourceIdentity.ant(deviceNumber: 4321, deviceType: 120, transmissionType: 1)
+    static let pm = SourceIdentity.ble(BLEAddress("C0:FF:EE:00:11:22")!)
 
     static func configuration() -> DataSourceConfiguration {
         DataSourceConfiguration(sensors: [
@@ -42,7 +44,7 @@ import RideModel
         var buffer = [UInt8](repeating: 0, count: FrameBytes.capacity)
 
         /// Returns false when the bridge closed the connection.
-        mutating func drain(_ inputs: inout SensorInputs, _ app: inout AppCore, at now: MonotonicInstant) throws -> Bool {
+        mutating func drain(_ device: DeviceRuntime, at now: MonotonicInstant) throws -> Bool {
             guard let c = connection else { return false }
             while true {
                 let r = try buffer.withUnsafeMutableBytes { try c.receive(into: $0) }
@@ -51,10 +53,10 @@ import RideModel
                 case .closed:
                     c.close()
                     connection = nil
-                    inputs.bridgeClosed(at: now, into: &app)
+                    device.bridgeDisconnected(at: now)
                     return false
                 case let .data(n, truncated):
-                    buffer.withUnsafeBytes { inputs.packet(UnsafeRawBufferPointer(rebasing: $0[0..<n]), truncated: truncated, at: now, into: &app) }
+                    buffer.withUnsafeBytes { device.receive(.bridgePacket(UnsafeRawBufferPointer(rebasing: $0[0..<n]), truncated: truncated), at: now) }
                 }
             }
         }
@@ -64,23 +66,22 @@ import RideModel
         let path = "/tmp/bikecomputer-sensors-test-\(getpid()).sock"
         let listener = try SeqPacketListener.listen(path: path)
         defer { listener.close() }
-        var app = AppCore(randomSeed: 7)
-        var inputs = SensorInputs(Self.configuration())
-        inputs.start(at: ms(0), into: &app)
+        let device = Self.device(seed: 7)
+        var app: AppCore { device.core }
         #expect(app.screen.sensor(.heartRate) == .searching)
         #expect(try listener.accept() == nil)
 
         var bridge = try SeqPacketConnection.connect(path: path)
         var rx = SocketReceiver(connection: try listener.accept())
         #expect(rx.connection != nil)
-        inputs.bridgeConnected(at: ms(0))
+        device.bridgeConnected(at: ms(0))
         try bridge.send(BridgeFrame(bridgeTimeUs: 0, .hello(protocolVersionMax: 1, radios: 3, bridgeID: 1)).encoded().bytes)
         var now: Int64 = 0
         for k in 0..<8 {
             now = Int64(k) * 250
             for f in Self.frames(step: k) { try bridge.send(f.encoded().bytes) }
             try bridge.send([0x09, 0x09])  // a garbage packet: counted, skipped
-            #expect(try rx.drain(&inputs, &app, at: ms(now)))
+            #expect(try rx.drain(device, at: ms(now)))
         }
         #expect(app.screen[.heartRate] == 79)
         #expect(app.screen[.power] == 207)
@@ -88,16 +89,16 @@ import RideModel
         #expect(app.screen.sensor(.heartRate) == .connected)
         #expect(app.screen.sensor(.power) == .connected)
         #expect(app.screen.sensor(.cadence) == .connected)
-        #expect(inputs.status.bad[.malformedFrame] == 8)
-        #expect(inputs.status.logLine.contains("malformed_frame 8"))
+        #expect(device.sensorStatus.bad[.malformedFrame] == 8)
+        #expect(device.sensorStatus.logLine.contains("malformed_frame 8"))
 
         // The bridge dies.
         bridge.close()
         now += 100
-        #expect(try rx.drain(&inputs, &app, at: ms(now)) == false)
+        #expect(try rx.drain(device, at: ms(now)) == false)
         #expect(app.screen.sensor(.heartRate) == .lost)
         #expect(app.screen.sensor(.power) == .lost)
-        app.handle(.tick(ms(now + 4000)))
+        device.coreTick(at: ms(now + 4000))
         #expect(app.screen[.heartRate] == nil)
         #expect(app.screen[.power] == nil)
 
@@ -108,7 +109,7 @@ import RideModel
         now += 5000
         for k in 20..<24 {
             for f in Self.frames(step: k) { try bridge.send(f.encoded().bytes) }
-            #expect(try rx.drain(&inputs, &app, at: ms(now + Int64(k - 20) * 250)))
+            #expect(try rx.drain(device, at: ms(now + Int64(k - 20) * 250)))
         }
         #expect(app.screen.sensor(.heartRate) == .connected)
         #expect(app.screen.sensor(.power) == .connected)
@@ -122,10 +123,9 @@ import RideModel
         defer { pty.controller.close() }
         let port = try SerialPort.open(pty.terminalPath, baud: 115200)
         defer { port.close() }
-        var app = AppCore(randomSeed: 9)
-        var inputs = SensorInputs(Self.configuration())
-        inputs.start(at: ms(0), into: &app)
-        inputs.bridgeConnected(at: ms(0))
+        let device = Self.device(seed: 9)
+        var app: AppCore { device.core }
+        device.bridgeConnected(at: ms(0))
         var buffer = [UInt8](repeating: 0, count: 256)
 
         func pump(at now: Int64) throws {
@@ -136,7 +136,7 @@ import RideModel
                 switch r {
                 case let .data(n, _):
                     idle = 0
-                    buffer.withUnsafeBytes { inputs.serialBytes(UnsafeRawBufferPointer(rebasing: $0[0..<n]), at: ms(now), into: &app) }
+                    buffer.withUnsafeBytes { device.receive(.serialBytes(UnsafeRawBufferPointer(rebasing: $0[0..<n])), at: ms(now)) }
                 case .wouldBlock:
                     idle += 1
                     usleep(2_000)
@@ -161,13 +161,12 @@ import RideModel
         #expect(app.screen[.heartRate] == 79)
         #expect(app.screen[.power] == 207)
         #expect(app.screen.sensor(.heartRate) == .connected)
-        #expect(inputs.deframer.framesOK == 17)
-        #expect(inputs.status.bad.total >= 2)
-        #expect(inputs.status.bad[.serialChecksum] + inputs.status.bad[.serialEncoding] >= 2)
+        #expect(device.sensorStatus.framesReceived == 17)
+        #expect(device.sensorStatus.bad.total >= 2)
+        #expect(device.sensorStatus.bad[.serialChecksum] + device.sensorStatus.bad[.serialEncoding] >= 2)
 
         // The dongle goes silent: after the bridge-silence time the sensors are lost.
-        inputs.tick(at: ms(now + 5_000), into: &app)
-        app.handle(.tick(ms(now + 5_000)))
+        device.tick(at: ms(now + 5_000))
         #expect(app.screen.sensor(.heartRate) == .lost)
         #expect(app.screen.sensor(.power) == .lost)
         #expect(app.screen[.heartRate] == nil)
@@ -182,4 +181,29 @@ import RideModel
         #expect(app.screen[.heartRate] == 104)
         #expect(app.screen[.power] == 232)
     }
+
+    /// A device as `bikecomputer run` boots it, on the simulated flash, with the bridge sensors.
+    static func device(seed: UInt64) -> DeviceRuntime {
+        let opened = FlashJournal.open(storage: SimulatedFlash(), randomSeed: seed, deviceNow: .zero)
+        return DeviceRuntime.boot((opened.journal, opened.core, opened.report), archive: DiscardingArchive(), log: MemoryLog(),
+                                  sensors: configuration(), wall: nil, at: .zero)
+    }
+}
+
+final class DiscardingArchive: RideArchivePort {
+    private(set) var stored: [RideID] = []
+    func store(rideID: RideID, records: [RideRecord]) throws -> String { stored.append(rideID); return "kept in memory" }
+    func delete(rideID: RideID) throws { stored.removeAll { $0 == rideID } }
+}
+
+func payload(_ bytes: [UInt8]) -> Payload { Payload(bytes)! }
+
+func ms(_ v: Int64) -> MonotonicInstant { MonotonicInstant(milliseconds: v) }
+
+/// Little-endian byte writer for building payloads independently of the decoders.
+struct LE {
+    var bytes: [UInt8] = []
+    mutating func u8(_ v: UInt8) { bytes.append(v) }
+    mutating func u16(_ v: UInt16) { bytes.append(UInt8(v & 0xFF)); bytes.append(UInt8(v >> 8)) }
+    mutating func s16(_ v: Int16) { u16(UInt16(bitPattern: v)) }
 }

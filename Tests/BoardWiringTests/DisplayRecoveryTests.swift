@@ -1,7 +1,7 @@
 import AppCore
 import BoardIO
 import Device
-import DeviceAdapters
+import BoardWiring
 import Display
 import RideModel
 import Testing

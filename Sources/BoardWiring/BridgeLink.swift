@@ -1,13 +1,15 @@
 import AppCore
 import BoardIO
+import Control
 import Device
 import RideModel
 import Sensors
 
 /// The bridge transport on the run loop: a SOCK_SEQPACKET listener the bridge process connects
-/// to, or a serial device a dongle writes COBS records on. Frames go through the data source
-/// (`SensorInputs`) and every resulting input through `DeviceRuntime.handle`. Work per wake-up
-/// is bounded; the receive buffer is allocated once, so a frame allocates nothing here.
+/// to, or a serial device a dongle writes COBS records on. It only moves bytes: each packet or
+/// serial read goes to `DeviceRuntime.receive` as it arrived (the runtime parses, decodes and
+/// counts), and the link's ups and downs to `bridgeConnected`/`bridgeDisconnected`. Work per
+/// wake-up is bounded; the receive buffer is allocated once, so a frame allocates nothing here.
 public final class BridgeLink {
     public enum Transport: Sendable, Hashable {
         case unixSocket(path: String)
@@ -24,7 +26,6 @@ public final class BridgeLink {
     }
 
     public let transport: Transport
-    public private(set) var sensors: SensorInputs
     let runtime: DeviceRuntime
     let loop: EventLoop
     let log: LogPort
@@ -50,23 +51,19 @@ public final class BridgeLink {
 
     public var isConnected: Bool { connection != nil || serial != nil }
 
-    public init(transport: Transport, configuration: DataSourceConfiguration, loop: EventLoop,
-                runtime: DeviceRuntime, log: LogPort) {
+    public init(transport: Transport, loop: EventLoop, runtime: DeviceRuntime, log: LogPort) {
         self.transport = transport
         self.loop = loop
         self.runtime = runtime
         self.log = log
-        sensors = SensorInputs(configuration)
         buffer = Array(repeating: 0, count: max(BridgeFrame.bytesMax + 16, Limits.serialBytesPerReadMax))
     }
 
     var now: MonotonicInstant { MonotonicInstant(milliseconds: loop.nowMs) }
 
-    /// Starts listening (socket) or opening (serial), and announces every sensor's initial
-    /// state. A socket that cannot be created throws: without it no sensor can ever arrive.
+    /// Starts listening (socket) or opening (serial). A socket that cannot be created throws:
+    /// without it no sensor can ever arrive.
     public func start() throws(SystemError) {
-        let rt = runtime
-        sensors.source.start(at: now) { rt.handle(SensorFeed.input($0)) }
         switch transport {
         case .unixSocket(let path):
             try AtomicFiles.makeDirectories(AtomicFiles.directoryName(of: path))
@@ -97,12 +94,6 @@ public final class BridgeLink {
         reopenTimer = nil
     }
 
-    /// The 1 Hz tick: stale/lost sensors, a silent bridge.
-    public func tick(at now: MonotonicInstant) {
-        let rt = runtime
-        sensors.source.tick(at: now) { rt.handle(SensorFeed.input($0)) }
-    }
-
     // MARK: Socket
 
     func accept() {
@@ -129,14 +120,13 @@ public final class BridgeLink {
             }
             connection = c
             connectionsAccepted &+= 1
-            sensors.bridgeConnected(at: now)
+            runtime.bridgeConnected(at: now)
             log.log(.info, "sensor bridge connected")
         }
     }
 
     func receive(_ readiness: IOReadiness) {
         guard let c = connection else { return }
-        let rt = runtime
         var fed = false
         for _ in 0..<Limits.packetsPerWakeMax {
             let result: ReceiveResult
@@ -153,13 +143,7 @@ public final class BridgeLink {
                 buffer.withUnsafeBytes { b in
                     let packet = UnsafeRawBufferPointer(rebasing: b[0..<count])
                     onPacket?(packet)
-                    if truncated { sensors.source.count(.malformedFrame); return }
-                    do throws(DecodeError) {
-                        let frame = try BridgeFrame.parse(packet)
-                        sensors.source.handle(frame, at: at) { rt.handle(SensorFeed.input($0)) }
-                    } catch {
-                        sensors.source.count(error.kind)
-                    }
+                    runtime.receive(.bridgePacket(packet, truncated: truncated), at: at)
                 }
                 onPacketDone?()
                 fed = true
@@ -183,10 +167,7 @@ public final class BridgeLink {
         c.close()
         connection = nil
         disconnections &+= 1
-        if announce {
-            let rt = runtime
-            sensors.source.bridgeDisconnected(at: now) { rt.handle(SensorFeed.input($0)) }
-        }
+        if announce { runtime.bridgeDisconnected(at: now) }
     }
 
     // MARK: Serial
@@ -203,7 +184,7 @@ public final class BridgeLink {
                 return
             }
             serial = port
-            sensors.bridgeConnected(at: now)
+            runtime.bridgeConnected(at: now)
             log.log(.info, "serial sensor bridge opened: \(path) at \(baud) baud")
         } catch {
             note("cannot open the serial bridge \(path): \(error); retrying every \(Limits.serialReopenMs / 1000) s")
@@ -221,7 +202,6 @@ public final class BridgeLink {
 
     func readSerial(_ readiness: IOReadiness) {
         guard let port = serial else { return }
-        let rt = runtime
         var fed = false
         for attempt in 0..<Limits.serialReadsPerWakeMax {
             let result: ReceiveResult
@@ -236,13 +216,9 @@ public final class BridgeLink {
             }
             if case .data(let count, _) = result {
                 let at = now
-                var d = sensors.deframer
                 buffer.withUnsafeBytes { b in
-                    d.feed(UnsafeRawBufferPointer(rebasing: b[0..<count])) { frame in
-                        sensors.source.handle(frame, at: at) { rt.handle(SensorFeed.input($0)) }
-                    }
+                    runtime.receive(.serialBytes(UnsafeRawBufferPointer(rebasing: b[0..<count])), at: at)
                 }
-                sensors.deframer = d
                 fed = true
                 continue
             }
@@ -266,15 +242,37 @@ public final class BridgeLink {
         port.close()
         serial = nil
         disconnections &+= 1
-        if announce {
-            let rt = runtime
-            sensors.source.bridgeDisconnected(at: now) { rt.handle(SensorFeed.input($0)) }
-        }
+        if announce { runtime.bridgeDisconnected(at: now) }
     }
 
     func note(_ message: String) {
         transportErrors &+= 1
         lastError = message
         log.log(.error, message)
+    }
+}
+
+extension BridgeLink: BoardComponent {
+    /// Starts listening (or opening the serial device); after every wake-up that fed the runtime
+    /// the wiring re-arms its deadlines.
+    public func start(_ board: BoardWiring) throws {
+        onInputs = { [unowned board] in board.afterInputs() }
+        try start()
+    }
+
+    public var state: String { isConnected ? "connected" : "waiting for the bridge" }
+    /// The bridge is a process or a dongle, not board hardware: its errors are in `bridge`.
+    public var hardwareErrors: UInt64 { 0 }
+
+    public func writeStatus(into w: inout JSONWriter) {
+        let src = runtime.sensorStatus
+        w.beginObject("bridge")
+        w.bool("connected", isConnected)
+        w.int("connections", Int64(clamping: connectionsAccepted))
+        w.int("disconnections", Int64(clamping: disconnections))
+        w.int("frames", Int64(clamping: src.framesReceived))
+        w.int("samples", Int64(clamping: src.samplesEmitted))
+        w.string("counters", src.logLine)
+        w.endObject()
     }
 }

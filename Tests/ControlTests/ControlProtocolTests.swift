@@ -1,5 +1,5 @@
 @testable import AppCore
-import Device
+import Control
 import Foundation
 import RideModel
 import Testing

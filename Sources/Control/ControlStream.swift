@@ -19,9 +19,6 @@ public final class ControlStream: RideObserver {
     public enum Limits {
         /// Discrete events (everything but `metrics`) kept for replay to reconnecting clients.
         public static let replayEventsMax = 128
-        /// Codes longer than this are refused by `pairing-code`.
-        public static let pairingCodeCharactersMax = 8
-        public static let pairingCodeCharactersMin = 4
     }
 
     /// What a `subscribe` request gets: the reply line for the requesting client, then the
@@ -51,8 +48,6 @@ public final class ControlStream: RideObserver {
     public private(set) var seq: UInt64 = 0
     /// Receives every emitted line (without newline): the socket server's broadcast.
     public var sink: ((String) -> Void)?
-    /// The code the companion asked the unit to show (`pairing-code`), for the screen overlay.
-    public private(set) var pairingCode: String?
 
     private var ring: RingBuffer<Entry>
     /// The highest sequence number that fell out of the ring (0: none).
@@ -134,9 +129,6 @@ public final class ControlStream: RideObserver {
         Self.writeView(core, into: &w)
         emit("metrics", w, at: now, replayable: false)
     }
-
-    /// Shows (a code) or clears (nil) the pairing code; the runtime draws `pairingCode`.
-    public func setPairingCode(_ code: String?) { pairingCode = code }
 
     // MARK: Subscribing
 
@@ -230,7 +222,7 @@ public final class ControlStream: RideObserver {
         w.endObject()
         w.endObject()
         w.beginObject("sensors")
-        for role in SensorRole.allCases { w.string(role.sensorKey, s.sensor(role).description) }
+        for role in SensorRole.allCases { w.string(role.key, s.sensor(role).description) }
         w.endObject()
         w.string("overlay", s.overlay?.description)
         w.string("storage", StatusReport.word(s.storage))
@@ -284,18 +276,6 @@ public final class ControlStream: RideObserver {
     }
 }
 
-extension SensorRole {
-    /// The sensor's key in stream lines.
-    var sensorKey: String {
-        switch self {
-        case .heartRate: "heart_rate"
-        case .power: "power"
-        case .speed: "speed"
-        case .cadence: "cadence"
-        }
-    }
-}
-
 // MARK: The stream's requests on the control socket
 
 extension ControlProtocol {
@@ -303,8 +283,9 @@ extension ControlProtocol {
     public enum StreamRequest: Sendable, Hashable {
         /// `subscribe [FROM_SEQ [STREAM_ID]]`: turn this connection into an event stream.
         case subscribe(fromSeq: UInt64?, streamID: String?)
-        /// `pairing-code CODE`: show CODE on the unit's display; `pairing-code clear`: hide it.
-        case pairingCode(String?)
+        /// `pairing-code CODE`: show CODE (`PairingCode.digits` digits) on the unit's display;
+        /// `pairing-code clear`: hide it.
+        case pairingCode(UInt32?)
     }
 
     /// Why a `subscribe` or `pairing-code` line is malformed.
@@ -319,7 +300,7 @@ extension ControlProtocol {
             switch self {
             case .badSequence(let s): "sequence number '\(ControlProtocol.clip(s))' is not a whole number; send `subscribe` or `subscribe LAST_SEQ`"
             case .badStreamID(let s): "stream id '\(ControlProtocol.clip(s))' is not 16 hex digits; send the `stream` value of a snapshot"
-            case .badPairingCode(let s): "pairing code '\(ControlProtocol.clip(s))' must be \(ControlStream.Limits.pairingCodeCharactersMin)...\(ControlStream.Limits.pairingCodeCharactersMax) letters or digits"
+            case .badPairingCode(let s): "pairing code '\(ControlProtocol.clip(s))' must be six digits (the companion shows the code to type)"
             case .missingPairingCode: "`pairing-code` needs a code or `clear`"
             case .unexpectedArgument(let c, let a): "'\(c)' got an extra argument '\(ControlProtocol.clip(a))'"
             }
@@ -355,11 +336,8 @@ extension ControlProtocol {
             guard let code = args.first else { return .failure(.missingPairingCode) }
             if args.count > 1 { return .failure(.unexpectedArgument(command: "pairing-code", argument: args[1])) }
             if code.lowercased() == "clear" { return .success(.pairingCode(nil)) }
-            let upper = code.uppercased()
-            let ok = (ControlStream.Limits.pairingCodeCharactersMin...ControlStream.Limits.pairingCodeCharactersMax).contains(upper.utf8.count)
-                && upper.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) }
-            guard ok else { return .failure(.badPairingCode(code)) }
-            return .success(.pairingCode(upper))
+            guard let value = PairingCode.parse(code) else { return .failure(.badPairingCode(code)) }
+            return .success(.pairingCode(value))
         default:
             return nil
         }

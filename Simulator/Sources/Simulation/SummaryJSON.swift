@@ -1,8 +1,10 @@
 import AppCore
+import Control
 import RideModel
 
 /// summary.json: the app's own summary of a ride, with exactly the keys of the simulator issue
-/// (null where there was no data). Used by the simulator, the tests and `rides show`.
+/// (null where there was no data). Written by the simulator (`bikesim run`, `bikesim replay`)
+/// from the core; the board never builds it.
 public enum SummaryJSON {
     /// Writes the statistic keys shared by the ride and each lap.
     static func statistics(_ w: inout JSONWriter, _ s: StatisticsSet, timerMs: Int64, elapsedMs: Int64,
@@ -78,5 +80,18 @@ public enum SummaryJSON {
         w.endArray()
         w.endObject()
         return w.text + "\n"
+    }
+}
+
+/// Keeps the summary.json of the last ride that finished, made from the core at the moment it
+/// finished (a later ride or a reboot replaces the core). A `RideObserver` of the simulator's
+/// runtime, so the board's runtime builds no summary nobody reads.
+public final class SummaryRecorder: RideObserver {
+    public private(set) var lastFinishedJSON: String?
+
+    public init() {}
+
+    public func observe(_ effect: AppEffect, core: AppCore, at now: MonotonicInstant) {
+        if case .rideFinished = effect { lastFinishedJSON = SummaryJSON.make(core, at: now) }
     }
 }

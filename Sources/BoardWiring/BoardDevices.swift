@@ -1,0 +1,85 @@
+import AppCore
+import BoardHardware
+import BoardIO
+import Configuration
+import Device
+import Display
+
+/// The hardware a wiring uses, opened (or found missing) before it starts: the display, the
+/// button lines and the buzzer line, each with the state `ctl status` shows and the errors met
+/// opening it. `linux` opens the board's (libi2c, libgpiod); the tests make their own doubles.
+public struct BoardDevices {
+    public var display: (any DisplayUnit)?
+    public var displayState: String
+    public var buttons: (any ButtonLines)?
+    public var buttonsState: String
+    public var buttonsErrors: UInt64
+    public var buzzer: (any AlertLine)?
+    public var buzzerState: String
+    public var buzzerErrors: UInt64
+
+    public init(display: (any DisplayUnit)? = nil, displayState: String = "disabled (--no-display)",
+                buttons: (any ButtonLines)? = nil, buttonsState: String = "disabled (--no-buttons)", buttonsErrors: UInt64 = 0,
+                buzzer: (any AlertLine)? = nil, buzzerState: String = "none", buzzerErrors: UInt64 = 0) {
+        self.display = display
+        self.displayState = displayState
+        self.buttons = buttons
+        self.buttonsState = buttonsState
+        self.buttonsErrors = buttonsErrors
+        self.buzzer = buzzer
+        self.buzzerState = buzzerState
+        self.buzzerErrors = buzzerErrors
+    }
+
+    /// The board's hardware as the config describes it. The I²C display is opened at its first
+    /// write and retried every few seconds while it does not answer (a loose connector at
+    /// power-on); buttons and the buzzer that cannot be requested are logged, counted and left
+    /// out — the ride goes on without them. With `latencyProbeHz` the display is the latency
+    /// probe (measurement mode: an emulated bus at that clock, 0 for none).
+    public static func linux(config: DeviceConfig, settings: DeviceSettings, display: Bool, buttons: Bool,
+                             latencyProbeHz: Int?, log: LogPort) -> BoardDevices {
+        var d = BoardDevices()
+        if let hz = latencyProbeHz {
+            d.display = DisplayScreen(bus: LatencyProbeBus(emulatedClockHz: hz, nowNs: { MonotonicClock.nowNs }), panel: settings.panel)
+            d.displayState = "emulated (measurement mode, \(hz) Hz)"
+        } else if display {
+            let bus = I2CBus(deferredPath: "/dev/i2c-\(config.display.bus)", address: UInt8(config.display.address))
+            d.display = DisplayScreen(bus: bus, panel: settings.panel)
+            d.displayState = "ok (/dev/i2c-\(config.display.bus) 0x\(String(config.display.address, radix: 16)))"
+        }
+        guard buttons else { return d }
+        let c = config.buttons
+        if let pin = c.buzzerPin {
+            do {
+                d.buzzer = try GPIOOutputLine(chip: c.chip, offset: UInt32(pin))
+                d.buzzerState = "ok (\(c.chip) line \(pin))"
+            } catch {
+                d.buzzerErrors += 1
+                d.buzzerState = "failed: \(error)"
+                log.log(.error, "buzzer: \(error); alerts are shown but not sounded")
+            }
+        }
+        let bias: GPIOBias
+        switch c.bias {
+        case .asIs: bias = .asIs
+        case .pullUp: bias = .pullUp
+        case .pullDown: bias = .pullDown
+        case .disabled: bias = .disabled
+        }
+        let lines = settings.buttonLines
+        do {
+            d.buttons = try GPIOButtons(chip: c.chip, offsets: lines.map(\.offset), activeLow: c.activeLow, bias: bias)
+            d.buttonsState = "ok (\(c.chip) lines \(lines.map { String($0.offset) }.joined(separator: ",")))"
+            log.log(.info, "buttons: \(d.buttonsState)")
+        } catch {
+            d.buttonsErrors += 1
+            d.buttonsState = "failed: \(error)"
+            log.log(.error, "buttons: \(error); running without the buttons (use `bikecomputer ctl` to control the ride)")
+        }
+        return d
+    }
+}
+
+// libgpiod's lines, as the wiring uses them (their typed-throws methods satisfy the protocols).
+extension GPIOButtons: ButtonLines {}
+extension GPIOOutputLine: AlertLine {}

@@ -1,0 +1,5 @@
+// DeviceAdapters: the Device ports on a real directory, shared by the executables — the journal's
+// segment files (`BoardJournal`), ride files written atomically (`BoardRideFiles`), the
+// ride-active flag, the system wall clock and the stderr log. No hardware, no run loop.
+//
+// Must not import: BoardHardware, BoardWiring, Simulation, Screens, Display, Sensors.

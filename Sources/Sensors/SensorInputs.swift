@@ -1,0 +1,95 @@
+import RideModel
+
+/// Input for the data source as a transport delivers it, before anything has parsed it. Every
+/// transport (the board's bridge socket and serial line, the simulator's bridge, the benchmark,
+/// the tests) hands these to `DeviceRuntime.receive(_:at:)`, which passes them here; nothing
+/// else parses, decodes or counts sensor input.
+///
+/// A new input kind (a GPS report from gpsd, say) is a case here, its parser beside it, and one
+/// branch in `SensorInputs.receive`; the transport that reads it is a board component.
+public enum RawSensorInput {
+    /// One SOCK_SEQPACKET packet: one bridge frame. `truncated` when it did not fit the receive
+    /// buffer (counted as malformed, never parsed).
+    case bridgePacket(UnsafeRawBufferPointer, truncated: Bool)
+    /// Bytes read from a serial bridge, in any chunking (COBS records, see `SerialDeframer`).
+    case serialBytes(UnsafeRawBufferPointer)
+}
+
+/// The one owner of sensor input: parses raw input (bridge packets, serial bytes), runs the data
+/// source, and counts everything that went wrong in one status value (frame errors and serial
+/// framing errors together). Emits `SensorEvent`s for the app core. A frame allocates nothing.
+public struct SensorInputs: Sendable {
+    public private(set) var source: DataSource
+    var deframer = SerialDeframer()
+
+    public init(_ configuration: DataSourceConfiguration) { source = DataSource(configuration) }
+
+    public var configuration: DataSourceConfiguration { source.configuration }
+
+    /// Counters of the data source with the serial framing's folded in.
+    public var status: DataSourceStatus {
+        var s = source.status
+        for k in BadInput.allCases { s.bad.count(k, by: deframer.bad[k]) }
+        return s
+    }
+
+    /// Announces every role's initial state (the device started).
+    public mutating func start(at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
+        source.start(at: now, emit)
+    }
+
+    /// A bridge connected to the socket (or the serial device was opened).
+    public mutating func bridgeConnected(at now: MonotonicInstant) { source.bridgeConnected(at: now) }
+
+    /// The socket closed or the serial device went away: every sensor behind the bridge is lost.
+    public mutating func bridgeDisconnected(at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
+        source.bridgeDisconnected(at: now, emit)
+    }
+
+    /// Parses and handles one raw input.
+    public mutating func receive(_ input: RawSensorInput, at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
+        switch input {
+        case .bridgePacket(let bytes, let truncated):
+            if truncated { source.count(.malformedFrame); return }
+            do throws(DecodeError) {
+                let frame = try BridgeFrame.parse(bytes)
+                source.handle(frame, at: now, emit)
+            } catch {
+                source.count(error.kind)
+            }
+        case .serialBytes(let bytes):
+            // The deframer is a fixed-size value: moving it out avoids overlapping access to self
+            // without copying the data source (whose arrays would then be copied on write).
+            var d = deframer
+            d.feed(bytes) { source.handle($0, at: now, emit) }
+            deframer = d
+        }
+    }
+
+    /// Readings an onboard receiver delivered decoded (see `DataSource.handle(_:from:at:_:)`).
+    public mutating func receive(_ values: DerivedValues, from who: SourceIdentity, at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
+        source.handle(values, from: who, at: now, emit)
+    }
+
+    /// An onboard receiver's link changed (a GPS gained or lost its fix).
+    public mutating func link(_ who: SourceIdentity, _ state: LinkState, at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
+        source.link(who, state, at: now, emit)
+    }
+
+    /// Time passing: stale and lost sources, a silent bridge. At least once a second.
+    public mutating func tick(at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
+        source.tick(at: now, emit)
+    }
+}
+
+extension DataSourceStatus {
+    /// One log line with the non-zero counters, e.g.
+    /// "sensors: frames 1200 decoded 1180 samples 2400; bad: truncated 3 unpaired_sensor 17".
+    public var logLine: String {
+        var s = "sensors: frames \(framesReceived) decoded \(payloadsDecoded) samples \(samplesEmitted)"
+        s += " bridge \(bridgeConnected ? "up" : "down") connections \(bridgeConnections)"
+        var bads = ""
+        for k in BadInput.allCases where bad[k] > 0 { bads += " \(k) \(bad[k])" }
+        return bads.isEmpty ? s : s + "; bad:" + bads
+    }
+}
