@@ -113,6 +113,8 @@ public struct SensorsMenu: Sendable, Hashable {
     /// The selected row of the page (on the list, `paired.count` is SEARCH).
     public var cursor = 0
     public var searchEndsAt: MonotonicInstant?
+    /// Whole seconds the search has left, for the screen (the core updates it every tick).
+    public var searchSecondsLeft: Int?
     /// A line shown over the list until `messageUntil` ("PAIRED", "FORGOTTEN", an error).
     public var message: String?
     public var messageUntil: MonotonicInstant?
@@ -160,6 +162,7 @@ public struct SensorsMenu: Sendable, Hashable {
             cursor = 0
             found = []
             searchEndsAt = now.advanced(byMs: Int64(Self.searchSeconds) * 1000)
+            searchSecondsLeft = Self.searchSeconds
             return .search(seconds: Self.searchSeconds)
         case (.list, .startPause):
             return .close
@@ -181,7 +184,7 @@ public struct SensorsMenu: Sendable, Hashable {
             page = .list
             cursor = paired.count
             let searching = isSearching(at: now)
-            searchEndsAt = nil
+            searchEnded()
             return searching ? .stopSearch : .nothing
         }
     }
@@ -216,6 +219,14 @@ public struct SensorsMenu: Sendable, Hashable {
     /// The search ended (its time ran out, or the bridge had no radio to search with).
     public mutating func searchEnded() {
         searchEndsAt = nil
+        searchSecondsLeft = nil
+    }
+
+    /// Time passing: the seconds the search has left (nil once it is over).
+    public mutating func tick(at now: MonotonicInstant) {
+        guard let end = searchEndsAt else { searchSecondsLeft = nil; return }
+        searchSecondsLeft = now < end ? Int((end.milliseconds - now.milliseconds + 999) / 1000) : nil
+        if searchSecondsLeft == nil { searchEndsAt = nil }
     }
 
     /// The outcome of pairing or forgetting: a message for a few seconds; after pairing the

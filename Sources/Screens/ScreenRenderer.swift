@@ -11,8 +11,8 @@ import RideModel
 public struct ScreenRenderer: Sendable {
     public let layouts: ScreenLayouts
     public let summaryPages: [SummaryPage]
-    private var canvas: Framebuffer
-    private var text = TextBuffer()
+    var canvas: Framebuffer
+    var text = TextBuffer()
     /// What the canvas shows when it holds a running page without overlay: the page index, then
     /// each field's text, 0xFF after each. Most inputs while riding are sensor frames that change
     /// nothing on the page shown (a power frame while page 1 shows speed, a speed frame that
@@ -32,9 +32,9 @@ public struct ScreenRenderer: Sendable {
         keyScratch = drawnKey
     }
 
-    private var width: Int { canvas.width }
-    private var height: Int { canvas.height }
-    private var tall: Bool { canvas.height >= 64 }
+    var width: Int { canvas.width }
+    var height: Int { canvas.height }
+    var tall: Bool { canvas.height >= 64 }
 
     public mutating func render(_ model: ScreenModel, into framebuffer: inout Framebuffer) {
         draw(model)
@@ -68,6 +68,7 @@ public struct ScreenRenderer: Sendable {
         case .paused: drawPaused(model)
         case .summary(let page): drawSummary(page: page, model)
         case .confirmDiscard: drawConfirmDiscard()
+        case .sensors: drawSensors(model.sensorsMenu)
         }
         if let alert = model.overlay { drawOverlay(alert) }
         if let code = model.pairingCode { drawPairingCode(code) }
