@@ -185,6 +185,7 @@ public final class BoardWiring {
         runtime.tick(at: t)
         companion.tick(self, at: t)
         sensors.tick()
+        bridge.logBadInput(at: t)
         let syncs = journal.counters.syncs
         if syncs != lastSyncs {
             lastSyncs = syncs

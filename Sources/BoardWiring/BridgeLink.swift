@@ -2,6 +2,7 @@ import AppCore
 import BoardIO
 import Control
 import Device
+import Glibc
 import RideModel
 import Sensors
 
@@ -85,6 +86,10 @@ public final class BridgeLink {
     /// A search's frames (found, scan state) as they arrive, for `bikecomputer sensors scan`
     /// (they also go to the runtime, which shows them on the Sensors screen).
     public var onSearchFrame: ((BridgeMessage) -> Void)?
+    /// Bad sensor input as last logged, and when (a line at most once a minute while it grows).
+    var loggedBad = BadInputCounters()
+    var lastBadLogMs: Int64?
+    public static let badInputLogPeriodMs: Int64 = 60_000
     public private(set) var connectionsAccepted: UInt64 = 0
     public private(set) var disconnections: UInt64 = 0
     public private(set) var transportErrors: UInt64 = 0
@@ -244,6 +249,22 @@ public final class BridgeLink {
         }
     }
 
+    /// The 1 Hz tick: bad sensor input since the last line is logged (what and how much), at
+    /// most once a minute, so a sensor sending garbage is visible in the journal, not a flood.
+    func logBadInput(at t: MonotonicInstant) {
+        let bad = runtime.sensorStatus.bad
+        guard bad != loggedBad else { return }
+        if let last = lastBadLogMs, t.milliseconds - last < Self.badInputLogPeriodMs { return }
+        var parts: [String] = []
+        for k in BadInput.allCases where bad[k] != loggedBad[k] {
+            parts.append("\(k) +\(bad[k] &- loggedBad[k]) (\(bad[k]) in all)")
+        }
+        log.log(.warning, "sensor input dropped or repaired: " + parts.joined(separator: ", ")
+                + "; `bikecomputer decode` shows what a payload holds (docs/sensors.md)")
+        loggedBad = bad
+        lastBadLogMs = t.milliseconds
+    }
+
     // MARK: Frames to the bridge (version 2)
 
     /// Whether the connected bridge takes the app's requests (search, reload).
@@ -348,14 +369,32 @@ public final class BridgeLink {
                 continue
             case .wouldBlock:
                 break
-            case .closed:
+            case .closed where Self.hungUp(s.connection.fd):
                 // bluetoothd closed it: the sensor disconnected (the bridge reports the link).
                 closeSocket(s)
                 fed = true
+            case .closed:
+                // An empty value (a recv of 0 bytes on a socket still open): a data frame with no
+                // payload, which the decoder counts as truncated.
+                let at = now
+                let us = MonotonicClock.nowNs / 1000
+                for i in 0..<8 { s.frame[2 + i] = UInt8(truncatingIfNeeded: us >> UInt64(8 * i)) }
+                s.frame[20] = 0
+                if s.countIndex >= 0 { socketCounts[s.countIndex].values &+= 1 }
+                s.frame.withUnsafeBytes { b in runtime.receive(.bridgePacket(UnsafeRawBufferPointer(rebasing: b[0..<21]), truncated: false), at: at) }
+                fed = true
+                continue
             }
             break
         }
         if fed { onInputs?() }
+    }
+
+    /// Whether the peer of a socket hung up (a SOCK_SEQPACKET read of 0 bytes is either that or
+    /// an empty packet).
+    static func hungUp(_ fd: FileDescriptor) -> Bool {
+        var p = Glibc.pollfd(fd: fd.rawValue, events: Int16(Glibc.POLLHUP | 0x2000), revents: 0)  // 0x2000: POLLRDHUP
+        return Glibc.poll(&p, 1, 0) > 0 && p.revents & Int16(Glibc.POLLHUP | 0x2000) != 0
     }
 
     func closeSocket(_ s: NotificationSocket) {

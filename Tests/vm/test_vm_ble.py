@@ -130,7 +130,20 @@ def sim_count(c: dict, sensor: str, char: str) -> int:
 
 
 def bridge_count(c: dict, address: str, char: str) -> int:
+    """Notifications the bridge forwarded as frames."""
     return c["bridge"]["notifications"].get(f"{address}/{char}", 0)
+
+
+def app_socket_count(c: dict, address: str, char: str) -> int:
+    """Notifications the app read itself from the socket the bridge handed it (this app process)."""
+    return sum(v["values"] for v in c["app"].get("socket_values", [])
+               if v["sensor"] == f"ble:{address}" and v["characteristic"] == char)
+
+
+def delivered(a: dict, b: dict, address: str, char: str) -> int:
+    """What reached the app from checkpoint a to b: forwarded by the bridge or read from the socket."""
+    return (bridge_count(b, address, char) - bridge_count(a, address, char)
+            + app_socket_count(b, address, char) - app_socket_count(a, address, char))
 
 
 def journal_values(result: vmlib.Result) -> list[tuple[str, str, float, int]]:
@@ -203,11 +216,16 @@ def test_every_notification_sent_reaches_the_bridge_and_every_frame_the_app(ble_
         for sensor, char in CHARS.items():
             address = r["addresses"][sensor]
             sent_n = sim_count(cp[b], sensor, char) - sim_count(cp[a], sensor, char)
-            fwd_n = bridge_count(cp[b], address, char) - bridge_count(cp[a], address, char)
-            assert sent_n == fwd_n and sent_n > 0, f"{a} -> {b}, {sensor} {char}: sent {sent_n}, bridge forwarded {fwd_n}"
+            got = delivered(cp[a], cp[b], address, char)
+            assert sent_n == got and sent_n > 0, f"{a} -> {b}, {sensor} {char}: sent {sent_n}, reached the app {got}"
+        # Every frame the bridge sent (hellos, links, heartbeats, handed sockets, values it
+        # forwarded) was received, plus every value the app read from a socket.
         frames_out = cp[b]["bridge"]["sent"] - cp[a]["bridge"]["sent"]
+        socket_values = sum(app_socket_count(cp[b], r["addresses"][n], c) - app_socket_count(cp[a], r["addresses"][n], c)
+                            for n, c in list(CHARS.items()) + [("hr", "2a19")])
         frames_in = cp[b]["app"]["frames"] - cp[a]["app"]["frames"]
-        assert frames_out == frames_in, f"{a} -> {b}: the bridge sent {frames_out} frames, the app received {frames_in}"
+        assert frames_out + socket_values == frames_in, \
+            f"{a} -> {b}: the bridge sent {frames_out} frames, the app read {socket_values} values itself, it received {frames_in}"
         assert cp[b]["bridge"]["dropped"] == cp[a]["bridge"]["dropped"], f"{a} -> {b}: frames dropped"
 
 
@@ -219,8 +237,8 @@ def test_a_bluetoothd_restart_loses_at_most_what_was_in_flight(ble_ride):
         for sensor, char in CHARS.items():
             address = r["addresses"][sensor]
             sent_n = sim_count(cp[b], sensor, char) - sim_count(cp[a], sensor, char)
-            fwd_n = bridge_count(cp[b], address, char) - bridge_count(cp[a], address, char)
-            assert 0 <= sent_n - fwd_n <= 2 and fwd_n > 0, f"{a} -> {b}, {sensor} {char}: sent {sent_n}, forwarded {fwd_n}"
+            got = delivered(cp[a], cp[b], address, char)
+            assert 0 <= sent_n - got <= 2 and got > 0, f"{a} -> {b}, {sensor} {char}: sent {sent_n}, reached the app {got}"
     assert r["bluetoothd_restart_back_s"] < 30, r["bluetoothd_restart_back_s"]
     assert r["bridge_final"]["ble"]["bluetoothd_restarts"] == 1
 
@@ -237,7 +255,9 @@ def test_the_values_in_the_ride_are_the_ones_sent(ble_ride):
     power_ms = [e["t_us"] // 1000 for e in power]
     series = [(v, t) for kind, q, v, t in values if kind == "series" and q == "power"]
     gaps = app_restart_gaps(result, values)
-    sent_in_ride = [e for e in power if start <= e["t_us"] // 1000 <= pause
+    # Up to the forgetting of the power meter (tested below: nothing of it reaches the ride after).
+    end = min(pause, r.get("forget_sent_us", pause * 1000) // 1000)
+    sent_in_ride = [e for e in power if start <= e["t_us"] // 1000 <= end
                     and not any(a <= e["t_us"] // 1000 <= b for a, b in gaps)]
     assert len(series) >= len(sent_in_ride) - 2 and len(series) > 40, \
         f"{len(series)} power values in the ride, {len(sent_in_ride)} sent while it ran (the app's restart left out)"
@@ -296,17 +316,19 @@ def test_battery_levels_reach_ctl_status(ble_ride):
     assert r["battery_change_s"] < 5, r["battery_change_s"]
 
 
-def test_malformed_notifications_are_counted_and_logged_by_the_bridge_and_the_app(ble_ride):
+def test_malformed_notifications_are_counted_and_logged_nothing_crashes(ble_ride):
+    """Truncated and too-short values from the three sensors: the app (which reads the sensors'
+    notification sockets itself) counts each and logs them; every process lives on. (A bridge
+    that forwards values itself, for an older app or a serial dongle, counts and logs them too:
+    board/bridge/tests/test_ble_faked.py.)"""
     result, r = ble_ride
     phase_ok(r, "bad input")
-    cp = checkpoints(r)
-    assert cp["bad"]["bridge"]["bad"].get("malformed", 0) - cp["recorded"]["bridge"]["bad"].get("malformed", 0) == 6
-    log = (result.outdir / "bridge.log").read_text(errors="replace")
-    assert "truncated: its flags announce" in log
     counters = r["status_after_bad"]["bridge"]["counters"]
     m = re.search(r"truncated (\d+)", counters)
     assert m and int(m.group(1)) == 6, counters
-    assert r["alive"]["bridge"] and r["alive"]["app"]
+    log = (result.outdir / "app.log").read_text(errors="replace")
+    assert "sensor input dropped or repaired: truncated +" in log, log[-2000:]
+    assert r["alive"]["bridge"] and r["alive"]["app"] and r["alive"]["bluetoothd"]
 
 
 def test_a_device_without_the_measurement_is_counted_not_a_crash(ble_ride):
@@ -322,6 +344,8 @@ def test_a_device_without_the_measurement_is_counted_not_a_crash(ble_ride):
     assert f"{broken} 0000: offers none of 2A37, 2A63, 2A5B" in log, log[-2000:]
     paired = {p["sensor"]: p["state"] for p in r["final_status"]["paired"]}
     assert paired[f"ble:{broken}"] in ("lost", "searching"), paired
+    assert "unusable_sensor" in r["status_after_bad"]["bridge"]["counters"], "the app counts it too (link state 3, version 2)"
+    assert "unusable_sensor +" in (result.outdir / "app.log").read_text(errors="replace")
     assert r["alive"]["bridge"] and r["alive"]["app"]
 
 
@@ -340,7 +364,7 @@ def test_the_app_restarting_is_survived(ble_ride):
     _, r = ble_ride
     phase_ok(r, "app restart")
     assert r["after_app_restart"] == {"state": "running", "recovered": True}, r["after_app_restart"]
-    assert r["app_restart_back_s"] < 15, r["app_restart_back_s"]
+    assert r["app_restart_back_s"] < 30, r["app_restart_back_s"]
     assert r["bridge_final"]["app_connections"] == 2
 
 

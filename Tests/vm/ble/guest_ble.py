@@ -233,6 +233,9 @@ auto_pause = false
     start("bridge", [PY, "-m", "bikebridge", "--socket", str(WORK / "bridge.sock"), "--config", str(config),
                      "--adapter", "hci0", "--stats", str(STATS), "-v"])
 
+    wait_for(lambda: status()["bridge"]["connected"] and status()["bridge"].get("protocol_version", 1) >= 2, 60,
+             "the bridge connected to the app (protocol version 2)", 0.3)
+    note("bridge connected")
     # Finding and pairing from the shell: a search finds the sensors around; each is paired by
     # its address with a role; the app writes the config file and the bridge reads it again.
     found = sensors_json("scan", "--seconds", "6")
@@ -336,6 +339,7 @@ auto_pause = false
     with phase("forget"):
         # Forgetting the power meter from the shell: its values stop reaching the ride and the
         # bridge lets it go (the sensor is no longer subscribed).
+        record["forget_sent_us"] = time.monotonic_ns() // 1000
         out = sensors_cmd("forget", f"ble:{addresses['power']}")
         forgot = time.monotonic()
         record["forget_output"] = out

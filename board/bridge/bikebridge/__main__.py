@@ -59,6 +59,8 @@ class Runner:
         self.paired = None
         self.stop = asyncio.Event()
         self.hb_handle = None
+        self.radios_starting = True
+        self.pending_scan = None
         bridge.rearm = self.arm_heartbeat
         bridge.on_scan_request = self.scan_request
         bridge.on_reload = self.reload
@@ -141,6 +143,9 @@ class Runner:
         self.ant.start()
 
     def scan_request(self, start: bool, radios: int, seconds: int) -> None:
+        if self.radios_starting:
+            self.pending_scan = (start, radios, seconds)  # answered once the radios are up
+            return
         seconds = seconds if start else 0
         log.info("search %s (radios %d, %d s)", "started" if start else "stopped", radios, seconds)
         searched = 0
@@ -185,6 +190,10 @@ class Runner:
             self.transport.connect()
         self.arm_heartbeat()
         await self.start_radios()
+        self.radios_starting = False
+        if self.pending_scan:
+            self.scan_request(*self.pending_scan)
+            self.pending_scan = None
         self.reload()
         if self.args.config:
             from . import config
