@@ -254,7 +254,9 @@ public final class BridgeLink {
     func logBadInput(at t: MonotonicInstant) {
         let bad = runtime.sensorStatus.bad
         guard bad != loggedBad else { return }
-        if let last = lastBadLogMs, t.milliseconds - last < Self.badInputLogPeriodMs { return }
+        // A kind not seen before is logged at once; more of the kinds already logged, once a minute.
+        let newKind = BadInput.allCases.contains { loggedBad[$0] == 0 && bad[$0] > 0 }
+        if !newKind, let last = lastBadLogMs, t.milliseconds - last < Self.badInputLogPeriodMs { return }
         var parts: [String] = []
         for k in BadInput.allCases where bad[k] != loggedBad[k] {
             parts.append("\(k) +\(bad[k] &- loggedBad[k]) (\(bad[k]) in all)")
@@ -527,6 +529,7 @@ extension BridgeLink: BoardComponent {
         w.int("connections", Int64(clamping: connectionsAccepted))
         w.int("disconnections", Int64(clamping: disconnections))
         w.int("frames", Int64(clamping: src.framesReceived))
+        w.int("heartbeats", Int64(clamping: src.heartbeats))
         w.int("samples", Int64(clamping: src.samplesEmitted))
         w.string("counters", src.logLine)
         w.int("protocol_version", Int64(bridgeVersionMax))

@@ -81,3 +81,73 @@ struct SensorsMenuTests {
         #expect(SensorsMenu.Kind(role: "speed_cadence") == .speedCadence && SensorsMenu.Kind(role: "x") == nil)
     }
 }
+
+/// The Sensors screen inside the app core: opened from idle with PAGE, its presses asking the
+/// device (`AppEffect.sensors`), the device's answers and a search's results shown on it.
+struct SensorsScreenCoreTests {
+    struct Core {
+        var core = AppCore(randomSeed: 3)
+        var requests: [SensorsRequest] = []
+        var ms: Int64 = 1_000
+
+        mutating func feed(_ i: AppInput) {
+            core.handle(i)
+            while let e = core.drainEffect() { if case .sensors(let r) = e { requests.append(r) } }
+        }
+
+        mutating func press(_ b: Button) {
+            feed(.button(ButtonEvent(b, .down, at: MonotonicInstant(milliseconds: ms))))
+            feed(.button(ButtonEvent(b, .up, at: MonotonicInstant(milliseconds: ms + 80))))
+            ms += 200
+        }
+    }
+
+    @Test func pageOnIdleOpensItAndItsPressesBecomeRequests() {
+        var c = Core()
+        c.press(.page)
+        #expect(c.core.screen.mode == .sensors && c.requests == [.open])
+        c.feed(.sensors(.paired([.init(id: "ble:C0:FF:EE:00:11:22", kind: .heartRate, state: "connected", batteryPercent: 90)]),
+                        at: MonotonicInstant(milliseconds: c.ms)))
+        #expect(c.core.screen.sensorsMenu.paired.count == 1)
+        c.press(.page)  // SEARCH
+        c.press(.lap)
+        #expect(c.requests.last == .search(seconds: SensorsMenu.searchSeconds))
+        c.feed(.sensor(.found(FoundSensor(id: "ant:777/11/0", role: "power", name: "", rssi: -70), at: MonotonicInstant(milliseconds: c.ms))))
+        #expect(c.core.screen.sensorsMenu.found.map(\.id) == ["ant:777/11/0"])
+        c.feed(.tick(MonotonicInstant(milliseconds: c.ms + 5_000)))
+        #expect(c.core.screen.sensorsMenu.searchSecondsLeft == SensorsMenu.searchSeconds - 5)
+        c.press(.lap)
+        #expect(c.requests.last == .pair(id: "ant:777/11/0", role: "power", name: ""))
+        c.feed(.sensors(.outcome("PAIRED", selecting: "ant:777/11/0"), at: MonotonicInstant(milliseconds: c.ms)))
+        #expect(c.core.screen.sensorsMenu.message == "PAIRED" && c.core.screen.sensorsMenu.page == .list)
+        c.feed(.sensor(.search(running: false, found: 1, at: MonotonicInstant(milliseconds: c.ms))))
+        #expect(c.core.screen.sensorsMenu.searchSecondsLeft == nil)
+        c.press(.startPause)  // back to idle
+        #expect(c.core.screen.mode == .idle && c.requests.last == .close)
+        #expect(c.core.state == .idle, "START on the Sensors screen only leaves it")
+        c.press(.startPause)
+        #expect(c.core.state == .prepared)
+    }
+
+    @Test func aRideStartedFromTheShellClosesItAndStopsTheSearch() {
+        var c = Core()
+        c.press(.page)
+        c.press(.lap)  // no paired sensors: the only row is SEARCH
+        #expect(c.requests == [.open, .search(seconds: SensorsMenu.searchSeconds)])
+        c.feed(.command(.start, at: MonotonicInstant(milliseconds: c.ms)))
+        #expect(c.core.state == .prepared && c.core.screen.mode == .countdown(3))
+        #expect(Array(c.requests.suffix(2)) == [.stopSearch, .close])
+        c.feed(.sensor(.found(FoundSensor(id: "ant:1/120/0", role: "heart_rate"), at: MonotonicInstant(milliseconds: c.ms))))
+        #expect(c.core.screen.sensorsMenu.found.isEmpty, "a closed screen takes no search results")
+    }
+
+    @Test func pageOnARunningRideStillTurnsThePage() {
+        var c = Core()
+        c.feed(.command(.start, at: MonotonicInstant(milliseconds: c.ms)))
+        c.feed(.tick(MonotonicInstant(milliseconds: c.ms + 3_100)))
+        c.ms += 3_200
+        #expect(c.core.state == .running)
+        c.press(.page)
+        #expect(c.core.screen.mode == .running(page: 1) && c.requests.isEmpty)
+    }
+}

@@ -277,6 +277,6 @@ class Bridge:
         for (sensor, profile), n in counts.items():
             who = sensor.address if isinstance(sensor, protocol.BleId) else f"ant:{sensor.device_number}:{sensor.device_type}"
             per[f"{who}/{profile:04x}"] = n
-        return {"sent": self.sent, "dropped": self.dropped, "app_version": self.app_version,
+        return {"sent": self.sent, "dropped": self.dropped, "heartbeats": self.sequence, "app_version": self.app_version,
                 "sockets_handed": self.handed, "sockets_with_app": sum(1 for r in self.readers if r.handed),
                 "notifications": per, "bad": dict(self.bad)}
