@@ -209,7 +209,7 @@ extension SensorsCommand {
         var sensor: String
         @Option(help: "heart_rate, power, speed_cadence, speed or cadence (default: the kind the last search found).")
         var role: String?
-        @Option(help: "A name for it (shown on the Sensors screen).")
+        @Option(help: "A name for it (shown on the Sensors screen; default: the name the last search heard).")
         var name: String?
         @Option(help: "The config file (default: /etc/bikecomputer/config.toml).")
         var config: String?
@@ -219,8 +219,12 @@ extension SensorsCommand {
         func run() throws {
             let t = try SensorsTarget(config: config, socket: socket)
             var kind = role
-            if kind == nil, let reply = t.ask("sensors found"), reply.ok, let j = MiniJSON.parse(reply.body) {
-                kind = j["found"]?.array?.first { $0["sensor"]?.string?.lowercased() == sensor.lowercased() }?["kind"]?.string
+            var name = name
+            if kind == nil || name == nil, let reply = t.ask("sensors found"), reply.ok, let j = MiniJSON.parse(reply.body),
+               let seen = j["found"]?.array?.first(where: { $0["sensor"]?.string?.lowercased() == sensor.lowercased() }) {
+                // What the last search found: its kind, and the name it advertised.
+                kind = kind ?? seen["kind"]?.string
+                if name == nil, let advertised = seen["name"]?.string, !advertised.isEmpty { name = advertised }
             }
             guard let kind else {
                 printError("bikecomputer sensors pair: say what it is: --role heart_rate|power|speed_cadence|speed|cadence (a search through the device would know)")

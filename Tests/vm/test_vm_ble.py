@@ -317,6 +317,11 @@ def test_battery_levels_reach_ctl_status(ble_ride):
     assert r["battery_before"] == {"HR": 81, "PWR": 64, "SPD": 47, "CAD": 64} or \
         r["battery_before"] == {"HR": 81, "PWR": 64, "SPD": 64, "CAD": 64}, r["battery_before"]
     assert r["battery_change_s"] < 5, r["battery_change_s"]
+    # ctl status's per-role levels are the screen model's, which the idle screen draws. After the
+    # app restarted, the bridge told it the levels again (they had not changed).
+    phase_ok(r, "app restart")
+    assert r["battery_after_app_restart"]["HR"] == 42 and r["battery_after_app_restart"]["PWR"] == 64, \
+        r["battery_after_app_restart"]
 
 
 def test_malformed_notifications_are_counted_and_logged_nothing_crashes(ble_ride):
@@ -401,6 +406,9 @@ def test_pairing_from_the_shell_writes_the_config_and_the_sensors_connect(ble_ri
     for n in ("hr", "power", "csc", "broken"):
         assert f'ble_address = "{r["addresses"][n]}"' in added, added
     assert added.count("[[sensor]]") == 4
+    # Without --role and --name, `pair` took the kind and the advertised name the search found.
+    for f in r["found"]["found"]:
+        assert f'name = "{f["name"]}"' in added, added
     listed = {s["sensor"]: s for s in r["sensors_list"]["sensors"]}
     assert {f"ble:{r['addresses'][n]}" for n in ("hr", "power", "csc")} <= set(listed), listed
     assert all(listed[f"ble:{r['addresses'][n]}"]["state"] == "connected" for n in ("hr", "power", "csc")), listed

@@ -46,7 +46,6 @@ t0 = time.monotonic()
 
 # Controllers made by btvirt, in order: hci0 is the bike computer's, the others the sensors'.
 SENSORS = {"hr": "/org/bluez/hci1", "power": "/org/bluez/hci2", "csc": "/org/bluez/hci3", "broken": "/org/bluez/hci4"}
-ROLES = {"hr": "heart_rate", "power": "power", "csc": "speed_cadence"}
 
 
 def now() -> float:
@@ -242,7 +241,8 @@ auto_pause = false
     record["found"] = found
     note("search", found=[(f["sensor"], f.get("name")) for f in found["found"]])
     for n in ("hr", "power", "csc", "broken"):
-        out = sensors_cmd("pair", f"ble:{addresses[n]}", "--role", ROLES.get(n, "power"))
+        # The role from the search (what it advertised), except for one named with --role.
+        out = sensors_cmd("pair", f"ble:{addresses[n]}", *(("--role", "power") if n == "broken" else ()))
         record.setdefault("pair_output", {})[n] = out
     record["config_after_pairing"] = config.read_text()
     connected_after = wait_for(all_connected, 90, "all three sensors connected (HR, power, speed, cadence)", 0.3) and now()
@@ -332,6 +332,12 @@ auto_pause = false
         st = status()
         record["after_app_restart"] = {"state": st["state"], "recovered": st["recovered"]}
         note("all back after app restart", after_s=record["app_restart_back_s"], state=st["state"])
+        # The new app hears the batteries again from the bridge (they have not changed).
+        try:
+            wait_for(lambda: roles(status())["HR"]["battery_percent"] is not None, 5, "HR battery after the app restarted")
+        except Exception:
+            pass
+        record["battery_after_app_restart"] = {r: s["battery_percent"] for r, s in roles(status()).items()}
         checkpoint("app back")
         time.sleep(3)
         checkpoint("after app restart")

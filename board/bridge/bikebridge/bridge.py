@@ -20,6 +20,7 @@ log = logging.getLogger("bikebridge")
 # that is shorter, or longer where the layout has no open end, is counted and logged here and
 # forwarded as it is: the app decodes, counts and logs it again.
 LOG_EVERY_S = 60.0
+BATTERY_LEVEL = 0x2A19
 
 
 def _hr_bytes(b) -> Optional[int]:
@@ -97,6 +98,10 @@ class Bridge:
         self.notifications: Dict[tuple, int] = collections.Counter()  # (sensor, profile) -> forwarded
         self.bad: Dict[str, int] = collections.Counter()  # what was wrong -> count
         self.framers: Dict[int, protocol.DataFramer] = {}  # the hot path's, for their counts
+        # What a newly connected app is told again (it restarted and knows nothing): each
+        # sensor's link state and last battery level.
+        self.links: Dict[tuple, int] = {}  # (sensor, profile) -> state
+        self.batteries: Dict[object, bytes] = {}  # sensor -> its last 0x2A19 value
         self._bad_logged: Dict[tuple, float] = {}
         # Notification sockets (BLE characteristics) and whether the app reads them itself: an
         # app that says so in its hello gets each socket (SCM_RIGHTS through `send_fd`) and the
@@ -133,6 +138,8 @@ class Bridge:
     def notify(self, sensor: protocol.SensorId, profile: int, payload: bytes) -> None:
         """A raw payload: a GATT value, or an ANT+ 8-byte broadcast page."""
         payload = bytes(payload)
+        if profile == BATTERY_LEVEL and len(self.batteries) < 64:
+            self.batteries[sensor] = payload
         if profile in CHECKS:
             self.check(sensor, profile, payload)
         self.notifications[(sensor, profile)] += 1
@@ -160,6 +167,13 @@ class Bridge:
             self.rearm()
 
     def link(self, sensor: protocol.SensorId, profile: int, state: int) -> None:
+        if state == protocol.LINK_CONNECTED:
+            if len(self.links) < 64:
+                self.links[(sensor, profile)] = state
+        else:
+            self.links.pop((sensor, profile), None)
+            if profile == 0:
+                self.batteries.pop(sensor, None)
         if state == protocol.LINK_UNUSABLE and self.app_version < 2:
             state = protocol.LINK_DISCONNECTED  # what an app of version 1 understands
         self.send(protocol.link(self.clock(), sensor, profile, state))
@@ -197,6 +211,13 @@ class Bridge:
         self.app_version = 1
         self.app_gone()
         self.hello()
+        # A new app knows nothing yet: the sensors that are connected, and their batteries
+        # (a level is notified only when it changes, which may be hours away).
+        for (sensor, profile), state in list(self.links.items()):
+            self.send(protocol.link(self.clock(), sensor, profile, state))
+        for sensor, value in list(self.batteries.items()):
+            if (sensor, 0) in self.links:
+                self.send(protocol.data(self.clock(), sensor, BATTERY_LEVEL, value))
 
     def app_gone(self) -> None:
         """The app's connection ended: the bridge reads every socket it had handed over again."""

@@ -146,6 +146,24 @@ def test_the_bridge_hears_the_app():
     assert bridge.app_version == 1 and protocol.parse(sent[-1]).kind == protocol.KIND_HELLO
 
 
+def test_a_new_app_is_told_which_sensors_are_connected_and_their_batteries():
+    """The app restarted: it hears the connected sensors' links and last battery levels again at
+    once (a level is only notified when it changes), not those of a sensor that went away."""
+    sent = []
+    bridge = Bridge(lambda f: sent.append(bytes(f)) or True, protocol.RADIO_BLE, clock=lambda: 0, bridge_id=1)
+    strap, pm = protocol.BleId("C0:FF:EE:00:11:22"), protocol.BleId("C0:FF:EE:00:11:33")
+    for s, pct in ((strap, 81), (pm, 64)):
+        bridge.link(s, 0, protocol.LINK_CONNECTED)
+        bridge.notify(s, 0x2A19, bytes([pct]))
+    bridge.link(pm, 0, protocol.LINK_DISCONNECTED)
+    sent.clear()
+    bridge.connected()
+    frames = [protocol.parse(f) for f in sent]
+    assert [f.kind for f in frames] == [protocol.KIND_HELLO, protocol.KIND_LINK, protocol.KIND_DATA]
+    assert frames[1].sensor == strap and frames[1].link == protocol.LINK_CONNECTED
+    assert frames[2].sensor == strap and frames[2].profile == 0x2A19 and bytes(frames[2].payload) == bytes([81])
+
+
 def test_the_heartbeat_is_pushed_back_while_frames_flow():
     rearms = []
     bridge = Bridge(lambda f: True, protocol.RADIO_BLE, clock=lambda: 0, bridge_id=1)
