@@ -118,6 +118,8 @@ public struct AppCore: Sendable {
     var lastJournaledSampleAt: MonotonicInstant?
     // Countdown, 1 Hz records, overlays.
     var countdownStart: MonotonicInstant?
+    /// The Sensors screen is open (idle only; its state is `screen.sensorsMenu`).
+    var sensorsOpen = false
     var nextRecordInstant: MonotonicInstant?
     var overlayUntil: MonotonicInstant?
     var runningPage = 0
@@ -202,6 +204,7 @@ public struct AppCore: Sendable {
         case .command(let c, _): handleCommand(c, at: now)
         case .wallClock(let w, _): handleWallClock(w, at: now)
         case .storage(let c, _): handleStorage(c, at: now)
+        case .sensors(let u, _): handleSensorsUpdate(u, at: now)
         }
         refreshScreen(at: now)
         assert(brokenInvariant == nil, "after \(input): \(brokenInvariant ?? "")")
@@ -276,7 +279,12 @@ public struct AppCore: Sendable {
     }
 
     mutating func shortPress(_ b: Button, at now: MonotonicInstant) {
+        if sensorsOpen && lifecycle.state == .idle {
+            sensorsPress(b, at: now)
+            return
+        }
         switch (b, lifecycle.state) {
+        case (.page, .idle): openSensors(at: now)
         case (.startPause, .idle): prepare(at: now)
         case (.startPause, .prepared): cancelCountdown(at: now)
         case (.startPause, .running): pause(at: now, trigger: .manual)
@@ -394,6 +402,7 @@ public struct AppCore: Sendable {
     mutating func prepare(at now: MonotonicInstant) -> ActionOutcome {
         if lifecycle.state == .ended { _ = transition(.dismiss, at: now) }
         if let refusal = transition(.prepare, at: now) { return refusal }
+        closeSensors(at: now)
         countdownStart = now
         summary = nil
         screen.summary = nil
@@ -589,6 +598,10 @@ public struct AppCore: Sendable {
             screen.gps = status
         case .clock(let wall, _):
             handleWallClock(wall, at: now)
+        case .found(let f, _):
+            sensorFound(f, at: now)
+        case .search(let running, _, _):
+            if !running { screen.sensorsMenu.searchEnded() }
         }
     }
 
@@ -635,6 +648,8 @@ public struct AppCore: Sendable {
 
     mutating func handleTick(_ now: MonotonicInstant) {
         checkLongPresses(at: now)
+        _ = screen.sensorsMenu.expire(at: now)
+        if sensorsOpen { screen.sensorsMenu.tick(at: now) }
         if lifecycle.state == .prepared, let c = countdownStart {
             let end = c.advanced(byMs: Int64(configuration.countdownSeconds) * 1000)
             if now >= end { beginRide(at: end) }
@@ -724,7 +739,7 @@ public struct AppCore: Sendable {
 
     mutating func refreshScreen(at now: MonotonicInstant) {
         switch lifecycle.state {
-        case .idle: screen.mode = .idle
+        case .idle: screen.mode = sensorsOpen ? .sensors : .idle
         case .prepared:
             let step = countdownStart.map { Int(now.milliseconds(since: $0) / 1000) } ?? 0
             screen.mode = .countdown(max(1, configuration.countdownSeconds - step))

@@ -78,4 +78,18 @@ public enum AppEffect: Sendable, Hashable {
     case rideFinished(RideID, saved: Bool)
     /// A saved ride was discarded afterwards from the summary screen.
     case rideDeleted(RideID)
+    /// The Sensors screen asks the device to search, pair, forget, or to report the paired
+    /// sensors (the board asks the bridge, writes the config file, answers with `AppInput.sensors`).
+    case sensors(SensorsRequest)
+}
+
+/// What the Sensors screen asks of the device (`AppEffect.sensors`).
+public enum SensorsRequest: Sendable, Hashable {
+    /// The screen opened: report the paired sensors (and keep reporting changes while it is open).
+    case open
+    case close
+    case search(seconds: Int)
+    case stopSearch
+    case pair(id: String, role: String, name: String)
+    case forget(id: String)
 }

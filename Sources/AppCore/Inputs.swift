@@ -101,6 +101,9 @@ public enum AppInput: Sendable, Hashable {
     /// A wall-clock reading (from the system clock, NTP or GPS).
     case wallClock(WallClockTime, at: MonotonicInstant)
     case storage(StorageCondition, at: MonotonicInstant)
+    /// The device's answer to the Sensors screen: the paired sensors, the outcome of pairing or
+    /// forgetting.
+    case sensors(SensorsUpdate, at: MonotonicInstant)
 
     /// A live decoded value (`.sensor(.sample(s))`).
     public static func sample(_ s: Sample) -> AppInput { .sensor(.sample(s)) }
@@ -112,7 +115,16 @@ public enum AppInput: Sendable, Hashable {
         switch self {
         case .button(let b): b.instant
         case .sensor(let e): e.instant
-        case .tick(let t), .command(_, let t), .wallClock(_, let t), .storage(_, let t): t
+        case .tick(let t), .command(_, let t), .wallClock(_, let t), .storage(_, let t), .sensors(_, let t): t
         }
     }
+}
+
+/// What the device reports to the Sensors screen (`AppInput.sensors`).
+public enum SensorsUpdate: Sendable, Hashable {
+    /// The paired sensors with their state and battery (after pairing, forgetting, a change).
+    case paired([SensorsMenu.Paired])
+    /// Pairing or forgetting went through ("PAIRED", "FORGOTTEN"; `selecting` the sensor just
+    /// paired) or failed (the reason, short).
+    case outcome(String, selecting: String?)
 }

@@ -53,6 +53,8 @@ public enum ScreenMode: Sendable, Hashable, CustomStringConvertible {
     case summary(page: Int)
     /// "Discard ride?" confirmation on the summary.
     case confirmDiscard
+    /// The Sensors screen (from idle): `ScreenModel.sensorsMenu`.
+    case sensors
 
     public var description: String {
         switch self {
@@ -62,6 +64,7 @@ public enum ScreenMode: Sendable, Hashable, CustomStringConvertible {
         case .paused: "paused"
         case .summary(let p): "summary page \(p + 1)"
         case .confirmDiscard: "confirm discard"
+        case .sensors: "sensors"
         }
     }
 }
@@ -124,6 +127,8 @@ public struct ScreenModel: Sendable, Hashable {
     public var pairingCode: UInt32?
     /// Number of running data pages (for "1/3" indicators).
     public var runningPageCount = 3
+    /// The Sensors screen's rows, selection and search (shown in mode `.sensors`).
+    public var sensorsMenu = SensorsMenu()
     /// Zone bars: how many zones the ride has per quantity (0: no zones), and the target zone
     /// (0-based) if one is set. The current zone number as shown ("Z3") is
     /// `metrics[.heartRateZone]` / `[.powerZone]`; its name ("Z5a", "Tempo") is below.

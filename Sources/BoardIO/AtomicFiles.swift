@@ -32,6 +32,36 @@ public enum AtomicFiles {
         try syncDirectory(of: path)
     }
 
+    /// `write` over an existing file that keeps its permissions, owner and group (a config file
+    /// that a service reads through its group must stay readable to it after it is replaced).
+    /// A missing file is created with `mode`. Changing the owner needs the right to: where that
+    /// fails (not root and not the owner) the new file keeps the writer's.
+    public static func replace(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o644) throws(SystemError) {
+        var st = stat()
+        let exists = stat(path, &st) == 0
+        let tmp = path + "." + String(getpid()) + temporarySuffix
+        let fd = try FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode: exists ? (st.st_mode & 0o7777) : mode)
+        do {
+            if exists {
+                _ = fchmod(fd.rawValue, st.st_mode & 0o7777)
+                _ = fchown(fd.rawValue, st.st_uid, st.st_gid)
+            }
+            try fd.writeAll(bytes)
+            _ = try retryingOnInterrupt("fsync", tmp) { fsync(fd.rawValue) }
+        } catch {
+            fd.close()
+            unlink(tmp)
+            throw error
+        }
+        fd.close()
+        guard rename(tmp, path) == 0 else {
+            let e = SystemError.current("rename", "\(tmp) → \(path)")
+            unlink(tmp)
+            throw e
+        }
+        try syncDirectory(of: path)
+    }
+
     /// fsync of the directory holding `path` (makes a rename or unlink durable).
     public static func syncDirectory(of path: String) throws(SystemError) {
         let dir = directoryName(of: path)

@@ -1,3 +1,4 @@
+import CBoardShims
 import Glibc
 
 /// What a non-blocking receive found.
@@ -112,6 +113,36 @@ public struct SeqPacketConnection: Sendable {
             default: throw SystemError.current("recv", "\(fd)")
             }
         }
+    }
+
+    /// Like `receive(into:)`, and the file descriptor that came with the packet (SCM_RIGHTS;
+    /// close-on-exec), which the caller then owns. More than one: the first is kept, the others
+    /// closed; descriptors the kernel could not pass (no room) are reported in `lost`.
+    public func receive(into buffer: UnsafeMutableRawBufferPointer, descriptor: inout FileDescriptor?,
+                        lost: inout Bool) throws(SystemError) -> ReceiveResult {
+        descriptor = nil
+        while true {
+            var passed: Int32 = -1
+            var fdLost: Int32 = 0
+            let n = cbs_recv_with_fd(fd.rawValue, buffer.baseAddress, buffer.count, &passed, &fdLost)
+            lost = fdLost != 0
+            if passed >= 0 { descriptor = FileDescriptor(rawValue: passed) }
+            if n > 0 { return .data(count: min(n, buffer.count), truncated: n > buffer.count) }
+            if n == 0 { return .closed }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .wouldBlock
+            case ECONNRESET, EPIPE: return .closed
+            default: throw SystemError.current("recvmsg", "\(fd)")
+            }
+        }
+    }
+
+    /// One packet with a file descriptor attached (SCM_RIGHTS), without blocking (tests; the
+    /// bridge process does this in Python).
+    public func send(_ packet: [UInt8], passing descriptor: FileDescriptor) throws(SystemError) {
+        let n = packet.withUnsafeBytes { cbs_send_with_fd(fd.rawValue, $0.baseAddress, $0.count, descriptor.rawValue) }
+        if n < 0 { throw SystemError.current("sendmsg", "\(fd)") }
     }
 
     /// send(2) of one packet (MSG_NOSIGNAL: a closed peer is an EPIPE error, not a signal).

@@ -10,6 +10,7 @@
 // Must not import: Simulation, Foundation, Training, RideFiles.
 import AppCore
 import BoardIO
+import Configuration
 import Control
 import Device
 import DeviceAdapters
@@ -58,6 +59,10 @@ public final class BoardWiring {
         public var measureLatencyMs: Int64?
         /// A stream id new at every start, so a reconnecting companion knows the device restarted.
         public var streamID: UInt64 = 0
+        /// The config file pairing and forgetting rewrite (the one loaded, else the default path),
+        /// and what it held at start (its [[sensor]] tables).
+        public var configPath: String = DeviceConfig.defaultPath
+        public var config: DeviceConfig = .defaults
 
         public init() {}
     }
@@ -79,8 +84,9 @@ public final class BoardWiring {
     public let companion: CompanionLink
     public let gps: GpsComponent
     public let barometer: BarometerComponent
+    public let sensors: SensorsComponent
     /// Every component, in start order.
-    public var components: [BoardComponent] { [display, buzzer, bridge, buttons, control, companion, gps, barometer] }
+    public var components: [BoardComponent] { [display, buzzer, bridge, buttons, control, companion, gps, barometer, sensors] }
     let rideFlag: RideActiveFlag?
     public let startMs: Int64
     public private(set) var recoveredRide: RideID?
@@ -132,6 +138,7 @@ public final class BoardWiring {
         control = ControlComponent(path: settings.controlSocket, log: self.log)
         gps = GpsComponent(devices.gps, log: self.log)
         barometer = BarometerComponent(devices.barometer, state: devices.barometerState, errors: devices.barometerErrors, log: self.log)
+        sensors = SensorsComponent(configPath: options.configPath, initial: options.config, log: self.log)
         if options.measureLatencyMs != nil { latency = LatencyRecorder() }
         try startComponents()
     }
@@ -164,6 +171,7 @@ public final class BoardWiring {
     /// After any input: re-arms the core's deadline timer when the deadline moved, and keeps the
     /// ride-active file in step. Components call it after feeding the runtime.
     public func afterInputs() {
+        sensors.process()
         let d = runtime.nextDeadline
         if d != armedCoreDeadline {
             if let t = coreDeadlineTimer { loop.cancelTimer(t) }
@@ -194,6 +202,8 @@ public final class BoardWiring {
         ticks &+= 1
         runtime.tick(at: t)
         companion.tick(self, at: t)
+        sensors.tick()
+        bridge.logBadInput(at: t)
         let syncs = journal.counters.syncs
         if syncs != lastSyncs {
             lastSyncs = syncs
@@ -219,6 +229,13 @@ public final class BoardWiring {
 
     /// One control-socket line: the runtime answers it (its status with the board's figures).
     public func controlLine(_ line: String) -> ControlAnswer {
+        let words = line.split(separator: " ")
+        if words.first == "sensors" {
+            let answer = sensors.control(Array(words.dropFirst()))
+            log.log(answer.isError ? .warning : .info, "control: \(line) → \(answer.line)")
+            afterInputs()
+            return answer
+        }
         let answer = runtime.control(line, stream: companion.stream, at: now) { statusJSON() }
         afterInputs()
         return answer

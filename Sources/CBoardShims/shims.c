@@ -153,3 +153,56 @@ int cbs_clock_synchronised(void) {
     if (adjtimex(&tx) < 0) return -1;
     return (tx.status & STA_UNSYNC) ? 0 : 1;
 }
+
+#define CBS_FDS_PER_PACKET_MAX 4
+
+ssize_t cbs_recv_with_fd(int sock, void *bytes, size_t count, int *fd, int *fd_lost) {
+    union {
+        char space[CMSG_SPACE(sizeof(int) * CBS_FDS_PER_PACKET_MAX)];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = { bytes, count };
+    struct msghdr m;
+    memset(&m, 0, sizeof m);
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control.space;
+    m.msg_controllen = sizeof control.space;
+    *fd = -1;
+    *fd_lost = 0;
+    ssize_t n = recvmsg(sock, &m, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+    if (n < 0) return -1;
+    for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h != NULL; h = CMSG_NXTHDR(&m, h)) {
+        if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
+        size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int got[CBS_FDS_PER_PACKET_MAX];
+        if (k > CBS_FDS_PER_PACKET_MAX) k = CBS_FDS_PER_PACKET_MAX;
+        memcpy(got, CMSG_DATA(h), k * sizeof(int));
+        for (size_t i = 0; i < k; i++) {
+            if (*fd < 0) *fd = got[i]; else close(got[i]);
+        }
+    }
+    if (m.msg_flags & MSG_CTRUNC) *fd_lost = 1;
+    return n;
+}
+
+ssize_t cbs_send_with_fd(int sock, const void *bytes, size_t count, int fd) {
+    union {
+        char space[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = { (void *)bytes, count };
+    struct msghdr m;
+    memset(&m, 0, sizeof m);
+    memset(&control, 0, sizeof control);
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control.space;
+    m.msg_controllen = sizeof control.space;
+    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SCM_RIGHTS;
+    h->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(h), &fd, sizeof(int));
+    return sendmsg(sock, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+}

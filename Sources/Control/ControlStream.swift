@@ -83,7 +83,7 @@ public final class ControlStream: RideObserver {
             default:
                 break
             }
-        case .journal, .syncJournal:
+        case .journal, .syncJournal, .sensors:
             checkState(core, at: now)
         case .zoneUpdate(let z):
             checkState(core, at: now)
@@ -254,6 +254,7 @@ public final class ControlStream: RideObserver {
         case .paused: "paused"
         case .summary: "summary"
         case .confirmDiscard: "confirm_discard"
+        case .sensors: "sensors"
         }
     }
 

@@ -50,6 +50,8 @@ public final class DeviceRuntime {
     /// The ride recovery rebuilt at boot, if any.
     public private(set) var recoveredRide: RideID?
     var reportedStorage: StorageCondition = .ok
+    var sensorRequests: [SensorsRequest] = []
+    public static let sensorRequestsMax = 8
 
     /// - Parameters:
     ///   - sensors: the data source's pairing (the simulator's and the board's bridge sensors).
@@ -166,6 +168,20 @@ public final class DeviceRuntime {
 
     /// The bridge transport is up (a socket accepted, a serial device opened).
     public func bridgeConnected(at now: MonotonicInstant) { inputs.bridgeConnected(at: now) }
+
+    /// The paired sensors changed while running (the config file was rewritten by pairing or
+    /// forgetting): the data source takes the new list, keeping the state of those still paired.
+    public func replaceSensors(_ sensors: [PairedSensor], at now: MonotonicInstant) {
+        inputs.replaceSensors(sensors, at: now) { self.handle(.sensor($0)) }
+    }
+
+    /// What the Sensors screen asked (`AppEffect.sensors`), in order, for the board to carry out
+    /// after the input that caused it (never in the middle of draining the core's effects).
+    public func takeSensorRequests() -> [SensorsRequest] {
+        guard !sensorRequests.isEmpty else { return [] }
+        defer { sensorRequests.removeAll() }
+        return sensorRequests
+    }
 
     /// The bridge transport went away: every sensor behind it is lost until it is back.
     public func bridgeDisconnected(at now: MonotonicInstant) {
@@ -342,6 +358,10 @@ public final class DeviceRuntime {
             } catch {
                 log.log(.error, "could not delete ride \(id): \(error)")
             }
+        case .sensors(let request):
+            // Bounded: a board that never takes them (the simulator) keeps the newest few.
+            if sensorRequests.count >= Self.sensorRequestsMax { sensorRequests.removeFirst() }
+            sensorRequests.append(request)
         }
     }
 

@@ -90,6 +90,27 @@ public struct SensorStatus: Sendable, Hashable {
     }
 }
 
+/// A sensor a search found, in the words pairing uses (`bikecomputer sensors pair ID --role
+/// ROLE`, the config file's [[sensor]] keys).
+public struct FoundSensor: Sendable, Hashable {
+    /// "ble:C0:FF:EE:00:11:22" or "ant:12345/11/0" (as `bikecomputer sensors` lists sensors).
+    public var id: String
+    /// The config file's role it would be paired with: heart_rate, power, speed_cadence, speed,
+    /// cadence (the first service a BLE device advertises; an ANT+ device type's).
+    public var role: String
+    /// Its advertised name (empty for ANT+).
+    public var name: String
+    /// Signal strength, dBm; nil when the radio did not say.
+    public var rssi: Int?
+
+    public init(id: String, role: String, name: String = "", rssi: Int? = nil) {
+        self.id = id
+        self.role = role
+        self.name = name
+        self.rssi = rssi
+    }
+}
+
 /// What the data source tells the app. A new kind of reading that is not a plain quantity (a
 /// position fix with its quality, a list of radar threats) is a new case here, emitted by the
 /// data source and handled by `AppCore.handleSensorEvent`; nothing in between changes.
@@ -102,11 +123,15 @@ public enum SensorEvent: Sendable, Hashable {
     case gps(GpsStatus, at: MonotonicInstant)
     /// A receiver's clock (GPS time from a fix): a trusted wall-clock reading.
     case clock(WallClockTime, at: MonotonicInstant)
+    /// A search for sensors found one (or heard it again).
+    case found(FoundSensor, at: MonotonicInstant)
+    /// A search started or ended, with the number of sensors found so far.
+    case search(running: Bool, found: Int, at: MonotonicInstant)
 
     public var instant: MonotonicInstant {
         switch self {
         case .sample(let s): s.instant
-        case .status(_, let t), .gps(_, let t), .clock(_, let t): t
+        case .status(_, let t), .gps(_, let t), .clock(_, let t), .found(_, let t), .search(_, _, let t): t
         }
     }
 }

@@ -180,6 +180,37 @@ public enum ScreenCatalogue {
         paused.mode = .paused
         add("paused", "Paused: frozen timer, elapsed time still counting", paused)
 
+        // The Sensors screen (PAGE on idle): paired sensors, a search, pairing and forgetting.
+        var sensors = idle
+        sensors.mode = .sensors
+        sensors.sensorsMenu.setPaired([
+            .init(id: "ble:F2:3A:91:0C:44:17", kind: .heartRate, name: "HRM-Dual", state: "connected", batteryPercent: 82),
+            .init(id: "ant:24681/11/0", kind: .power, state: "searching"),
+            .init(id: "ble:D8:10:6E:2B:90:51", kind: .speedCadence, name: "RPM Cadence", state: "lost", batteryPercent: 100),
+        ])
+        add("sensors", "Sensors (PAGE on idle): the paired sensors with their state and battery; PAGE moves, LAP acts, START goes back", sensors)
+        var forget = sensors
+        forget.sensorsMenu.cursor = 1
+        forget.sensorsMenu.page = .confirmForget(1)
+        add("sensors-forget", "Sensors: LAP on a paired sensor asks before forgetting it (LAP again forgets, any other button keeps it)", forget)
+        var searching = sensors
+        searching.sensorsMenu.cursor = 3
+        searching.sensorsMenu.page = .found
+        searching.sensorsMenu.cursor = 0
+        searching.sensorsMenu.searchEndsAt = MonotonicInstant(milliseconds: 30_000)
+        searching.sensorsMenu.searchSecondsLeft = 22
+        searching.sensorsMenu.found(.init(id: "ble:C4:7F:21:9A:03:EE", kind: .power, name: "ASSIOMA 21044", rssi: -58))
+        searching.sensorsMenu.found(.init(id: "ant:31337/120/0", kind: .heartRate, rssi: -71))
+        searching.sensorsMenu.found(.init(id: "ble:E9:55:0B:7C:12:A8", kind: .speedCadence, name: "Wahoo SPEED", rssi: -83))
+        add("sensors-search", "Sensors: a search (LAP on SEARCH) lists what it finds with its signal; LAP pairs the one selected", searching)
+        var paired = sensors
+        paired.sensorsMenu.setPaired(sensors.sensorsMenu.paired + [.init(id: "ble:C4:7F:21:9A:03:EE", kind: .power, name: "ASSIOMA 21044", state: "searching")])
+        paired.sensorsMenu.cursor = 3
+        paired.sensorsMenu.message = "PAIRED"
+        add("sensors-paired", "Sensors: just paired (written to the config file; the bridge connects it)", paired)
+        var smallSensors = sensors
+        smallSensors.sensorsMenu.cursor = 0
+
         var pairing = idle
         pairing.pairingCode = 482_913
         add("pairing-code", "A companion's pairing code (docs/companion.md), shown until the phone has paired", pairing)
@@ -235,6 +266,7 @@ public enum ScreenCatalogue {
         small.overlay = .sensorLost(.power)
         add("small-alert", "128x32 panel: alert overlay", height: 32, small)
         out += positionEntries(ride: ride, idle: idle)
+        add("small-sensors", "128x32 panel: Sensors, the selected row only", height: 32, smallSensors)
         return out
     }
 }

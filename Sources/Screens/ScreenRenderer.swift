@@ -32,9 +32,9 @@ public struct ScreenRenderer: Sendable {
         keyScratch = drawnKey
     }
 
-    private var width: Int { canvas.width }
-    private var height: Int { canvas.height }
-    private var tall: Bool { canvas.height >= 64 }
+    var width: Int { canvas.width }
+    var height: Int { canvas.height }
+    var tall: Bool { canvas.height >= 64 }
 
     public mutating func render(_ model: ScreenModel, into framebuffer: inout Framebuffer) {
         draw(model)
@@ -68,6 +68,7 @@ public struct ScreenRenderer: Sendable {
         case .paused: drawPaused(model)
         case .summary(let page): drawSummary(page: page, model)
         case .confirmDiscard: drawConfirmDiscard()
+        case .sensors: drawSensors(model.sensorsMenu)
         }
         if let alert = model.overlay { drawOverlay(alert) }
         if let code = model.pairingCode { drawPairingCode(code) }

@@ -1,4 +1,4 @@
-// The bridge protocol, version 1 (docs/bridge-protocol.md). One frame is one SOCK_SEQPACKET
+// The bridge protocol, versions 1 and 2 (docs/bridge-protocol.md). One frame is one SOCK_SEQPACKET
 // packet, or one COBS-encoded, CRC-checked, zero-delimited record on a serial line.
 
 /// A BLE device address (48 bits) and whether it is a random address.
@@ -79,12 +79,70 @@ public enum LinkState: UInt8, Sendable, Hashable, CustomStringConvertible {
     case searching = 0
     case connected = 1
     case disconnected = 2
+    /// Version 2: connected, but the device offers none of the measurements its advertised
+    /// service promises (the bridge counts it, disconnects, tries again later).
+    case unusable = 3
     public var description: String {
         switch self {
         case .searching: "searching"
         case .connected: "connected"
         case .disconnected: "disconnected"
+        case .unusable: "unusable"
         }
+    }
+}
+
+/// A sensor's advertised name in a found frame: at most 24 UTF-8 bytes, held inline.
+public struct SensorName: Sendable, Hashable {
+    public static let bytesMax = 24
+    var storage = InlineArray<24, UInt8>(repeating: 0)
+    public private(set) var count = 0
+
+    public init() {}
+
+    /// `text` cut at a character boundary to `bytesMax` bytes.
+    public init(_ text: String) {
+        for c in text {
+            let u = Array(c.utf8)
+            if count + u.count > Self.bytesMax { break }
+            for b in u { storage[count] = b; count += 1 }
+        }
+    }
+
+    init(bytes b: UnsafeRawBufferPointer, from: Int, count n: Int) {
+        for i in 0..<min(n, Self.bytesMax) { storage[i] = b[from + i] }
+        count = min(n, Self.bytesMax)
+    }
+
+    public subscript(i: Int) -> UInt8 { storage[i] }
+    public var text: String { String(decoding: (0..<count).map { storage[$0] }, as: UTF8.self) }
+
+    public static func == (a: Self, b: Self) -> Bool {
+        guard a.count == b.count else { return false }
+        for i in 0..<a.count where a.storage[i] != b.storage[i] { return false }
+        return true
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(count)
+        for i in 0..<count { h.combine(storage[i]) }
+    }
+}
+
+/// What a search found (a found frame): the sensor, what it offers (BLE: the `BridgeFrame.service*`
+/// bits of the services it advertises; ANT+: its device type), its signal strength (dBm; nil when
+/// the radio did not say) and its advertised name.
+public struct FoundSensorFrame: Sendable, Hashable {
+    public var identity: SourceIdentity
+    public var profileCode: UInt16
+    public var rssi: Int8?
+    public var name: SensorName
+
+    public init(_ identity: SourceIdentity, profileCode: UInt16, rssi: Int8?, name: SensorName) {
+        self.identity = identity
+        self.profileCode = profileCode
+        self.rssi = rssi
+        self.name = name
     }
 }
 
@@ -99,6 +157,25 @@ public enum BridgeMessage: Sendable, Hashable {
     case data(SourceIdentity, profileCode: UInt16, Payload)
     /// A sensor's link changed.
     case link(SourceIdentity, profileCode: UInt16, LinkState)
+
+    // Version 2, bridge to app.
+    /// A sensor a search found.
+    case found(FoundSensorFrame)
+    /// A search started or ended; sensors found so far.
+    case scanState(running: Bool, radios: UInt8, found: UInt16)
+    /// A characteristic's notification socket, passed with the frame (SCM_RIGHTS): the app reads
+    /// the values itself. The descriptor is the transport's business, not the frame's.
+    case notificationSocket(SourceIdentity, profileCode: UInt16)
+
+    // Version 2, app to bridge.
+    /// The app's newest version and what it takes (`BridgeFrame.appTakesSockets`).
+    case appHello(protocolVersionMax: UInt8, flags: UInt8)
+    /// Start (for `seconds`) or stop a search with the radios (bit 0 ANT+, bit 1 BLE).
+    case scanRequest(start: Bool, radios: UInt8, seconds: UInt16)
+    /// The paired sensors in the config file changed: read them again.
+    case reload
+    /// The app will not read this notification socket: the bridge reads it again.
+    case socketReturned(SourceIdentity, profileCode: UInt16)
 }
 
 /// A frame's bytes, held inline.
@@ -135,13 +212,25 @@ public struct FrameBytes: Sendable {
 
 /// A bridge protocol frame.
 public struct BridgeFrame: Sendable, Hashable {
+    /// The version byte of kinds 1–4.
     public static let version: UInt8 = 1
+    /// The newest version this app speaks (its app hello says so).
+    public static let versionMax: UInt8 = 2
+    /// App hello flag: the app reads notification sockets handed to it.
+    public static let appTakesSockets: UInt8 = 1
+    /// Found frames' BLE service bits.
+    public static let serviceHeartRate: UInt16 = 1, serviceCyclingPower: UInt16 = 2, serviceSpeedCadence: UInt16 = 4
+    /// Signal strength "unknown" on the wire.
+    public static let rssiUnknown: Int8 = 127
     /// Bytes before the body: version, kind, bridge time.
     public static let headerBytes = 10
     /// The longest frame: a data frame with a `Payload.bytesMax` payload.
     public static let bytesMax = headerBytes + 11 + Payload.bytesMax
 
-    enum Kind: UInt8 { case hello = 1, heartbeat = 2, data = 3, link = 4 }
+    enum Kind: UInt8 {
+        case hello = 1, heartbeat = 2, data = 3, link = 4
+        case found = 5, scanState = 6, appHello = 7, scanRequest = 8, reload = 9, socket = 10, socketReturned = 11
+    }
 
     /// The bridge's monotonic clock, microseconds (for ordering and latency; the app stamps
     /// samples with its own clock on receipt).
@@ -156,13 +245,24 @@ public struct BridgeFrame: Sendable, Hashable {
     /// The frame's bytes.
     public func encoded() -> FrameBytes {
         var out = FrameBytes()
-        out.append(Self.version)
+        let kind: Kind
         switch message {
-        case .hello: out.append(Kind.hello.rawValue)
-        case .heartbeat: out.append(Kind.heartbeat.rawValue)
-        case .data: out.append(Kind.data.rawValue)
-        case .link: out.append(Kind.link.rawValue)
+        case .hello: kind = .hello
+        case .heartbeat: kind = .heartbeat
+        case .data: kind = .data
+        case .link: kind = .link
+        case .found: kind = .found
+        case .scanState: kind = .scanState
+        case .notificationSocket: kind = .socket
+        case .appHello: kind = .appHello
+        case .scanRequest: kind = .scanRequest
+        case .reload: kind = .reload
+        case .socketReturned: kind = .socketReturned
         }
+        var version = kind.rawValue >= Kind.found.rawValue ? Self.versionMax : Self.version
+        if case .link(_, _, .unusable) = message { version = Self.versionMax }
+        out.append(version)
+        out.append(kind.rawValue)
         out.appendLE(bridgeTimeUs)
         switch message {
         case let .hello(v, radios, id):
@@ -176,6 +276,21 @@ public struct BridgeFrame: Sendable, Hashable {
         case let .link(who, code, state):
             Self.appendSensor(who, code, to: &out)
             out.append(state.rawValue)
+        case let .found(f):
+            Self.appendSensor(f.identity, f.profileCode, to: &out)
+            out.append(UInt8(bitPattern: f.rssi ?? Self.rssiUnknown))
+            out.append(UInt8(f.name.count))
+            for i in 0..<f.name.count { out.append(f.name[i]) }
+        case let .scanState(running, radios, found):
+            out.append(running ? 1 : 0); out.append(radios); out.appendLE(found)
+        case let .notificationSocket(who, code), let .socketReturned(who, code):
+            Self.appendSensor(who, code, to: &out)
+        case let .appHello(v, flags):
+            out.append(v); out.append(flags)
+        case let .scanRequest(start, radios, seconds):
+            out.append(start ? 1 : 0); out.append(radios); out.appendLE(seconds)
+        case .reload:
+            break
         }
         return out
     }
@@ -210,8 +325,10 @@ public struct BridgeFrame: Sendable, Hashable {
     /// Parses one frame; every way it can be wrong is a typed `DecodeError`.
     public static func parse(_ b: UnsafeRawBufferPointer) throws(DecodeError) -> BridgeFrame {
         guard b.count >= headerBytes else { throw DecodeError(.malformedFrame, need: headerBytes, have: b.count) }
-        guard b[0] == version else { throw DecodeError(.badVersion, need: Int(version), have: Int(b[0])) }
+        guard b[0] >= version && b[0] <= versionMax else { throw DecodeError(.badVersion, need: Int(versionMax), have: Int(b[0])) }
         guard let kind = Kind(rawValue: b[1]) else { throw DecodeError(.badFrameKind, have: Int(b[1])) }
+        // Kinds of version 2 carry version byte 2: in a frame that says 1 they are unknown.
+        guard kind.rawValue < Kind.found.rawValue || b[0] >= 2 else { throw DecodeError(.badFrameKind, have: Int(b[1])) }
         func le(_ at: Int, _ n: Int) -> UInt64 {
             var v: UInt64 = 0
             for i in (0..<n).reversed() { v = v << 8 | UInt64(b[at + i]) }
@@ -220,16 +337,8 @@ public struct BridgeFrame: Sendable, Hashable {
         func exact(_ n: Int) throws(DecodeError) {
             guard b.count == n else { throw DecodeError(.malformedFrame, need: n, have: b.count) }
         }
-        let time = le(2, 8)
-        switch kind {
-        case .hello:
-            try exact(16)
-            return BridgeFrame(bridgeTimeUs: time, .hello(protocolVersionMax: b[10], radios: b[11], bridgeID: UInt32(le(12, 4))))
-        case .heartbeat:
-            try exact(14)
-            return BridgeFrame(bridgeTimeUs: time, .heartbeat(sequence: UInt32(le(10, 4))))
-        case .data, .link:
-            guard b.count >= 21 else { throw DecodeError(.malformedFrame, need: 21, have: b.count) }
+        func sensor() throws(DecodeError) -> (SourceIdentity, UInt16) {
+            guard b.count >= 20 else { throw DecodeError(.malformedFrame, need: 20, have: b.count) }
             let who: SourceIdentity
             switch Transport(rawValue: b[10]) {
             case .ant:
@@ -242,10 +351,22 @@ public struct BridgeFrame: Sendable, Hashable {
             case nil:
                 throw DecodeError(.malformedFrame)
             }
-            let code = UInt16(le(18, 2))
+            return (who, UInt16(le(18, 2)))
+        }
+        let time = le(2, 8)
+        switch kind {
+        case .hello:
+            try exact(16)
+            return BridgeFrame(bridgeTimeUs: time, .hello(protocolVersionMax: b[10], radios: b[11], bridgeID: UInt32(le(12, 4))))
+        case .heartbeat:
+            try exact(14)
+            return BridgeFrame(bridgeTimeUs: time, .heartbeat(sequence: UInt32(le(10, 4))))
+        case .data, .link:
+            guard b.count >= 21 else { throw DecodeError(.malformedFrame, need: 21, have: b.count) }
+            let (who, code) = try sensor()
             if kind == .link {
                 try exact(21)
-                guard let state = LinkState(rawValue: b[20]) else { throw DecodeError(.malformedFrame) }
+                guard let state = LinkState(rawValue: b[20]), state != .unusable || b[0] >= 2 else { throw DecodeError(.malformedFrame) }
                 return BridgeFrame(bridgeTimeUs: time, .link(who, profileCode: code, state))
             }
             let n = Int(b[20])
@@ -254,6 +375,33 @@ public struct BridgeFrame: Sendable, Hashable {
             var p = Payload()
             for i in 0..<n { p.append(b[21 + i]) }
             return BridgeFrame(bridgeTimeUs: time, .data(who, profileCode: code, p))
+        case .found:
+            guard b.count >= 22 else { throw DecodeError(.malformedFrame, need: 22, have: b.count) }
+            let (who, code) = try sensor()
+            let n = Int(b[21])
+            guard n <= SensorName.bytesMax else { throw DecodeError(.malformedFrame, need: SensorName.bytesMax, have: n) }
+            try exact(22 + n)
+            let rssi = Int8(bitPattern: b[20])
+            return BridgeFrame(bridgeTimeUs: time, .found(FoundSensorFrame(who, profileCode: code, rssi: rssi == rssiUnknown ? nil : rssi,
+                                                                          name: SensorName(bytes: b, from: 22, count: n))))
+        case .scanState:
+            try exact(14)
+            guard b[10] <= 1 else { throw DecodeError(.malformedFrame) }
+            return BridgeFrame(bridgeTimeUs: time, .scanState(running: b[10] == 1, radios: b[11], found: UInt16(le(12, 2))))
+        case .socket, .socketReturned:
+            try exact(20)
+            let (who, code) = try sensor()
+            return BridgeFrame(bridgeTimeUs: time, kind == .socket ? .notificationSocket(who, profileCode: code) : .socketReturned(who, profileCode: code))
+        case .appHello:
+            try exact(12)
+            return BridgeFrame(bridgeTimeUs: time, .appHello(protocolVersionMax: b[10], flags: b[11]))
+        case .scanRequest:
+            try exact(14)
+            guard b[10] <= 1 else { throw DecodeError(.malformedFrame) }
+            return BridgeFrame(bridgeTimeUs: time, .scanRequest(start: b[10] == 1, radios: b[11], seconds: UInt16(le(12, 2))))
+        case .reload:
+            try exact(10)
+            return BridgeFrame(bridgeTimeUs: time, .reload)
         }
     }
 

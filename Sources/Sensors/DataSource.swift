@@ -155,6 +155,23 @@ public struct DataSource: Sendable {
         refreshRoles(at: now, force: false, emit)
     }
 
+    /// The paired sensors changed while running (paired or forgotten on the unit or from the
+    /// shell): sensors still paired keep their state, battery and decoders; new ones start
+    /// searching; forgotten ones are dropped (their roles follow at once). Not for the frame path.
+    public mutating func replaceSensors(_ sensors: [PairedSensor], at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
+        let kept = slots
+        configuration.sensors = Array(sensors.prefix(DataSourceConfiguration.pairedSensorsMax))
+        slots = configuration.sensors.map { p in
+            if var old = kept.first(where: { $0.paired.identity == p.identity }) {
+                old.paired = p
+                return old
+            }
+            let profiles = Profile.allCases.filter { $0.transport == p.identity.radio }
+            return Slot(paired: p, decoders: profiles.map { SensorDecoder(profile: $0, wheelCircumferenceMm: configuration.wheelCircumferenceMm) })
+        }
+        refreshRoles(at: now, force: false, emit)
+    }
+
     /// Counts bad input met before a frame could be parsed (by the transport).
     public mutating func count(_ kind: BadInput, by n: UInt64 = 1) { status.bad.count(kind, by: n) }
 
@@ -206,6 +223,12 @@ public struct DataSource: Sendable {
                 return
             }
             accept(values, from: i, at: now, emit)
+        case .found, .scanState:
+            break  // a search's results: SensorInputs hands them to the app
+        case .notificationSocket, .appHello, .scanRequest, .reload, .socketReturned:
+            // A socket frame comes with its descriptor, which the transport takes before any
+            // parsing; the others go from the app to the bridge. Here, they are misplaced.
+            status.bad.count(.badFrameKind)
         }
     }
 
@@ -219,6 +242,9 @@ public struct DataSource: Sendable {
         case .searching:
             if slots[i].state == .connected || slots[i].state == .stale { lose(i) }
         case .disconnected:
+            lose(i)
+        case .unusable:
+            status.bad.count(.unusableSensor)
             lose(i)
         }
         refreshRoles(at: now, force: false, emit)

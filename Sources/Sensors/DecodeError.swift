@@ -34,8 +34,11 @@ public enum BadInput: UInt8, CaseIterable, Sendable, Hashable, CustomStringConve
     /// An event counter that moved while its event time did not (or the reverse, for profiles
     /// where that cannot happen).
     case inconsistentEvent
+    /// A paired device the bridge connected to offers none of the measurements its advertised
+    /// service promises (a link frame in state `unusable`, protocol version 2).
+    case unusableSensor
 
-    public static let countMax = 15
+    public static let countMax = 16
 
     public var description: String {
         switch self {
@@ -54,6 +57,7 @@ public enum BadInput: UInt8, CaseIterable, Sendable, Hashable, CustomStringConve
         case .serialEncoding: "serial_encoding"
         case .rateLimited: "rate_limited"
         case .inconsistentEvent: "inconsistent_event"
+        case .unusableSensor: "unusable_sensor"
         }
     }
 }
@@ -88,7 +92,7 @@ public struct DecodeError: Error, Sendable, Hashable, CustomStringConvertible {
 
 /// Counters of bad input, indexed by `BadInput`. Fixed size, no allocation.
 public struct BadInputCounters: Sendable, Hashable {
-    var counts = InlineArray<15, UInt64>(repeating: 0)
+    var counts = InlineArray<16, UInt64>(repeating: 0)
 
     public init() {}
 

@@ -50,6 +50,11 @@ public struct SensorInputs: Sendable {
         source.start(at: now, emit)
     }
 
+    /// The paired sensors changed (`DataSource.replaceSensors`).
+    public mutating func replaceSensors(_ sensors: [PairedSensor], at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
+        source.replaceSensors(sensors, at: now, emit)
+    }
+
     /// A bridge connected to the socket (or the serial device was opened).
     public mutating func bridgeConnected(at now: MonotonicInstant) { source.bridgeConnected(at: now) }
 
@@ -65,7 +70,7 @@ public struct SensorInputs: Sendable {
             if truncated { source.count(.malformedFrame); return }
             do throws(DecodeError) {
                 let frame = try BridgeFrame.parse(bytes)
-                source.handle(frame, at: now, emit)
+                handle(frame, at: now, emit)
             } catch {
                 source.count(error.kind)
             }
@@ -73,13 +78,58 @@ public struct SensorInputs: Sendable {
             // The deframer is a fixed-size value: moving it out avoids overlapping access to self
             // without copying the data source (whose arrays would then be copied on write).
             var d = deframer
-            d.feed(bytes) { source.handle($0, at: now, emit) }
+            d.feed(bytes) { handle($0, at: now, emit) }
             deframer = d
         case .gpsdLine(let line): positioning.gpsdLine(line, at: now, &source, emit)
         case .gpsdLineTooLong: positioning.gpsdLineTooLong(at: now, &source, emit)
         case .gpsdDisconnected: positioning.gpsdDisconnected(at: now, &source, emit)
         case .barometerCalibration(let bytes): positioning.barometerCalibrationBytes(bytes)
         case .barometerData(let bytes): positioning.barometerData(bytes, at: now, &source, emit)
+        }
+    }
+
+    /// One parsed frame: sensor data and links to the data source, a search's results to the app.
+    mutating func handle(_ frame: BridgeFrame, at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
+        source.handle(frame, at: now, emit)
+        switch frame.message {
+        case .found(let f):
+            emit(.found(Self.found(f), at: now))
+        case let .scanState(running, _, found):
+            emit(.search(running: running, found: Int(found), at: now))
+        default:
+            break
+        }
+    }
+
+    /// A found frame in pairing's words.
+    public static func found(_ f: FoundSensorFrame) -> FoundSensor {
+        let id: String
+        let role: String
+        switch f.identity {
+        case let .ant(n, t, _):
+            id = SourceIdentity.ant(deviceNumber: n, deviceType: t, transmissionType: 0).description
+            role = antRole(t)
+        case .ble(let a):
+            id = SourceIdentity.ble(a).description
+            let s = f.profileCode
+            role = s & BridgeFrame.serviceCyclingPower != 0 ? "power"
+                : s & BridgeFrame.serviceHeartRate != 0 ? "heart_rate" : "speed_cadence"
+        case .onboard:
+            id = f.identity.description
+            role = ""
+        }
+        return FoundSensor(id: id, role: role, name: f.name.text, rssi: f.rssi.map(Int.init))
+    }
+
+    /// The config role an ANT+ device type implies.
+    public static func antRole(_ deviceType: UInt8) -> String {
+        switch deviceType {
+        case 120: "heart_rate"
+        case 11: "power"
+        case 121: "speed_cadence"
+        case 122: "cadence"
+        case 123: "speed"
+        default: "power"
         }
     }
 

@@ -263,6 +263,36 @@ struct BridgeListener {
                 fields.json.string("error", error.description)
             }
             decoders[key] = decoder
+        case let .found(f):
+            fields.json.string("kind", "found")
+            fields.json.string("sensor", f.identity.description)
+            fields.json.int("profile_code", Int64(f.profileCode))
+            fields.json.int("rssi", f.rssi.map(Int64.init))
+            fields.json.string("name", f.name.text)
+        case let .scanState(running, radios, found):
+            fields.json.string("kind", "scan")
+            fields.json.bool("running", running)
+            fields.json.int("radios", Int64(radios))
+            fields.json.int("found", Int64(found))
+        case let .notificationSocket(who, code):
+            fields.json.string("kind", "notification_socket")
+            fields.json.string("sensor", who.description)
+            fields.json.int("profile_code", Int64(code))
+        case let .appHello(v, flags):
+            fields.json.string("kind", "app_hello")
+            fields.json.int("protocol_version_max", Int64(v))
+            fields.json.int("flags", Int64(flags))
+        case let .scanRequest(start, radios, seconds):
+            fields.json.string("kind", "scan_request")
+            fields.json.bool("start", start)
+            fields.json.int("radios", Int64(radios))
+            fields.json.int("seconds", Int64(seconds))
+        case .reload:
+            fields.json.string("kind", "reload")
+        case let .socketReturned(who, code):
+            fields.json.string("kind", "socket_returned")
+            fields.json.string("sensor", who.description)
+            fields.json.int("profile_code", Int64(code))
         }
         print(fields.finish())
     }

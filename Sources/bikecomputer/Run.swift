@@ -87,6 +87,8 @@ struct Run: ParsableCommand {
             options.rideActiveFile = rideActiveFile
             options.measureLatencyMs = measureLatencySeconds.map { Int64($0) * 1000 }
             options.streamID = UInt64(bitPattern: wall.unixMs) ^ MonotonicClock.nowNs
+            options.configPath = config ?? DeviceConfig.defaultPath
+            options.config = loaded
             wiring = try BoardWiring(loop: loop, opened: opened, archive: RideLibrary(dataDirectory: settings.dataDirectory, ops: BoardRideFiles()),
                                      settings: settings, devices: devices, options: options, log: log)
         } catch {

@@ -4,21 +4,30 @@ import BoardIO
 import Configuration
 import Control
 import Device
+import Glibc
 import Sensors
 
-/// `bikecomputer sensors [list]`: every paired sensor of the config with its connection state and
-/// last battery level, as the running device sees them (from `ctl status`).
+/// `bikecomputer sensors [list] | scan | pair | forget`: the paired sensors of the config with
+/// their connection state and last battery level, as the running device sees them (from `ctl
+/// status`); a search for the sensors around (through the running device and its bridge);
+/// pairing and forgetting one (the running device rewrites the config file; without one running,
+/// this command does, and the bridge picks the change up).
 struct SensorsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sensors",
-        abstract: "List the paired sensors with their connection and battery (asks the running bikecomputer).",
+        abstract: "List, find, pair and forget sensors (asks the running bikecomputer).",
         discussion: """
             The sensors are the config's [[sensor]] blocks; their state and battery come from the \
             running device over the control socket. A battery under \(AppCoreBattery.lowPercent) % \
             is marked LOW (the device also alerts when a ride starts). Without a running device \
-            the states are unknown and the command exits 2 after listing the sensors.
+            the states are unknown and `list` exits 2 after listing the sensors.
+
+            Find and pair:  bikecomputer sensors scan --seconds 10
+                            bikecomputer sensors pair ble:C0:FF:EE:00:11:22 --role power
+                            bikecomputer sensors forget ant:12345/11
+            A sensor is named as `scan` and `list` print it: ble:ADDRESS or ant:NUMBER/TYPE.
             """,
-        subcommands: [List.self],
+        subcommands: [List.self, Scan.self, Pair.self, Forget.self],
         defaultSubcommand: List.self)
 
     struct List: ParsableCommand {
@@ -91,6 +100,213 @@ struct SensorsCommand: ParsableCommand {
                 throw ExitCode(2)
             }
         }
+    }
+}
+
+/// The config file and control socket a `sensors` subcommand talks to.
+struct SensorsTarget {
+    let configPath: String
+    let device: DeviceConfig
+    let socket: String
+
+    init(config: String?, socket: String?) throws {
+        do { device = try ConfigFile.load(path: config).0 } catch {
+            printError("bikecomputer sensors: \(error.description)")
+            throw ExitCode(2)
+        }
+        configPath = config ?? DeviceConfig.defaultPath
+        self.socket = socket ?? device.control.socket
+    }
+
+    /// The device's reply to `line` ("ok ..." / "error ..."), or nil when no device answers.
+    func ask(_ line: String) -> (ok: Bool, body: String)? {
+        guard let reply = try? ControlSocketClient.request(line, path: socket) else { return nil }
+        let (ok, body) = ControlProtocol.parseReply(reply)
+        return (ok, body)
+    }
+}
+
+extension SensorsCommand {
+    struct Scan: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Search for sensors (BLE heart rate, power, speed/cadence; ANT+ with a stick) through the running bikecomputer's bridge.")
+
+        @Option(help: "How long to search (1...300 s).")
+        var seconds = 10
+        @Option(help: "The config file (default: /etc/bikecomputer/config.toml if it exists).")
+        var config: String?
+        @Option(help: "The control socket (default: [control] socket from the config).")
+        var socket: String?
+        @Flag(help: "Print JSON instead of a table.")
+        var json = false
+
+        func validate() throws {
+            guard (1...300).contains(seconds) else { throw ValidationError("--seconds takes 1...300") }
+        }
+
+        func run() throws {
+            let t = try SensorsTarget(config: config, socket: socket)
+            guard let started = t.ask("sensors scan \(seconds)") else {
+                printError("bikecomputer sensors scan: cannot reach \(t.socket): searching needs bikecomputer and its bridge running (systemctl status bikecomputer bikebridge)")
+                throw ExitCode(2)
+            }
+            guard started.ok else {
+                printError("bikecomputer sensors scan: \(started.body)")
+                throw ExitCode(1)
+            }
+            printError("searching for \(seconds) s...")
+            var last = MiniJSON.null
+            var reported = 0
+            let deadline = MonotonicClock.nowNs + UInt64(seconds) * 1_000_000_000 + 1_500_000_000
+            repeat {
+                _ = Glibc.usleep(500_000)
+                guard let reply = t.ask("sensors found"), reply.ok, let j = MiniJSON.parse(reply.body) else { continue }
+                last = j
+                let n = j["found"]?.array?.count ?? 0
+                if n != reported {
+                    printError("  \(n) found")
+                    reported = n
+                }
+                if case .bool(false)? = j["searching"], MonotonicClock.nowNs > deadline - 1_500_000_000 { break }
+            } while MonotonicClock.nowNs < deadline
+            let found = last["found"]?.array ?? []
+            if json {
+                var w = JSONWriter(pretty: false)
+                w.beginObject()
+                w.beginArray("found")
+                for f in found {
+                    w.beginObject()
+                    w.string("sensor", f["sensor"]?.string)
+                    w.string("kind", f["kind"]?.string)
+                    w.string("name", f["name"]?.string)
+                    w.int("rssi", f["rssi"]?.number.map { Int64($0) })
+                    w.bool("paired", { if case .bool(true)? = f["paired"] { return true } else { return false } }())
+                    w.endObject()
+                }
+                w.endArray()
+                w.endObject()
+                print(w.text)
+            } else if found.isEmpty {
+                print("Nothing found. Wake the sensors up (spin the crank, wet the strap) and search again; a sensor connected to another device does not advertise.")
+            } else {
+                print("SENSOR".padding(30) + "KIND".padding(15) + "SIGNAL".padding(9) + "NAME")
+                for f in found {
+                    let rssi = f["rssi"]?.number.map { "\(Int($0)) dBm" } ?? "?"
+                    var name = f["name"]?.string ?? ""
+                    if case .bool(true)? = f["paired"] { name += " (paired)" }
+                    print((f["sensor"]?.string ?? "?").padding(30) + (f["kind"]?.string ?? "?").padding(15) + rssi.padding(9) + name)
+                }
+                print("Pair one with: bikecomputer sensors pair SENSOR [--role KIND]")
+            }
+        }
+    }
+
+    struct Pair: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Pair a sensor: add its [[sensor]] block to the config file (the device and the bridge pick it up).")
+
+        @Argument(help: "The sensor, as `scan` prints it: ble:C0:FF:EE:00:11:22 or ant:12345/11.")
+        var sensor: String
+        @Option(help: "heart_rate, power, speed_cadence, speed or cadence (default: the kind the last search found).")
+        var role: String?
+        @Option(help: "A name for it (shown on the Sensors screen; default: the name the last search heard).")
+        var name: String?
+        @Option(help: "The config file (default: /etc/bikecomputer/config.toml).")
+        var config: String?
+        @Option(help: "The control socket (default: [control] socket from the config).")
+        var socket: String?
+
+        func run() throws {
+            let t = try SensorsTarget(config: config, socket: socket)
+            var kind = role
+            var name = name
+            if kind == nil || name == nil, let reply = t.ask("sensors found"), reply.ok, let j = MiniJSON.parse(reply.body),
+               let seen = j["found"]?.array?.first(where: { $0["sensor"]?.string?.lowercased() == sensor.lowercased() }) {
+                // What the last search found: its kind, and the name it advertised.
+                kind = kind ?? seen["kind"]?.string
+                if name == nil, let advertised = seen["name"]?.string, !advertised.isEmpty { name = advertised }
+            }
+            guard let kind else {
+                printError("bikecomputer sensors pair: say what it is: --role heart_rate|power|speed_cadence|speed|cadence (a search through the device would know)")
+                throw ExitCode(1)
+            }
+            let line = "sensors pair \(sensor) \(kind)" + (name.map { " " + $0 } ?? "")
+            try SensorsCommand.change(t, line: line) { text throws(SensorPairing.Failure) in
+                guard let id = SensorsCommand.identity(sensor) else { throw SensorPairing.Failure.invalidAddress(sensor) }
+                return try SensorPairing.pairing(id, role: kind, name: name, comment: "paired with `bikecomputer sensors pair`", in: text)
+            }
+        }
+    }
+
+    struct Forget: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Forget a sensor: remove its [[sensor]] block from the config file (the device and the bridge let it go).")
+
+        @Argument(help: "The sensor, as `list` prints it: ble:C0:FF:EE:00:11:22 or ant:12345/11.")
+        var sensor: String
+        @Option(help: "The config file (default: /etc/bikecomputer/config.toml).")
+        var config: String?
+        @Option(help: "The control socket (default: [control] socket from the config).")
+        var socket: String?
+
+        func run() throws {
+            let t = try SensorsTarget(config: config, socket: socket)
+            try SensorsCommand.change(t, line: "sensors forget \(sensor)") { text throws(SensorPairing.Failure) in
+                guard let id = SensorsCommand.identity(sensor) else { throw SensorPairing.Failure.invalidAddress(sensor) }
+                return try SensorPairing.forgetting(id, in: text)
+            }
+        }
+    }
+
+    /// "ble:ADDRESS[/random]" or "ant:NUMBER/TYPE[/X]".
+    static func identity(_ id: String) -> SensorPairing.Identity? {
+        let lower = id.lowercased()
+        if lower.hasPrefix("ble:") {
+            let a = String(id.dropFirst(4).split(separator: "/").first ?? "")
+            return SensorPairing.isAddress(a) ? .ble(address: a.uppercased()) : nil
+        }
+        if lower.hasPrefix("ant:") {
+            let p = id.dropFirst(4).split(whereSeparator: { $0 == "/" || $0 == ":" })
+            guard p.count >= 2, let n = Int(p[0]), let ty = Int(p[1]), (1...65_535).contains(n), (1...255).contains(ty) else { return nil }
+            return .ant(deviceNumber: n, deviceType: ty)
+        }
+        return nil
+    }
+
+    /// Asks the running device to make the change (it rewrites the file and follows at once);
+    /// without one, rewrites the file here (atomically, its permissions and owner kept).
+    static func change(_ t: SensorsTarget, line: String, edit: (String) throws(SensorPairing.Failure) -> String) throws {
+        if let reply = t.ask(line) {
+            guard reply.ok else {
+                printError("bikecomputer sensors: \(reply.body)")
+                throw ExitCode(1)
+            }
+            print(reply.body)
+            return
+        }
+        var text = ""
+        if access(t.configPath, F_OK) == 0 {
+            do { text = try ConfigFile.read(t.configPath) } catch {
+                printError("bikecomputer sensors: cannot read \(t.configPath): \(error)")
+                throw ExitCode(1)
+            }
+        }
+        let edited: String
+        do throws(SensorPairing.Failure) { edited = try edit(text) } catch {
+            printError("bikecomputer sensors: \(error.description)")
+            throw ExitCode(1)
+        }
+        if case .failure(let errors) = ConfigLoader.load(text: edited) {
+            printError("bikecomputer sensors: the edited file would not load:\n" + errors.report(path: t.configPath))
+            throw ExitCode(1)
+        }
+        do {
+            try AtomicFiles.replace(t.configPath, Array(edited.utf8))
+        } catch {
+            printError("bikecomputer sensors: cannot write \(t.configPath): \(error)\(error.isPermissionDenied ? " (run it with sudo)" : "")")
+            throw ExitCode(1)
+        }
+        print("\(t.configPath) updated (bikecomputer is not running: it reads the file when it starts; the bridge picks the change up now)")
     }
 }
 

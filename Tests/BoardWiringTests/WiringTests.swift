@@ -81,7 +81,7 @@ final class Rig {
     let wiring: BoardWiring
 
     init(sensors: [DeviceConfig.Sensor] = [], buttons: FakeButtons = FakeButtons(), displayFailing: Bool = false,
-         buzzer present: Bool = true) throws {
+         buzzer present: Bool = true, configFile: String? = nil) throws {
         dir = "/tmp/wiring-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         log = CountingLog(memory)
@@ -101,6 +101,10 @@ final class Rig {
         options.rideActiveFile = dir + "/ride-active"
         options.wallClock = { WallClockTime(unixMs: 1_790_000_000_000, trusted: true) }
         options.streamID = 0xFEED
+        // The config file pairing rewrites (its sensors are the ones above).
+        options.configPath = dir + "/config.toml"
+        options.config = config
+        if let configFile { try configFile.write(toFile: options.configPath, atomically: true, encoding: .utf8) }
         let opened = FlashJournal.open(storage: flash, randomSeed: 5, deviceNow: MonotonicInstant(milliseconds: loop.nowMs))
         wiring = try BoardWiring(loop: loop, opened: opened, archive: archive, settings: settings, devices: devices,
                                  options: options, log: log)

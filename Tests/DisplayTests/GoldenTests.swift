@@ -81,9 +81,10 @@ import Testing
             case .paused: modes.insert("paused")
             case .summary: modes.insert("summary")
             case .confirmDiscard: modes.insert("confirm")
+            case .sensors: modes.insert("sensors")
             }
         }
-        #expect(modes == ["idle", "countdown", "running", "paused", "summary", "confirm"])
+        #expect(modes == ["idle", "countdown", "running", "paused", "summary", "confirm", "sensors"])
         let alerts = Set(entries.compactMap { $0.model.overlay.map { "\($0)" } })
         for a: Alert in [.sensorLost(.heartRate), .zoneDrift(.power, above: true), .lowStorage, .rideRecovered] {
             #expect(alerts.contains("\(a)"), "no golden for the \(a) overlay")

@@ -10,11 +10,15 @@ import RideModel
     struct Collected {
         var samples: [Sample] = []
         var functions: [(SensorRole, SensorState, Int?)] = []
+        var found: [FoundSensor] = []
+        var searches: [(Bool, Int)] = []
         mutating func take(_ o: SensorEvent) {
             switch o {
             case .sample(let s): samples.append(s)
             case let .status(st, _): functions.append((st.role, st.state, st.batteryPercent))
             case .gps, .clock: break
+            case .found(let f, _): found.append(f)
+            case let .search(running, n, _): searches.append((running, n))
             }
         }
         func values(_ q: Quantity) -> [Double] { samples.filter { $0.quantity == q }.map(\.value) }
@@ -30,6 +34,65 @@ import RideModel
             PairedSensor(Self.pm, priority: 0),
             PairedSensor(Self.cad, provides: QuantitySet(.cadence, .speed, .distance), priority: 1),
         ], wheelCircumferenceMm: 2000))
+    }
+
+    /// Pairing or forgetting while running: the sensors still paired keep their state and
+    /// decoders (a power meter mid-ride stays connected), a new one starts searching, a
+    /// forgotten one no longer counts for its role.
+    @Test func replacingThePairedSensorsKeepsTheOnesThatStay() {
+        var ds = source()
+        var c = Collected()
+        ds.start(at: ms(0)) { c.take($0) }
+        ds.handle(data(Self.hrm, 120, "00 ff 00 fe 00 04 01 48"), at: ms(100)) { c.take($0) }
+        ds.handle(data(Self.hrm, 120, "00 ff 00 fe 00 08 02 49"), at: ms(1_100)) { c.take($0) }
+        #expect(ds.roleState(.heartRate) == .connected)
+        let newStrap = SourceIdentity.ble(BLEAddress("AA:BB:CC:DD:EE:99")!)
+        c = Collected()
+        ds.replaceSensors([PairedSensor(Self.hrm), PairedSensor(newStrap, provides: QuantitySet(.heartRate), priority: 1)], at: ms(1_200)) { c.take($0) }
+        #expect(ds.sensorState(0) == .connected && ds.sensorState(1) == .searching)
+        #expect(ds.roleState(.heartRate) == .connected)
+        #expect(ds.roleState(.power) == .notConfigured && ds.roleState(.cadence) == .notConfigured, "the meter and the cadence sensor were forgotten")
+        #expect(c.functions.contains { $0.0 == .power && $0.1 == .notConfigured })
+        // The strap's decoder kept its state: the next page decodes at once.
+        ds.handle(data(Self.hrm, 120, "00 ff 00 fe 00 0c 03 4a"), at: ms(2_100)) { c.take($0) }
+        #expect(c.values(.heartRate).last == 74)
+        ds.handle(data(Self.pm, 11, "10 01 ff 5a 00 00 c8 00"), at: ms(2_200)) { c.take($0) }
+        #expect(ds.status.bad[.unpairedSensor] == 1, "a forgotten sensor's frames are unpaired")
+    }
+
+    @Test func anUnusableSensorIsLostAndCounted() {
+        var ds = source()
+        var c = Collected()
+        ds.start(at: ms(0)) { c.take($0) }
+        ds.handle(BridgeFrame(bridgeTimeUs: 0, .link(Self.cad, profileCode: 0, .unusable)), at: ms(10)) { c.take($0) }
+        #expect(ds.status.bad[.unusableSensor] == 1)
+        #expect(ds.sensorState(2) == .searching, "never connected: still searching (lost once it was connected)")
+    }
+
+    @Test func searchFramesReachTheAppInPairingsWords() {
+        var inputs = SensorInputs(DataSourceConfiguration(sensors: []))
+        var c = Collected()
+        let frames = [
+            BridgeFrame(bridgeTimeUs: 1, .scanState(running: true, radios: 3, found: 0)),
+            BridgeFrame(bridgeTimeUs: 2, .found(FoundSensorFrame(.ble(BLEAddress("C0:FF:EE:00:11:22")!), profileCode: BridgeFrame.serviceCyclingPower,
+                                                                 rssi: -61, name: SensorName("Crank PM")))),
+            BridgeFrame(bridgeTimeUs: 3, .found(FoundSensorFrame(.ble(BLEAddress("C0:FF:EE:00:11:33")!), profileCode: BridgeFrame.serviceSpeedCadence,
+                                                                 rssi: nil, name: SensorName()))),
+            BridgeFrame(bridgeTimeUs: 4, .found(FoundSensorFrame(.ant(deviceNumber: 777, deviceType: 123, transmissionType: 1), profileCode: 123,
+                                                                 rssi: -80, name: SensorName()))),
+            BridgeFrame(bridgeTimeUs: 5, .scanState(running: false, radios: 3, found: 3)),
+        ]
+        for f in frames {
+            f.encoded().withBytes { b in inputs.receive(.bridgePacket(b, truncated: false), at: ms(10)) { c.take($0) } }
+        }
+        #expect(c.found == [FoundSensor(id: "ble:C0:FF:EE:00:11:22", role: "power", name: "Crank PM", rssi: -61),
+                            FoundSensor(id: "ble:C0:FF:EE:00:11:33", role: "speed_cadence", name: "", rssi: nil),
+                            FoundSensor(id: "ant:777/123/0", role: "speed", name: "", rssi: -80)])
+        #expect(c.searches.map(\.0) == [true, false] && c.searches.last?.1 == 3)
+        #expect(inputs.status.bad.total == 0)
+        // Frames that go the other way, or come with a descriptor, are misplaced here: counted.
+        BridgeFrame(bridgeTimeUs: 6, .reload).encoded().withBytes { b in inputs.receive(.bridgePacket(b, truncated: false), at: ms(10)) { c.take($0) } }
+        #expect(inputs.status.bad[.badFrameKind] == 1)
     }
 
     @Test func startAnnouncesSearchingAndUnpairedIsCounted() {

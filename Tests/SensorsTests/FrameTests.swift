@@ -35,7 +35,8 @@ import RideModel
         let good = BridgeFrame(bridgeTimeUs: 1, .data(Self.hrm, profileCode: 120, hexPayload("00 00 00 00 00 00 00 48"))).encoded().bytes
         #expect(kind(good) == nil)
         #expect(kind([]) == .malformedFrame)
-        #expect(kind([2] + good.dropFirst()) == .badVersion)
+        #expect(kind([3] + good.dropFirst()) == .badVersion, "a version newer than this app speaks")
+        #expect(kind([0] + good.dropFirst()) == .badVersion)
         #expect(kind([1, 9] + good.dropFirst(2)) == .badFrameKind)
         #expect(kind(Array(good.dropLast())) == .malformedFrame)
         #expect(kind(good + [0]) == .malformedFrame)
@@ -43,6 +44,47 @@ import RideModel
         #expect(kind(badTransport) == .malformedFrame)
         var tooLong = good; tooLong[20] = 200
         #expect(kind(tooLong) == .malformedFrame)
+    }
+
+    /// Version 2: the same bytes as the Python bridge's `test_version_2_golden_bytes`.
+    @Test func version2GoldenBytes() throws {
+        let pm = SourceIdentity.ble(BLEAddress("C0:FF:EE:00:11:22")!)
+        let found = BridgeFrame(bridgeTimeUs: 0x0102030405, .found(FoundSensorFrame(pm, profileCode: 3, rssi: -60, name: SensorName("Crank PM"))))
+        #expect(found.encoded().bytes == [2, 5, 5, 4, 3, 2, 1, 0, 0, 0, 2, 0xC0, 0xFF, 0xEE, 0x00, 0x11, 0x22, 0, 3, 0, 0xC4, 8] + Array("Crank PM".utf8))
+        let ant = BridgeFrame(bridgeTimeUs: 1, .found(FoundSensorFrame(.ant(deviceNumber: 12345, deviceType: 11, transmissionType: 5), profileCode: 11, rssi: nil, name: SensorName())))
+        #expect(ant.encoded().bytes == [2, 5, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0x39, 0x30, 11, 5, 0, 0, 0, 11, 0, 127, 0])
+        #expect(BridgeFrame(bridgeTimeUs: 7, .scanState(running: true, radios: 3, found: 4)).encoded().bytes == [2, 6, 7, 0, 0, 0, 0, 0, 0, 0, 1, 3, 4, 0])
+        #expect(BridgeFrame(bridgeTimeUs: 7, .appHello(protocolVersionMax: 2, flags: BridgeFrame.appTakesSockets)).encoded().bytes
+                == [2, 7, 7, 0, 0, 0, 0, 0, 0, 0, 2, 1])
+        #expect(BridgeFrame(bridgeTimeUs: 7, .scanRequest(start: true, radios: 2, seconds: 30)).encoded().bytes == [2, 8, 7, 0, 0, 0, 0, 0, 0, 0, 1, 2, 30, 0])
+        #expect(BridgeFrame(bridgeTimeUs: 7, .reload).encoded().bytes == [2, 9, 7, 0, 0, 0, 0, 0, 0, 0])
+        #expect(BridgeFrame(bridgeTimeUs: 7, .notificationSocket(pm, profileCode: 0x2A63)).encoded().bytes
+                == [2, 10, 7, 0, 0, 0, 0, 0, 0, 0, 2, 0xC0, 0xFF, 0xEE, 0x00, 0x11, 0x22, 0, 0x63, 0x2A])
+        let unusable = BridgeFrame(bridgeTimeUs: 7, .link(pm, profileCode: 0, .unusable)).encoded().bytes
+        #expect(unusable[0] == 2 && unusable[20] == 3)
+        for f in [found, ant, BridgeFrame(bridgeTimeUs: 9, .socketReturned(pm, profileCode: 0x2A37)),
+                  BridgeFrame(bridgeTimeUs: 9, .link(pm, profileCode: 0, .unusable))] {
+            #expect(try BridgeFrame.parse(f.encoded().bytes) == f)
+        }
+    }
+
+    @Test func version2FramesThatCannotBe() {
+        func kind(_ b: [UInt8]) -> BadInput? {
+            do { _ = try BridgeFrame.parse(b); return nil } catch { return error.kind }
+        }
+        let pm = SourceIdentity.ble(BLEAddress("C0:FF:EE:00:11:22")!)
+        let reload = BridgeFrame(bridgeTimeUs: 1, .reload).encoded().bytes
+        #expect(kind([1] + reload.dropFirst()) == .badFrameKind, "a version-2 kind in a version-1 frame")
+        let found = BridgeFrame(bridgeTimeUs: 1, .found(FoundSensorFrame(pm, profileCode: 1, rssi: 0, name: SensorName("HRM")))).encoded().bytes
+        #expect(kind(Array(found.dropLast())) == .malformedFrame, "name cut short")
+        var longName = found; longName[21] = 25
+        #expect(kind(longName + Array(repeating: 65, count: 22)) == .malformedFrame)
+        let unusable = BridgeFrame(bridgeTimeUs: 1, .link(pm, profileCode: 0, .unusable)).encoded().bytes
+        #expect(kind([1] + unusable.dropFirst()) == .malformedFrame, "link state 3 needs version 2")
+        #expect(kind(BridgeFrame(bridgeTimeUs: 1, .scanState(running: true, radios: 2, found: 0)).encoded().bytes.dropLast().map { $0 }) == .malformedFrame)
+        // Names: cut at a character boundary, never more than 24 bytes.
+        let n = SensorName("Puissance pédalier ÉÉÉÉÉÉ")
+        #expect(n.count <= SensorName.bytesMax && "Puissance pédalier ÉÉÉÉÉÉ".hasPrefix(n.text))
     }
 
     @Test func crcCheckValue() {

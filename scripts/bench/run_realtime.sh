@@ -1,24 +1,28 @@
 #!/usr/bin/env bash
-# `bikecomputer run` at real time against the Python bridge replaying a synthetic ride (heart rate
-# 1 Hz, power, speed and cadence 4 Hz each, BLE), recording a ride (docs/performance.md):
-#   CPU share of one core, peak RSS, disk bytes written per minute over SECONDS (default 300), and
-#   the time from exec until the control socket answers (the nearest observable to "first frame
-#   sent" with --no-display; the run loop draws its first frame before it serves the socket).
-#     bash scripts/bench/run_realtime.sh [SECONDS]
-# Needs: python3; a C compiler for the floor (optional).
+# The whole recording system at real time (docs/performance.md): `bikecomputer run` and the
+# sensor bridge side by side, four BLE sensors at real rates (heart rate 1 Hz, power, speed and
+# cadence 4 Hz each), a ride being recorded.
+#   - The app as on a board: the release binary with the Swift runtime linked statically, its
+#     display pipeline on (`--measure-latency`: every page goes to a bus that counts and does
+#     nothing else, `--emulated-bus-hz 0`); APP_DISPLAY=0 measures it with --no-display instead.
+#   - The bridge as on a board: board/bridge's Runner, NotifyReader, DataFramer, Bridge and
+#     SocketTransport (scripts/bench/bridge_feed.py), its notifications arriving on sockets as
+#     BlueZ's AcquireNotify hands them over, written at the recording's times by a child process
+#     that plays bluetoothd (not counted).
+# Prints per process and summed: CPU share of one core, peak RSS, wake-ups (context switches)
+# per second and per notification; the app's bytes written per minute and start-up time; the
+# latency from a notification reaching the board to its page on the display bus; then the
+# wake-up floor (scripts/bench/wakeup_floor.c).
+#     bash scripts/bench/run_realtime.sh [SECONDS]        (default 300)
+# Needs python3; a C compiler for the floor (optional). BIKE_BIN=DIR measures another build.
+# Measures with /proc/PID/schedstat (on-CPU time), /proc/PID/status (VmHWM; voluntary and
+# involuntary context switches summed over the threads in /proc/PID/task) and /proc/PID/io.
 # GPS=1 adds a GPS (docs/gps.md): Debian's gpsd, fed the Edge 500 ride's own positions as NMEA at
 # 1 Hz through a pty (Tests/oracle/gpsd_feed.py; needs gpsd, python3-gps and the .venv's fitdecode),
 # and `[gps] enabled` in the app's config. The app's CPU is measured, not gpsd's.
-# Prints the wake-up floor for comparison (scripts/bench/wakeup_floor.c) at the end.
-# The bridge is board/bridge's own code (protocol, Bridge, SocketTransport), paced in real time.
-# Measures with /proc/PID/stat (utime+stime), /proc/PID/status (VmHWM) and /proc/PID/io
-# (write_bytes: bytes the process caused to be written to storage).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-300}
-# The binary a board runs (docs/board.md): release, the Swift runtime linked in statically. It
-# is built in its own scratch directory (.build/static) so the other release products stay as
-# they are; the first build takes a few minutes. BIKE_BIN=DIR measures another build instead.
 if [ -z "${BIKE_BIN:-}" ]; then
     echo "run_realtime.sh: building the board's binary (swift build -c release --static-swift-stdlib, .build/static)" >&2
     swift build -c release --static-swift-stdlib --product bikecomputer --scratch-path .build/static 2>&1 | tail -n 1 >&2
@@ -27,8 +31,8 @@ else
     bin=$BIKE_BIN
 fi
 [ -x "$bin/bikecomputer" ] || { echo "run_realtime.sh: no bikecomputer in $bin: build it with swift build -c release --product bikecomputer" >&2; exit 1; }
-"$bin/bikecomputer" run --help 2>/dev/null | grep -q -- "--no-display" \
-    || { echo "run_realtime.sh: this bikecomputer has no \`run --no-display\` yet (branch run not merged)" >&2; exit 1; }
+"$bin/bikecomputer" run --help 2>/dev/null | grep -q -- "--measure-latency" \
+    || { echo "run_realtime.sh: this bikecomputer has no \`run --measure-latency\`" >&2; exit 1; }
 python=$(command -v python3)
 tmp=$(mktemp -d)
 cleanup() { [ -n "${app:-}" ] && kill "$app" 2>/dev/null || true; [ -n "${bridge:-}" ] && kill "$bridge" 2>/dev/null || true; [ -n "${gpsd_feeder:-}" ] && kill -- -"$gpsd_feeder" 2>/dev/null || kill "${gpsd_feeder:-0}" 2>/dev/null || true; rm -rf "$tmp"; }
@@ -77,10 +81,10 @@ if [ "${GPS:-0}" = 1 ]; then
     gpsd_feeder=$!
     sleep 1
 fi
-# The replay: the same payload layouts as Simulator/Sources/Simulation/SensorPayloads.swift.
+# The recording: the same payload layouts as Simulator/Sources/Simulation/SensorPayloads.swift.
 "$python" - "$seconds" >"$tmp/ride.jsonl" <<'PY'
 import json, sys, math
-end_ms = (int(sys.argv[1]) + 20) * 1000
+end_ms = (int(sys.argv[1]) + 30) * 1000
 def le16(v): return [v & 0xff, (v >> 8) & 0xff]
 def le32(v): return le16(v & 0xffff) + le16((v >> 16) & 0xffff)
 wheel = crank = 0.0
@@ -107,69 +111,96 @@ for t, addr, uuid, b in sorted(out):
     print(json.dumps({"t_ms": t, "ble": addr, "uuid": uuid, "hex": bytes(b).hex()}))
 PY
 clk=$(getconf CLK_TCK)
+settle=5
+if [ "${APP_DISPLAY:-1}" = 1 ]; then
+    # The display pipeline drawing to a counting bus; the run ends itself and prints its latency figures.
+    display=(--measure-latency $((seconds + settle + 15)) --emulated-bus-hz 0)
+else
+    display=(--no-display)
+fi
 t0=$(date +%s%N)
-# RUN_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=F" counts instructions instead
-# (the wall-clock figures are then valgrind's; see docs/performance.md).
-${RUN_WRAPPER:-} "$bin/bikecomputer" run --config "$tmp/config.toml" --data-dir "$tmp/data" --no-display --no-buttons \
-    --ride-active-file "$tmp/ride-active" 2>"$tmp/app.log" &
+# RUN_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=F" counts instructions instead.
+${RUN_WRAPPER:-} "$bin/bikecomputer" run --config "$tmp/config.toml" --data-dir "$tmp/data" --no-buttons "${display[@]}" \
+    --ride-active-file "$tmp/ride-active" >"$tmp/app.out" 2>"$tmp/app.log" &
 app=$!
 until "$bin/bikecomputer" ctl --socket "$tmp/control.sock" status >/dev/null 2>&1; do
-    # (under valgrind this takes seconds)
     kill -0 "$app" 2>/dev/null || { echo "run_realtime.sh: bikecomputer run exited:" >&2; cat "$tmp/app.log" >&2; exit 1; }
     sleep 0.005
 done
 ready_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-# The bridge's own modules (board/bridge), paced at the recording's times (its --replay mode
-# sends everything at once).
-PYTHONPATH=board/bridge "$python" - "$tmp/bridge.sock" "$tmp/ride.jsonl" 2>"$tmp/bridge.log" <<'PY' &
-import sys, time
-from bikebridge import protocol, replay
-from bikebridge.bridge import Bridge
-from bikebridge.transport import SocketTransport
-box = {}
-transport = SocketTransport(sys.argv[1], on_connect=lambda t: t.sock.send(
-    protocol.hello(int(time.monotonic_ns() // 1000), protocol.RADIO_BLE, box["b"].bridge_id)))
-bridge = Bridge(transport.send, protocol.RADIO_BLE)
-box["b"] = bridge
-lines = open(sys.argv[2]).read().splitlines()
-start = time.monotonic()
-for (t_ms, _), frame in zip(replay.records(lines), replay.frames(lines)):
-    wait = start + t_ms / 1000 - time.monotonic()
-    if wait > 0:
-        time.sleep(wait)
-    bridge.send(frame)
-PY
+# BRIDGE_CMD="CMD" runs another bridge instead (given --socket SOCK --recording FILE --stats FILE),
+# e.g. the previous replay loop, to compare (docs/performance.md).
+if [ -n "${BRIDGE_CMD:-}" ]; then
+    $BRIDGE_CMD --socket "$tmp/bridge.sock" --recording "$tmp/ride.jsonl" --stats "$tmp/bridge-stats.json" 2>"$tmp/bridge.log" &
+else
+    PYTHONPATH=board/bridge "$python" scripts/bench/bridge_feed.py --socket "$tmp/bridge.sock" --recording "$tmp/ride.jsonl" \
+        --clock-file "$tmp/clock" --stats "$tmp/bridge-stats.json" 2>"$tmp/bridge.log" &
+fi
 bridge=$!
-sleep 5
+sleep "$settle"
 "$bin/bikecomputer" ctl --socket "$tmp/control.sock" start >/dev/null
-cpu0=$(awk '{print $14 + $15}' "/proc/$app/stat"); user0=$(awk '{print $14}' "/proc/$app/stat")
-ns0=$(awk '{print $1}' "/proc/$app/schedstat")
+sleep 4  # the countdown
+snap() {  # PID -> "on-CPU ns, wake-ups (voluntary context switches), preemptions, VmHWM kB"
+    local pid=$1 cs=0 pre=0
+    for t in /proc/"$pid"/task/*/status; do
+        cs=$((cs + $(awk '/^voluntary_ctxt_switches/ {print $2}' "$t")))
+        pre=$((pre + $(awk '/^nonvoluntary_ctxt_switches/ {print $2}' "$t")))
+    done
+    echo "$(awk '{print $1}' /proc/"$pid"/schedstat) $cs $pre $(awk '/^VmHWM/ {print $2}' /proc/"$pid"/status)"
+}
+notes() { kill -USR1 "$bridge"; sleep 0.3; "$python" -c 'import json,sys; s=json.load(open(sys.argv[1])); print(sum(n for k, n in s["notifications"].items()))' "$tmp/bridge-stats.json"; }
 io0=$(awk '/^write_bytes/ {print $2}' "/proc/$app/io")
 journal_bytes() { "$bin/bikecomputer" ctl --socket "$tmp/control.sock" status 2>/dev/null | sed -n 's/.*"bytes_written":\([0-9]*\).*/\1/p'; }
 jb0=$(journal_bytes)
+pages0=$("$bin/bikecomputer" ctl --socket "$tmp/control.sock" status | sed -n 's/.*"pages_sent":\([0-9]*\).*/\1/p')
+n0=$(notes)
+read -r a_ns0 a_cs0 a_pre0 _ <<<"$(snap "$app")"
+read -r b_ns0 b_cs0 b_pre0 _ <<<"$(snap "$bridge")"
 [[ "${RUN_WRAPPER:-}" == *callgrind* ]] && command -v callgrind_control >/dev/null && callgrind_control --zero "$app" >/dev/null
 sleep "$seconds"
 [[ "${RUN_WRAPPER:-}" == *callgrind* ]] && command -v callgrind_control >/dev/null && callgrind_control --dump=measured "$app" >/dev/null
-cpu1=$(awk '{print $14 + $15}' "/proc/$app/stat"); user1=$(awk '{print $14}' "/proc/$app/stat")
-ns1=$(awk '{print $1}' "/proc/$app/schedstat")
+read -r a_ns1 a_cs1 a_pre1 a_hwm <<<"$(snap "$app")"
+read -r b_ns1 b_cs1 b_pre1 b_hwm <<<"$(snap "$bridge")"
+n1=$(notes)
 io1=$(awk '/^write_bytes/ {print $2}' "/proc/$app/io")
 jb1=$(journal_bytes)
-hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$app/status")
 status=$("$bin/bikecomputer" ctl --socket "$tmp/control.sock" status 2>&1 | tr '\n' ' ')
+pages1=$(echo "$status" | sed -n 's/.*"pages_sent":\([0-9]*\).*/\1/p')
 echo "at the end: $(echo "$status" | grep -o '"live":{[^}]*}') $(echo "$status" | grep -o '"counters":"[^"]*"')"
 [ "${GPS:-0}" = 1 ] && echo "gps: $(echo "$status" | grep -o '"gps":{[^}]*}')"
-awk -v u=$((user1 - user0)) -v c=$((cpu1 - cpu0)) -v ns=$((ns1 - ns0)) -v hz="$clk" -v s="$seconds" -v io=$((io1 - io0)) -v hwm="$hwm" -v ready="$ready_ms" -v jb=$(( ${jb1:-0} - ${jb0:-0} )) 'BEGIN {
-    printf "cpu_share_percent %.4f   (target <= 0.05; %.1f ms on CPU over %d s, /proc/PID/schedstat; utime+stime: %d ticks of 1/%d s, %d of them user)\n", ns / 1e9 / s * 100, ns / 1e6, s, c, hz, u
-    printf "peak_rss_kb %d   (target <= 15360)\n", hwm
-    printf "disk_bytes_per_min %.0f   (target <= 4096; write_bytes counts whole pages: each 1 s fdatasync rewrites a 4 KiB page)\n", io / (s / 60)
-    printf "journal_bytes_per_min %.0f   (the bytes the journal itself writes: its bytes_written counter in `ctl status`)\n", jb / (s / 60)
+echo "bridge: $(cat "$tmp/bridge-stats.json" | tr -d '\n' | cut -c1-400)"
+awk -v s="$seconds" -v n=$((n1 - n0)) -v ans=$((a_ns1 - a_ns0)) -v bns=$((b_ns1 - b_ns0)) -v acs=$((a_cs1 - a_cs0)) \
+    -v bcs=$((b_cs1 - b_cs0)) -v apre=$((a_pre1 - a_pre0)) -v bpre=$((b_pre1 - b_pre0)) -v ahwm="$a_hwm" -v bhwm="$b_hwm" -v io=$((io1 - io0)) -v jb=$(( ${jb1:-0} - ${jb0:-0} )) \
+    -v ready="$ready_ms" -v pages=$(( ${pages1:-0} - ${pages0:-0} )) 'BEGIN {
+    printf "notifications %d in %d s (%.1f/s); display pages sent %d (%.1f/s)\n", n, s, n / s, pages, pages / s
+    printf "%-8s %10s %10s %12s %16s %14s\n", "", "cpu_%", "rss_kb", "wakeups/s", "wakeups/notif", "preempted/s"
+    printf "%-8s %10.4f %10d %12.2f %16.3f %14.2f\n", "app", ans / 1e9 / s * 100, ahwm, acs / s, acs / n, apre / s
+    printf "%-8s %10.4f %10d %12.2f %16.3f %14.2f\n", "bridge", bns / 1e9 / s * 100, bhwm, bcs / s, bcs / n, bpre / s
+    printf "%-8s %10.4f %10d %12.2f %16.3f %14.2f\n", "sum", (ans + bns) / 1e9 / s * 100, ahwm + bhwm, (acs + bcs) / s, (acs + bcs) / n, (apre + bpre) / s
+    printf "bridge_to_app_cpu_ratio %.2f   (target <= 1.00)\n", bns / ans
+    printf "cpu_per_notification_us app %.1f bridge %.1f\n", ans / 1e3 / n, bns / 1e3 / n
+    printf "disk_bytes_per_min %.0f   (write_bytes; journal_bytes_per_min %.0f)\n", io / (s / 60), jb / (s / 60)
     printf "exec_to_ready_ms %d   (target <= 100)\n", ready
 }'
+if [ "${APP_DISPLAY:-1}" = 1 ]; then
+    kill "$bridge" 2>/dev/null || true
+    for _ in $(seq 1 $((settle + 30))); do kill -0 "$app" 2>/dev/null || break; sleep 1; done
+    "$python" - "$tmp/app.out" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read().strip().splitlines()
+if not text:
+    print("latency: the app printed no figures"); sys.exit(0)
+j = json.loads(text[-1])
+fs = j.get("from_send") or j.get("from_send_us") or {}
+print("latency notification -> page on the bus:", json.dumps(fs), "  (target p99 <= 50 ms)")
+PY
+    app= bridge=
+fi
 # For comparison: the least any process can spend on the same wake-ups and syncs here
 # (scripts/bench/wakeup_floor.c), over the same stretch (at most 60 s). WAKEUP_FLOOR=0 skips it.
 if [ "${WAKEUP_FLOOR:-1}" != 0 ]; then
-    kill "$bridge" "$app" 2>/dev/null || true
-    wait "$app" 2>/dev/null || true
+    [ -n "${bridge:-}" ] && kill "$bridge" 2>/dev/null || true
+    [ -n "${app:-}" ] && { kill "$app" 2>/dev/null || true; wait "$app" 2>/dev/null || true; }
     app= bridge=
     cc=$(command -v cc || command -v clang || command -v gcc || true)
     if [ -n "$cc" ] && "$cc" -O2 -o "$tmp/wakeup_floor" scripts/bench/wakeup_floor.c; then

@@ -49,6 +49,18 @@ public enum TextScreen {
             }
         case .confirmDiscard:
             out = "DISCARD RIDE? start=yes lap=no"
+        case .sensors:
+            let menu = s.sensorsMenu
+            switch menu.page {
+            case .list:
+                out = "SENSORS " + (menu.paired.isEmpty ? "none paired"
+                    : menu.paired.map { "\($0.kind.label)=\($0.state)" }.joined(separator: " "))
+            case .confirmForget(let i):
+                out = "SENSORS forget \(i < menu.paired.count ? menu.paired[i].id : "?")? lap=yes"
+            case .found:
+                out = "SENSORS search \(menu.found.count) found"
+            }
+            if let m = menu.message { out += " \(m)" }
         }
         if let o = s.overlay { out += " [\(o)]" }
         return out

@@ -74,4 +74,14 @@ int cbs_peer_uid(int fd, uid_t *uid);
 ssize_t cbs_send(int fd, const void *bytes, size_t count);
 /// lstat(2) mode bits and owner of `path` (for checking the socket's permissions).
 int cbs_path_mode(const char *path, mode_t *mode, uid_t *owner);
+
+// MARK: Descriptors passed over Unix sockets (the bridge hands the app BlueZ's notification sockets)
+
+/// recvmsg(2) of one packet with MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC: returns the
+/// packet's full length (more than `count` when it was cut), 0 when the peer closed, -1 with
+/// errno. The first descriptor that came with the packet is in *fd (-1 when none); any more are
+/// closed here. *fd_lost is 1 when the kernel dropped descriptors that did not fit (MSG_CTRUNC).
+ssize_t cbs_recv_with_fd(int sock, void *bytes, size_t count, int *fd, int *fd_lost);
+/// sendmsg(2) of one packet with `fd` attached (SCM_RIGHTS), MSG_NOSIGNAL | MSG_DONTWAIT.
+ssize_t cbs_send_with_fd(int sock, const void *bytes, size_t count, int fd);
 #endif

@@ -1,15 +1,38 @@
-"""Bridge protocol version 1 (docs/bridge-protocol.md): frame encoding, parsing and the serial
-framing (COBS over frame + CRC-16/CCITT-FALSE, big-endian, then one 0x00)."""
+"""Bridge protocol (docs/bridge-protocol.md): frame encoding, parsing and the serial framing
+(COBS over frame + CRC-16/CCITT-FALSE, big-endian, then one 0x00).
+
+Version 1: hello, heartbeat, data, link (bridge to app). Version 2 adds finding sensors: the app
+says hello and asks for a scan or a reload of the paired sensors; the bridge reports what it
+found and the scan's state. Frames of the version-1 kinds keep version byte 1, so an app that
+speaks only version 1 reads everything a version-2 bridge sends it unasked."""
 import binascii
 import struct
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Tuple, Union
 
-VERSION = 1
+VERSION = 1  # the version byte of the version-1 kinds
+VERSION_MAX = 2  # the newest version this bridge speaks (its hello says so)
 KIND_HELLO, KIND_HEARTBEAT, KIND_DATA, KIND_LINK = 1, 2, 3, 4
+# Version 2. Bridge to app: FOUND (a sensor a scan found), SCAN (the scan's state), SOCKET (a
+# characteristic's notification socket, passed with SCM_RIGHTS: the app reads it itself).
+# App to bridge: APP_HELLO (the app's newest version and what it takes), SCAN_REQUEST, RELOAD
+# (paired sensors changed), SOCKET_RETURNED (the app will not read that socket: the bridge does).
+KIND_FOUND, KIND_SCAN, KIND_APP_HELLO, KIND_SCAN_REQUEST, KIND_RELOAD = 5, 6, 7, 8, 9
+KIND_SOCKET, KIND_SOCKET_RETURNED = 10, 11
+KINDS_V2 = (KIND_FOUND, KIND_SCAN, KIND_APP_HELLO, KIND_SCAN_REQUEST, KIND_RELOAD, KIND_SOCKET, KIND_SOCKET_RETURNED)
+APP_TAKES_SOCKETS = 1  # APP_HELLO flags: the app reads notification sockets handed to it
 TRANSPORT_ANT, TRANSPORT_BLE = 1, 2
 LINK_SEARCHING, LINK_CONNECTED, LINK_DISCONNECTED = 0, 1, 2
+# Version 2: connected, but the device offers none of the measurements its service promises
+# (sent only to an app that said it speaks version 2; an older app gets LINK_DISCONNECTED).
+LINK_UNUSABLE = 3
 RADIO_ANT, RADIO_BLE = 1, 2
+# FOUND's services bits for BLE (for ANT+ the profile field is the device type).
+SERVICE_HEART_RATE, SERVICE_CYCLING_POWER, SERVICE_SPEED_CADENCE = 1, 2, 4
+SERVICE_UUIDS = {0x180D: SERVICE_HEART_RATE, 0x1818: SERVICE_CYCLING_POWER, 0x1816: SERVICE_SPEED_CADENCE}
+RSSI_UNKNOWN = 127
+NAME_BYTES_MAX = 24
+SCAN_SECONDS_MAX = 300
 PAYLOAD_BYTES_MAX = 64
 HEADER_BYTES = 10
 FRAME_BYTES_MAX = HEADER_BYTES + 11 + PAYLOAD_BYTES_MAX
@@ -55,6 +78,13 @@ class Frame:
     radios: int = 0
     bridge_id: int = 0
     sequence: int = 0
+    version: int = VERSION
+    rssi: Optional[int] = None  # FOUND: dBm, None when unknown
+    name: str = ""  # FOUND
+    scanning: bool = False  # SCAN: running; SCAN_REQUEST: start (True) or stop
+    seconds: int = 0  # SCAN_REQUEST
+    found: int = 0  # SCAN: sensors found so far
+    flags: int = 0  # APP_HELLO
 
 
 def _sensor_bytes(sensor: SensorId, profile: int) -> bytes:
@@ -65,8 +95,8 @@ def _sensor_bytes(sensor: SensorId, profile: int) -> bytes:
     return body + struct.pack("<H", profile)
 
 
-def hello(time_us: int, radios: int, bridge_id: int) -> bytes:
-    return struct.pack("<BBQBBI", VERSION, KIND_HELLO, time_us, VERSION, radios, bridge_id)
+def hello(time_us: int, radios: int, bridge_id: int, version_max: int = VERSION_MAX) -> bytes:
+    return struct.pack("<BBQBBI", VERSION, KIND_HELLO, time_us, version_max, radios, bridge_id)
 
 
 def heartbeat(time_us: int, sequence: int) -> bytes:
@@ -81,7 +111,47 @@ def data(time_us: int, sensor: SensorId, profile: int, payload: bytes) -> bytes:
 
 
 def link(time_us: int, sensor: SensorId, profile: int, state: int) -> bytes:
-    return struct.pack("<BBQ", VERSION, KIND_LINK, time_us) + _sensor_bytes(sensor, profile) + bytes([state])
+    version = 2 if state == LINK_UNUSABLE else VERSION
+    return struct.pack("<BBQ", version, KIND_LINK, time_us) + _sensor_bytes(sensor, profile) + bytes([state])
+
+
+def _name_bytes(name: str) -> bytes:
+    """UTF-8, cut at a character boundary to NAME_BYTES_MAX bytes."""
+    b = name.encode("utf-8", "replace")[:NAME_BYTES_MAX]
+    return b.decode("utf-8", "ignore").encode("utf-8")
+
+
+def found(time_us: int, sensor: SensorId, profile: int, rssi: Optional[int], name: str) -> bytes:
+    """A sensor a scan found. profile: BLE, the SERVICE_* bits it advertises; ANT+, its device type."""
+    r = RSSI_UNKNOWN if rssi is None else max(-128, min(126, int(rssi)))
+    n = _name_bytes(name)
+    return (struct.pack("<BBQ", 2, KIND_FOUND, time_us) + _sensor_bytes(sensor, profile)
+            + struct.pack("<bB", r, len(n)) + n)
+
+
+def scan_state(time_us: int, running: bool, radios: int, found_count: int) -> bytes:
+    return struct.pack("<BBQBBH", 2, KIND_SCAN, time_us, 1 if running else 0, radios, min(found_count, 0xFFFF))
+
+
+def app_hello(time_us: int, version_max: int = VERSION_MAX, flags: int = 0) -> bytes:
+    return struct.pack("<BBQBB", 2, KIND_APP_HELLO, time_us, version_max, flags)
+
+
+def notification_socket(time_us: int, sensor: SensorId, characteristic: int) -> bytes:
+    """The frame that goes with a notification socket (the descriptor rides in SCM_RIGHTS)."""
+    return struct.pack("<BBQ", 2, KIND_SOCKET, time_us) + _sensor_bytes(sensor, characteristic)
+
+
+def socket_returned(time_us: int, sensor: SensorId, characteristic: int) -> bytes:
+    return struct.pack("<BBQ", 2, KIND_SOCKET_RETURNED, time_us) + _sensor_bytes(sensor, characteristic)
+
+
+def scan_request(time_us: int, start: bool, radios: int, seconds: int) -> bytes:
+    return struct.pack("<BBQBBH", 2, KIND_SCAN_REQUEST, time_us, 1 if start else 0, radios, seconds)
+
+
+def reload_request(time_us: int) -> bytes:
+    return struct.pack("<BBQ", 2, KIND_RELOAD, time_us)
 
 
 def parse(b: bytes) -> Frame:
@@ -89,27 +159,48 @@ def parse(b: bytes) -> Frame:
     if len(b) < HEADER_BYTES:
         raise ProtocolError(f"frame of {len(b)} bytes is shorter than the {HEADER_BYTES}-byte header")
     version, kind, t = struct.unpack_from("<BBQ", b)
-    if version != VERSION:
-        raise ProtocolError(f"protocol version {version}, expected {VERSION}")
+    if not 1 <= version <= VERSION_MAX:
+        raise ProtocolError(f"protocol version {version}, expected 1...{VERSION_MAX}")
+    if kind in KINDS_V2 and version < 2:
+        raise ProtocolError(f"frame kind {kind} needs protocol version 2, the frame says {version}")
     if kind == KIND_HELLO and len(b) == 16:
         v, radios, bid = struct.unpack_from("<BBI", b, 10)
-        return Frame(KIND_HELLO, t, protocol_version_max=v, radios=radios, bridge_id=bid)
+        return Frame(KIND_HELLO, t, protocol_version_max=v, radios=radios, bridge_id=bid, version=version)
     if kind == KIND_HEARTBEAT and len(b) == 14:
-        return Frame(KIND_HEARTBEAT, t, sequence=struct.unpack_from("<I", b, 10)[0])
-    if kind in (KIND_DATA, KIND_LINK) and len(b) >= 21:
+        return Frame(KIND_HEARTBEAT, t, sequence=struct.unpack_from("<I", b, 10)[0], version=version)
+    if kind in (KIND_DATA, KIND_LINK, KIND_FOUND, KIND_SOCKET, KIND_SOCKET_RETURNED) and len(b) >= 20:
         transport = b[10]
         if transport == TRANSPORT_ANT:
             n, dt, tt = struct.unpack_from("<HBB", b, 11)
             sensor: SensorId = AntId(n, dt, tt)
         elif transport == TRANSPORT_BLE:
+            if b[17] > 1:
+                raise ProtocolError(f"BLE address type {b[17]}: 0 (public) or 1 (random)")
             sensor = BleId(":".join(f"{x:02X}" for x in b[11:17]), random=b[17] == 1)
         else:
             raise ProtocolError(f"unknown transport {transport}")
         profile = struct.unpack_from("<H", b, 18)[0]
-        if kind == KIND_LINK and len(b) == 21:
-            return Frame(KIND_LINK, t, sensor, profile, link=b[20])
-        if kind == KIND_DATA and len(b) == 21 + b[20]:
-            return Frame(KIND_DATA, t, sensor, profile, payload=bytes(b[21:]))
+        if kind in (KIND_SOCKET, KIND_SOCKET_RETURNED) and len(b) == 20:
+            return Frame(kind, t, sensor, profile, version=version)
+        if kind == KIND_LINK and len(b) == 21 and b[20] <= (LINK_UNUSABLE if version >= 2 else LINK_DISCONNECTED):
+            return Frame(KIND_LINK, t, sensor, profile, link=b[20], version=version)
+        if kind == KIND_DATA and len(b) == 21 + b[20] and b[20] <= PAYLOAD_BYTES_MAX:
+            return Frame(KIND_DATA, t, sensor, profile, payload=bytes(b[21:]), version=version)
+        if kind == KIND_FOUND and len(b) >= 22 and len(b) == 22 + b[21] and b[21] <= NAME_BYTES_MAX:
+            rssi = struct.unpack_from("<b", b, 20)[0]
+            name = bytes(b[22:]).decode("utf-8", "replace")
+            return Frame(KIND_FOUND, t, sensor, profile, rssi=None if rssi == RSSI_UNKNOWN else rssi, name=name,
+                         version=version)
+    if kind == KIND_SCAN and len(b) == 14 and b[10] <= 1:
+        return Frame(KIND_SCAN, t, scanning=b[10] == 1, radios=b[11], found=struct.unpack_from("<H", b, 12)[0],
+                     version=version)
+    if kind == KIND_APP_HELLO and len(b) == 12:
+        return Frame(KIND_APP_HELLO, t, protocol_version_max=b[10], flags=b[11], version=version)
+    if kind == KIND_SCAN_REQUEST and len(b) == 14 and b[10] <= 1:
+        return Frame(KIND_SCAN_REQUEST, t, scanning=b[10] == 1, radios=b[11],
+                     seconds=struct.unpack_from("<H", b, 12)[0], version=version)
+    if kind == KIND_RELOAD and len(b) == 10:
+        return Frame(KIND_RELOAD, t, version=version)
     raise ProtocolError(f"malformed frame of kind {kind}, {len(b)} bytes")
 
 
@@ -188,3 +279,37 @@ class SerialDeframer:
                 yield parse(plain[:-2])
             except ProtocolError:
                 self.errors += 1
+
+
+class DataFramer:
+    """Data frames of one sensor and characteristic (or ANT+ channel), built in place in one
+    preallocated buffer: the hot path reads a notification straight into `body` and sends
+    `frame(time, n)`, a view of the same buffer (no allocation per notification but the view)."""
+
+    __slots__ = ("sensor", "profile", "buf", "view", "body", "count", "checked")
+
+    def __init__(self, sensor: SensorId, profile: int, checked: bool = True) -> None:
+        self.sensor = sensor
+        self.profile = profile
+        self.buf = bytearray(FRAME_BYTES_MAX)
+        self.buf[0] = VERSION
+        self.buf[1] = KIND_DATA
+        self.buf[10:20] = _sensor_bytes(sensor, profile)
+        self.view = memoryview(self.buf)
+        self.body = self.view[21:21 + PAYLOAD_BYTES_MAX]
+        self.count = 0
+        self.checked = checked
+
+    def payload(self, n: int) -> memoryview:
+        return self.body[:n]
+
+    def frame(self, time_us: int, n: int) -> memoryview:
+        struct.pack_into("<Q", self.buf, 2, time_us)
+        self.buf[20] = n
+        return self.view[:21 + n]
+
+    def put(self, payload) -> int:
+        """Copies a payload into the buffer (when it did not arrive there); its length, cut to the limit."""
+        n = min(len(payload), PAYLOAD_BYTES_MAX)
+        self.body[:n] = payload[:n]
+        return n

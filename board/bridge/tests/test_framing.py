@@ -33,7 +33,7 @@ def test_data_frame_golden_bytes_match_the_swift_layout():
 
 
 def test_round_trip_every_kind():
-    frames = [protocol.hello(8, 3, 0xDEADBEEF), protocol.heartbeat(9, 42),
+    frames = [protocol.hello(8, 3, 0xDEADBEEF, version_max=1), protocol.heartbeat(9, 42),
               protocol.data(10, PM, 0x2A63, bytes.fromhex("0000fa00")),
               protocol.link(11, HRM, 120, protocol.LINK_DISCONNECTED)]
     parsed = [protocol.parse(f) for f in frames]
@@ -44,7 +44,7 @@ def test_round_trip_every_kind():
     with pytest.raises(protocol.ProtocolError):
         protocol.parse(frames[2][:-1])
     with pytest.raises(protocol.ProtocolError):
-        protocol.parse(b"\x02" + frames[1][1:])
+        protocol.parse(b"\x03" + frames[1][1:])  # a version this bridge does not speak
 
 
 def test_crc_check_value():
@@ -147,9 +147,9 @@ def test_socket_transport_reconnects_and_says_hello_again():
         os.unlink(path)
 
 
-def test_radio_modules_import_without_loading_bleak_or_openant():
+def test_radio_modules_import_without_loading_dbus_or_openant():
     code = ("import sys; sys.path.insert(0, %r); import bikebridge.ble, bikebridge.ant, bikebridge.__main__; "
-            "print('bleak' in sys.modules, 'openant' in sys.modules)") % str(HERE.parent)
+            "print('dbus_fast' in sys.modules, 'openant' in sys.modules)") % str(HERE.parent)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
 
@@ -162,7 +162,7 @@ def test_ant_extended_channel_id():
 
 
 def stream_for_swift() -> bytes:
-    bridge_frames = [protocol.hello(1, 3, 0xB1DE)]
+    bridge_frames = [protocol.hello(1, 3, 0xB1DE, version_max=1)]
     bridge_frames += list(replay.frames(RECORDING.read_text().splitlines()))
     bridge_frames.append(protocol.heartbeat(2_000_000, 1))
     out = b"\x00" + b"".join(protocol.serial_record(f) for f in bridge_frames)

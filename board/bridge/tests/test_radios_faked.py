@@ -1,12 +1,11 @@
-"""The radio glue (ble.py, ant.py) driven by fake bleak and openant modules that replay recorded
-notifications: what reaches the app is exactly the raw values, with link frames around them."""
-import asyncio
+"""The ANT+ glue (ant.py) driven by a fake openant that replays recorded pages: what reaches the
+app is exactly the raw pages with the channel id the stick reported; searches report every
+device heard once. (BLE: test_ble_faked.py.)"""
 import sys
+import time
 import types
 
-import pytest
-
-from bikebridge import ant, ble, protocol
+from bikebridge import ant, protocol
 from bikebridge.bridge import Bridge
 
 
@@ -14,73 +13,12 @@ class Recorder:
     def __init__(self):
         self.frames = []
 
-    def __call__(self, frame: bytes) -> bool:
-        self.frames.append(protocol.parse(frame))
+    def __call__(self, frame) -> bool:
+        self.frames.append(protocol.parse(bytes(frame)))
         return True
 
-
-class FakeChar:
-    def __init__(self, u):
-        self.uuid = ble.uuid16(u).upper()
-
-
-class FakeService:
-    def __init__(self, uuids):
-        self.characteristics = [FakeChar(u) for u in uuids]
-
-
-def fake_bleak(notifications, reads, connects):
-    class FakeClient:
-        def __init__(self, address, disconnected_callback=None):
-            self.address = address
-            self.on_disconnect = disconnected_callback
-            self.services = [FakeService([0x2A63, 0x2A65, 0x2A19, 0x1234])]
-
-        async def __aenter__(self):
-            connects.append(self.address)
-            if len(connects) > 2:
-                raise asyncio.CancelledError  # end the test after one reconnect attempt
-            return self
-
-        async def __aexit__(self, *a):
-            return False
-
-        async def read_gatt_char(self, uuid):
-            return bytearray(reads[uuid])
-
-        async def start_notify(self, uuid, callback):
-            async def play():
-                for u, value in notifications:
-                    if ble.uuid16(u) == uuid:
-                        callback(None, bytearray(value))
-                        await asyncio.sleep(0)
-                await asyncio.sleep(0.01)
-                self.on_disconnect(self)
-            asyncio.get_running_loop().create_task(play())
-
-    return types.SimpleNamespace(BleakClient=FakeClient)
-
-
-def test_ble_glue_forwards_raw_values_and_links(monkeypatch):
-    notifications = [(0x2A63, bytes.fromhex("2000c8000a000000")), (0x2A63, bytes.fromhex("2000d2000b000002"))]
-    reads = {ble.uuid16(0x2A65): bytes.fromhex("0c000000"), ble.uuid16(0x2A19): b"\x5a"}
-    connects = []
-    monkeypatch.setitem(sys.modules, "bleak", fake_bleak(notifications, reads, connects))
-    monkeypatch.setattr(ble, "RECONNECT_S", 0.0)
-    rec = Recorder()
-    bridge = Bridge(rec, protocol.RADIO_BLE, clock=lambda: 0, bridge_id=1)
-    with pytest.raises(asyncio.CancelledError):
-        asyncio.run(ble.run_sensor(bridge, "c0:ff:ee:00:11:22"))
-    sensor = protocol.BleId("C0:FF:EE:00:11:22")
-    kinds = [(f.kind, f.link if f.kind == protocol.KIND_LINK else f.profile) for f in rec.frames]
-    assert kinds[:6] == [(protocol.KIND_LINK, protocol.LINK_SEARCHING), (protocol.KIND_LINK, protocol.LINK_CONNECTED),
-                         (protocol.KIND_DATA, 0x2A65), (protocol.KIND_DATA, 0x2A19),
-                         (protocol.KIND_DATA, 0x2A63), (protocol.KIND_DATA, 0x2A63)]
-    assert all(f.sensor == sensor for f in rec.frames)
-    data = [f.payload for f in rec.frames if f.kind == protocol.KIND_DATA and f.profile == 0x2A63]
-    assert data[:2] == [v for _, v in notifications]
-    assert (protocol.KIND_LINK, protocol.LINK_DISCONNECTED) in kinds
-    assert len(connects) == 3  # reconnected after the disconnect
+    def of(self, kind):
+        return [f for f in self.frames if f.kind == kind]
 
 
 def fake_openant(pages_by_type):
@@ -102,6 +40,7 @@ def fake_openant(pages_by_type):
         def set_period(self, p): self.period = p
         def set_rf_freq(self, f): self.rf = f
         def open(self): self.opened = True
+        def close(self): self.opened = False
 
     class FakeNode:
         def set_network_key(self, n, key): self.key = key
@@ -142,3 +81,42 @@ def test_ant_glue_forwards_pages_with_the_extended_channel_id(monkeypatch):
     assert data[0].sensor == protocol.AntId(4321, 120, 1) and data[0].payload == bytes(hr_ext[:8])
     assert data[1].sensor == protocol.AntId(555, 11, 5) and data[1].payload == bytes(pm_plain)
     assert data[1].profile == 11
+
+
+def test_ant_extended_messages_with_rssi():
+    page = [0x04, 0xFF, 0, 0xFE, 0, 1, 7, 0x48]
+    assert ant.parse_extended(page + [0xC0, 0xE1, 0x10, 120, 1, 0x20, 0xC4, 0xA0]) == (protocol.AntId(4321, 120, 1), -60)
+    assert ant.parse_extended(page + [0x80, 0xE1, 0x10, 120, 1]) == (protocol.AntId(4321, 120, 1), None)
+    assert ant.parse_extended(page + [0x40, 0x20, 0xC4, 0xA0]) == (None, -60)
+    assert ant.parse_extended(page + [0x80, 0xE1]) == (None, None), "cut short: nothing trusted"
+    assert ant.parse_extended(page) == (None, None)
+
+
+def test_ant_search_reports_each_device_once_and_frees_its_channels(monkeypatch):
+    modules, channels = fake_openant({})
+    for name, m in modules.items():
+        monkeypatch.setitem(sys.modules, name, m)
+    rec = Recorder()
+    bridge = Bridge(rec, protocol.RADIO_ANT, clock=lambda: 0, bridge_id=1)
+    bridge.app_version = 2
+    radio = ant.AntRadio(bridge)
+    radio.node = modules["openant.easy.node"].Node()
+    radio.node.max_channels = 8
+    radio._apply_paired([(120, 4321, 1)])
+    radio._start_search(5)
+    assert len(channels) == 6 and [c.id for c in channels[1:]] == [(0, t, 0) for t in ant.SEARCH_TYPES]
+    page = [0x10, 1, 0xFF, 90, 0, 0, 200, 0]
+    by_type = {c.id[1]: c for c in channels[1:]}
+    for _ in range(3):  # heard three times: reported once
+        by_type[11].on_broadcast_data(page + [0xC0, 0x39, 0x30, 11, 5, 0x20, 0xB5, 0xA0])
+    by_type[121].on_broadcast_data([0] * 8 + [0x80, 0x02, 0x00, 121, 1])
+    by_type[120].on_broadcast_data(page)  # no channel id: counted, not reported
+    radio._stop_search()
+    found = rec.of(protocol.KIND_FOUND)
+    assert [(f.sensor, f.profile, f.rssi) for f in found] == [
+        (protocol.AntId(12345, 11, 5), 11, -75), (protocol.AntId(2, 121, 1), 121, None)]
+    assert [s.scanning for s in rec.of(protocol.KIND_SCAN)] == [True, False]
+    assert bridge.bad["ant_no_channel_id"] == 1
+    assert len(radio.pool) == 5 and channels[0].opened and not any(c.opened for c in channels[1:])
+    radio._apply_paired([(120, 4321, 1), (11, 12345, 5)])  # pairing what the search found reuses a channel
+    assert len(channels) == 6 and channels[1].id == (12345, 11, 5) and channels[1].opened
