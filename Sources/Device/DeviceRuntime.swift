@@ -363,7 +363,10 @@ public final class DeviceRuntime {
     public func workOnRideFiles(at now: MonotonicInstant) -> Bool {
         guard var job = rideFiles.first, now >= job.dueAt else { return false }
         if job.write == nil {
-            let records = journal.recordsHeld(of: job.rideID)
+            guard let records = journal.recordsHeld(of: job.rideID) else {
+                rideFileFailed(&job, JournalUnreadable(), at: now)
+                return false
+            }
             guard !records.isEmpty else {
                 rideFiles.removeFirst()
                 log.log(.error, "ride \(job.rideID): no records held to write a file from")

@@ -99,8 +99,9 @@ public final class FlashJournal: RideJournalPort {
     /// The durable records (as `records(of:)`, but only those the writer counts as durable:
     /// written but unsynced frames are left to the pending ones), then the records still waiting
     /// to be written.
-    public func recordsHeld(of rideID: RideID) -> [RideRecord] {
+    public func recordsHeld(of rideID: RideID) -> [RideRecord]? {
         var scan = JournalScan.scan(storage, repair: false)
+        if disabledReason == nil && !scan.storageErrors.isEmpty { return nil }
         let durableEnd = writer.nextSequence
         if let cut = scan.records.firstIndex(where: { $0.sequence >= durableEnd }) { scan.records.removeSubrange(cut...) }
         var out: [RideRecord] = []

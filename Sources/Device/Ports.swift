@@ -19,12 +19,19 @@ public protocol RideJournalPort: AnyObject {
     func rideFileIsDurable(_ rideID: RideID)
     /// Every record of `rideID` the device still holds: the durable ones, then those appended
     /// but not yet durable (a full or failing card). Its file is written from these, so a
-    /// storage fault loses nothing that was recorded.
-    func recordsHeld(of rideID: RideID) -> [RideRecord]
+    /// storage fault loses nothing that was recorded. Nil when the journal cannot be read back
+    /// whole now (a read error): a file from part of it would let the journal go; try later.
+    func recordsHeld(of rideID: RideID) -> [RideRecord]?
 }
 
 extension RideJournalPort {
-    public func recordsHeld(of rideID: RideID) -> [RideRecord] { records(of: rideID) }
+    public func recordsHeld(of rideID: RideID) -> [RideRecord]? { records(of: rideID) }
+}
+
+/// The journal could not be read back whole to write a ride's file (retried like a failed write).
+public struct JournalUnreadable: Error, CustomStringConvertible {
+    public var description: String { "the journal cannot be read back whole now (a read error)" }
+    public init() {}
 }
 
 /// Where finished rides go (the ride library on the data directory).
@@ -64,6 +71,7 @@ public enum RideArchiveFailure: Sendable, Hashable {
             case .other: self = .other
             }
         case RideLibraryError.unexportable: self = .unexportable
+        case is JournalUnreadable: self = .io
         default: self = .other
         }
     }

@@ -56,9 +56,30 @@ final class FaultyFiles: RideFileOperations {
     var fitFiles: [String] { files.keys.filter { $0.hasSuffix(".fit") }.sorted() }
 }
 
+/// Simulated flash whose reads can fail (EIO on read-back), writes untouched.
+final class ReadFailingFlash: SegmentStorage {
+    let base = SimulatedFlash()
+    var failReads = false
+    var segmentBytes: Int { base.segmentBytes }
+    func list() throws(StorageError) -> [UInt32] { try base.list() }
+    func create(_ id: UInt32) throws(StorageError) { try base.create(id) }
+    func write(_ id: UInt32, at offset: Int, _ bytes: UnsafeRawBufferPointer) throws(StorageError) { try base.write(id, at: offset, bytes) }
+    func sync(_ id: UInt32) throws(StorageError) { try base.sync(id) }
+    func read(_ id: UInt32) throws(StorageError) -> [UInt8] {
+        if failReads { throw StorageError(.io, "Input/output error") }
+        return try base.read(id)
+    }
+    func truncate(_ id: UInt32, at offset: Int) throws(StorageError) { try base.truncate(id, at: offset) }
+    func remove(_ id: UInt32) throws(StorageError) { try base.remove(id) }
+    func setAside(_ id: UInt32) throws(StorageError) -> String { try base.setAside(id) }
+    func copyAside(_ id: UInt32) throws(StorageError) -> String { try base.copyAside(id) }
+    func availableBytes() -> Int? { base.availableBytes() }
+}
+
 /// A device on simulated flash with a ride library on `FaultyFiles`, ridden second by second.
 final class FaultRig {
-    let flash = SimulatedFlash()
+    let storage = ReadFailingFlash()
+    var flash: SimulatedFlash { storage.base }
     let files = FaultyFiles()
     let log = MemoryLog(capacity: 4096)
     let journal: FlashJournal
@@ -68,7 +89,7 @@ final class FaultRig {
     init(steps: Bool = false, disabled: Bool = false) {
         let opened = disabled
             ? FlashJournal.disabled(reason: "/data/journal: Read-only file system", randomSeed: 5, deviceNow: .zero)
-            : FlashJournal.open(storage: flash, randomSeed: 5, deviceNow: .zero)
+            : FlashJournal.open(storage: storage, randomSeed: 5, deviceNow: .zero)
         journal = opened.journal
         device = DeviceRuntime.boot((opened.journal, opened.core, opened.report), archive: RideLibrary(dataDirectory: "/data", ops: files),
                                     log: log, stepsRideFiles: steps,
@@ -223,6 +244,24 @@ struct StorageFaultTests {
         rig.ride(seconds: 5)
         rig.end()
         #expect(rig.files.fitFiles.count == 2)
+    }
+
+    /// The journal cannot be read back when the ride ends: no file from part of it (the journal
+    /// would then let the rest go); the gather is retried and the whole ride written later.
+    @Test func aJournalThatCannotBeReadBackIsNotWrittenFromPartOfIt() throws {
+        let healthy = try Self.healthyRecords(seconds: 12)
+        let rig = FaultRig()
+        rig.start()
+        rig.ride(seconds: 12)
+        rig.storage.failReads = true
+        rig.end()
+        #expect(rig.files.fitFiles.isEmpty)
+        #expect(!rig.alerts().contains("RIDE SAVED"))
+        #expect(rig.alerts().contains("RIDE NOT SAVED"))
+        rig.storage.failReads = false
+        rig.wait(seconds: 3)
+        #expect(try rig.fitRecords() == healthy)
+        #expect(rig.alerts().last == "RIDE SAVED")
     }
 
     /// On the board the end of a ride is written in steps, one per loop turn: a button between
