@@ -8,7 +8,8 @@ import RideModel
 ///
 /// A failed step throws; `retry()` starts the writing over (the encoded files are kept, the
 /// directory is listed again, so a retry writes a new complete version and cleans up after a
-/// half-written one). The file is durable only once `step()` returned true.
+/// half-written one). The file is durable only once `stepTyped()` returned true (`step()` as a
+/// `RideArchiveJob`).
 public final class RideFileWrite {
     enum Phase: Equatable {
         case export
