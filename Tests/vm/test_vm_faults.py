@@ -104,14 +104,14 @@ def test_ride_saved_only_once_the_file_is_durable(faults, name):
     assert "RIDE SAVED" not in r["log_during"], "RIDE SAVED while the ride file could not be written"
 
 
-# A card whose ext4 went read-only is healed in the guest by fsck and a fresh mount at the same
-# place (card_reinserted). The running unit, in its own mount namespace (ProtectSystem=strict,
-# ReadWritePaths), still gets EROFS there and retries in vain (the log shows every retry); a
-# restart writes the file from the journal. Binding /var/lib instead of /var/lib/bikecomputer
-# did not change it. guest_system.py records the unit's mountinfo after the heal
-# (record["namespace_after_heal"]) for whoever takes this up.
-NAMESPACE = ("issue 17: after the card is fsck'd and mounted again in the host, the running unit's mount "
-             "namespace still gives EROFS there: the file is written only after a restart")
+# A card whose ext4 went read-only is "healed" in the guest by fsck and a fresh mount at the
+# same place (card_reinserted). The running unit's mount namespace keeps its copy of the old
+# mount (its mountinfo after the heal, record["namespace_after_heal"], still shows one ext4 on
+# 253:0, and a touch there gives EROFS), so the aborted superblock stays alive and the host's new
+# mount of the same device gets that same superblock back. Nothing heals while the unit runs;
+# a restart writes the file from the journal. Binding /var/lib instead did not change it.
+NAMESPACE = ("issue 17: the unit's mount namespace keeps the aborted ext4 mounted, so a fresh mount of the card "
+             "reuses its read-only superblock: the file is written only after a restart")
 HEALS_IN_THE_UNIT = [pytest.param("full"),
                      pytest.param("readonly", marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=NAMESPACE)),
                      pytest.param("flakey", marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=NAMESPACE))]
