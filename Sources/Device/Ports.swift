@@ -25,6 +25,13 @@ public protocol RideArchivePort: AnyObject {
     func store(rideID: RideID, records: [RideRecord]) throws -> String
     /// Removes a saved ride (discarded from the summary screen).
     func delete(rideID: RideID) throws
+    /// The wall clock became trusted (`anchor`: a trusted reading at a device instant): rides
+    /// saved on the untrusted clock can be dated (`DatingRideArchive`).
+    func clockTrusted(_ anchor: WallClockAnchor)
+}
+
+extension RideArchivePort {
+    public func clockTrusted(_ anchor: WallClockAnchor) {}
 }
 
 /// The buzzer or LED line, if the board has one.
