@@ -167,6 +167,19 @@ public final class DatingRideArchive: RideArchivePort {
             return
         }
         guard !Self.hasTrustedTime(p.records) else { removePending(id); return } // never re-dated twice
+        // Deleted meanwhile (`bikecomputer rides delete` goes to the library directly): not
+        // brought back.
+        let listed: [RideEntry]
+        do { listed = try library.list() } catch {
+            datingFailures &+= 1
+            log?.log(.error, "ride \(id) not re-dated (\(error)); tried again at the next start")
+            return
+        }
+        guard listed.contains(where: { $0.rideID == id }) else {
+            log?.log(.info, "ride \(id) was deleted before its clock was set; nothing to date")
+            removePending(id)
+            return
+        }
         do {
             let what = try library.store(rideID: id, records: Self.redated(p.records, offsetMs: offsetMs))
             ridesRedated &+= 1

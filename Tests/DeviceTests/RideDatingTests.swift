@@ -220,6 +220,20 @@ struct RideDatingTests {
         #expect(files.pending.isEmpty)
     }
 
+    /// A ride deleted before the clock is set (`bikecomputer rides delete` goes to the library
+    /// directly) is not brought back by its dating.
+    @Test func aRideDeletedBeforeTheClockIsSetStaysDeleted() throws {
+        let files = Files()
+        let d = Self.start(files, wall: Self.stale(0), at: 0)
+        Self.ride(d, from: 60_000, to: 120_000)
+        let id = try Self.saved(d).entry.rideID
+        try RideLibrary(dataDirectory: Self.data, ops: files).delete(rideID: id)
+        d.runtime.wallClock(Self.trueTime(700_000), at: ms(700_000))
+        #expect(try d.library.list().isEmpty)
+        #expect(files.pending.isEmpty)
+        #expect(Self.logged(d.log, "was deleted before its clock was set"))
+    }
+
     /// A ride's records survive the `.rec` file exactly (samples, events, anchors, metadata).
     @Test func keptRecordsDecodeToTheSameRide() throws {
         let files = Files()
