@@ -33,7 +33,7 @@ public struct ClockReference: Sendable, Hashable {
 /// unknown): it keeps its date, and that is logged and counted.
 public final class DatingRideArchive: RideArchivePort {
     public static let directoryName = "undated"
-    /// Rides kept waiting for a date at most (the oldest is given up, logged).
+    /// Rides kept waiting for a date at most (beyond that, one of them is given up, logged).
     public static let pendingRidesMax = 64
     /// Samples and series values per frame of a `.rec` file.
     static let groupRecordsMax = 64
