@@ -629,11 +629,20 @@ public struct AppCore: Sendable {
         }
     }
 
+    /// The one place that decides what a wall-clock reading changes, whether it comes from the
+    /// kernel (trusted while NTP keeps it synchronised) or from GPS time (trusted once the GPS
+    /// clock rules let it through): `WallClockAnchor.updated`'s rules; a changed anchor during a
+    /// ride is journaled (the ride is dated by it); the clock's first becoming trusted is
+    /// announced (`clockTrusted`) so rides already saved on the untrusted clock are dated.
     mutating func handleWallClock(_ w: WallClockTime, at now: MonotonicInstant) {
+        let wasTrusted = wallAnchor?.wall.trusted ?? false
         let updated = wallAnchor.map { $0.updated(observed: w, at: now) } ?? WallClockAnchor(monotonic: now, wall: w)
         let changed = updated != wallAnchor
         wallAnchor = updated
         if changed, header != nil, lifecycle.state.isRideInProgress { journal(.wallClock(updated)) }
+        if updated.wall.trusted && !wasTrusted {
+            emit(.clockTrusted(WallClockAnchor(monotonic: now.advanced(byMs: -instantOffsetMs), wall: updated.wall)))
+        }
     }
 
     mutating func handleStorage(_ c: StorageCondition, at now: MonotonicInstant) {

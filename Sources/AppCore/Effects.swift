@@ -88,6 +88,10 @@ public enum AppEffect: Sendable, Hashable {
     /// The Sensors screen asks the device to search, pair, forget, or to report the paired
     /// sensors (the board asks the bridge, writes the config file, answers with `AppInput.sensors`).
     case sensors(SensorsRequest)
+    /// The wall clock became trusted (NTP through the kernel, or GPS time): `anchor` is the
+    /// trusted reading at a device instant (not a ride instant). Rides saved on the untrusted
+    /// clock are dated by it (docs/journal.md, "The clock").
+    case clockTrusted(WallClockAnchor)
 }
 
 /// What the Sensors screen asks of the device (`AppEffect.sensors`).

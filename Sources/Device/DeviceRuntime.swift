@@ -486,6 +486,8 @@ public final class DeviceRuntime {
             // Bounded: a board that never takes them (the simulator) keeps the newest few.
             if sensorRequests.count >= Self.sensorRequestsMax { sensorRequests.removeFirst() }
             sensorRequests.append(request)
+        case .clockTrusted(let anchor):
+            archive.clockTrusted(anchor)
         }
     }
 

@@ -42,6 +42,9 @@ public protocol RideArchivePort: AnyObject {
     func delete(rideID: RideID) throws
     /// The same work as `store` in bounded steps (the board's loop takes one per turn).
     func beginStore(rideID: RideID, records: [RideRecord]) -> RideArchiveJob
+    /// The wall clock became trusted (`anchor`: a trusted reading at a device instant): rides
+    /// saved on the untrusted clock can be dated (`DatingRideArchive`).
+    func clockTrusted(_ anchor: WallClockAnchor)
 }
 
 /// A ride's files being written step by step (`RideArchivePort.beginStore`).
@@ -108,6 +111,7 @@ extension RideArchivePort {
     public func beginStore(rideID: RideID, records: [RideRecord]) -> RideArchiveJob {
         OneStepArchiveJob(self, rideID, records)
     }
+    public func clockTrusted(_ anchor: WallClockAnchor) {}
 }
 
 /// The buzzer or LED line, if the board has one.

@@ -99,7 +99,11 @@ struct Run: ParsableCommand {
             options.streamID = UInt64(bitPattern: wall.unixMs) ^ MonotonicClock.nowNs
             options.configPath = config ?? DeviceConfig.defaultPath
             options.config = loaded
-            wiring = try BoardWiring(loop: loop, opened: opened, archive: RideLibrary(dataDirectory: settings.dataDirectory, ops: BoardRideFiles()),
+            // Rides saved on an unset clock are dated once it is set (docs/journal.md, "The clock").
+            let files = BoardRideFiles()
+            let archive = DatingRideArchive(library: RideLibrary(dataDirectory: settings.dataDirectory, ops: files), ops: files,
+                                            dataDirectory: settings.dataDirectory, bootID: BootID.current(), wall: wall, at: now, log: log)
+            wiring = try BoardWiring(loop: loop, opened: opened, archive: archive,
                                      settings: settings, devices: devices, options: options, log: log)
         } catch {
             printError("bikecomputer: cannot start: \(error)")
