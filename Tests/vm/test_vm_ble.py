@@ -32,7 +32,10 @@ import btvirt  # noqa: E402
 BLE_MODULES = ["hci_vhci", "algif_skcipher", "algif_hash", "ecb", "cmac"]
 HOST_PACKAGES = ["bluez", "dbus"]
 BRIDGE = vmlib.REPO / "board" / "bridge"
-RECORD_S = 10
+# The recording window (CPU shares) and, for docs/performance.md, a capture of HCI and D-Bus
+# after it (bytes per notification on each hop: Tests/vm/ble/hops.py). CI: 10 s, no capture.
+RECORD_S = float(os.environ.get("BLE_RECORD_S", "10"))
+MEASURE_S = float(os.environ.get("BLE_MEASURE_S", "0"))
 TURN_MS = 100
 
 
@@ -84,9 +87,9 @@ def ride_in_the_vm(amd64, swift_bin):
 set -u
 mount -t tmpfs tmpfs /host/var/lib/bluetooth || {{ echo "no /var/lib/bluetooth on the host: install bluez"; exit 93; }}
 inhost /usr/bin/python3 Tests/vm/ble/guest_ble.py --bin {swift_bin / 'bikecomputer'} --venv {venv} --out /run/vm \\
-    --repo {vmlib.REPO} --ride {ride} --record-s {RECORD_S} --btvirt {btvirt_bin}
+    --repo {vmlib.REPO} --ride {ride} --record-s {RECORD_S} --measure-s {MEASURE_S} --btvirt {btvirt_bin}
 """
-    result = vm.run(script, timeout_s=400, name="ble")
+    result = vm.run(script, timeout_s=400 + RECORD_S + MEASURE_S, name="ble")
     rec_file = result.outdir / "ble.json"
     record = json.loads(rec_file.read_text()) if rec_file.exists() else None
     assert result.ok and record is not None and not record["errors"], \
@@ -383,8 +386,13 @@ def test_cpu_shares_while_recording(ble_ride):
     each other; written to cpu.json for docs/performance.md."""
     result, r = ble_ride
     ticks = r["cpu"]["ticks"]
-    assert all(ticks[n] >= 0 for n in ticks) and ticks["app"] > 0 and ticks["bridge"] > 0, ticks
+    # The bridge may well use no tick at all: the app reads the notification sockets itself and
+    # the bridge only sends a heartbeat a second.
+    assert all(ticks[n] >= 0 for n in ticks) and ticks["app"] > 0, ticks
     print("cpu ticks over", r["cpu"]["seconds"], "s:", ticks)
+    if "capture" in r:  # BLE_MEASURE_S: the bytes on each hop
+        import hops
+        print("hops:", json.dumps(hops.summary(result.outdir)))
 
 
 def test_a_search_finds_the_three_sensors(ble_ride):

@@ -148,12 +148,23 @@ snap() {  # PID -> "on-CPU ns, wake-ups (voluntary context switches), preemption
     done
     echo "$(awk '{print $1}' /proc/"$pid"/schedstat) $cs $pre $(awk '/^VmHWM/ {print $2}' /proc/"$pid"/status)"
 }
-notes() { kill -USR1 "$bridge"; sleep 0.3; "$python" -c 'import json,sys; s=json.load(open(sys.argv[1])); print(sum(n for k, n in s["notifications"].items()))' "$tmp/bridge-stats.json"; }
+# Notifications that reached the app: those the bridge forwarded as frames plus those the app
+# read itself from the sockets the bridge handed it (an app that says so in its hello).
+notes() {
+    kill -USR1 "$bridge"; sleep 0.3
+    "$bin/bikecomputer" ctl --socket "$tmp/control.sock" status >"$tmp/status-notes.json" 2>/dev/null || echo '{}' >"$tmp/status-notes.json"
+    "$python" -c 'import json,sys
+s = json.load(open(sys.argv[1]))
+forwarded = sum(n for k, n in s["notifications"].items() if not k.endswith("/2a19"))
+app = json.load(open(sys.argv[2])).get("bridge", {})
+read = sum(v["values"] for v in app.get("socket_values", []))
+print(forwarded + read, forwarded, read)' "$tmp/bridge-stats.json" "$tmp/status-notes.json"
+}
 io0=$(awk '/^write_bytes/ {print $2}' "/proc/$app/io")
 journal_bytes() { "$bin/bikecomputer" ctl --socket "$tmp/control.sock" status 2>/dev/null | sed -n 's/.*"bytes_written":\([0-9]*\).*/\1/p'; }
 jb0=$(journal_bytes)
 pages0=$("$bin/bikecomputer" ctl --socket "$tmp/control.sock" status | sed -n 's/.*"pages_sent":\([0-9]*\).*/\1/p')
-n0=$(notes)
+read -r n0 fw0 rd0 <<<"$(notes)"
 read -r a_ns0 a_cs0 a_pre0 _ <<<"$(snap "$app")"
 read -r b_ns0 b_cs0 b_pre0 _ <<<"$(snap "$bridge")"
 [[ "${RUN_WRAPPER:-}" == *callgrind* ]] && command -v callgrind_control >/dev/null && callgrind_control --zero "$app" >/dev/null
@@ -161,7 +172,7 @@ sleep "$seconds"
 [[ "${RUN_WRAPPER:-}" == *callgrind* ]] && command -v callgrind_control >/dev/null && callgrind_control --dump=measured "$app" >/dev/null
 read -r a_ns1 a_cs1 a_pre1 a_hwm <<<"$(snap "$app")"
 read -r b_ns1 b_cs1 b_pre1 b_hwm <<<"$(snap "$bridge")"
-n1=$(notes)
+read -r n1 fw1 rd1 <<<"$(notes)"
 io1=$(awk '/^write_bytes/ {print $2}' "/proc/$app/io")
 jb1=$(journal_bytes)
 status=$("$bin/bikecomputer" ctl --socket "$tmp/control.sock" status 2>&1 | tr '\n' ' ')
@@ -169,6 +180,8 @@ pages1=$(echo "$status" | sed -n 's/.*"pages_sent":\([0-9]*\).*/\1/p')
 echo "at the end: $(echo "$status" | grep -o '"live":{[^}]*}') $(echo "$status" | grep -o '"counters":"[^"]*"')"
 [ "${GPS:-0}" = 1 ] && echo "gps: $(echo "$status" | grep -o '"gps":{[^}]*}')"
 echo "bridge: $(cat "$tmp/bridge-stats.json" | tr -d '\n' | cut -c1-400)"
+echo "notifications forwarded by the bridge $((fw1 - fw0)), read by the app from handed sockets $((rd1 - rd0))"
+[ $((n1 - n0)) -gt 0 ] || { echo "run_realtime.sh: no notification reached the app" >&2; exit 1; }
 awk -v s="$seconds" -v n=$((n1 - n0)) -v ans=$((a_ns1 - a_ns0)) -v bns=$((b_ns1 - b_ns0)) -v acs=$((a_cs1 - a_cs0)) \
     -v bcs=$((b_cs1 - b_cs0)) -v apre=$((a_pre1 - a_pre0)) -v bpre=$((b_pre1 - b_pre0)) -v ahwm="$a_hwm" -v bhwm="$b_hwm" -v io=$((io1 - io0)) -v jb=$(( ${jb1:-0} - ${jb0:-0} )) \
     -v ready="$ready_ms" -v pages=$(( ${pages1:-0} - ${pages0:-0} )) 'BEGIN {
