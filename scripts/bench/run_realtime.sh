@@ -8,10 +8,13 @@
 #   - The bridge as on a board: board/bridge's Runner, NotifyReader, DataFramer, Bridge and
 #     SocketTransport (scripts/bench/bridge_feed.py), its notifications arriving on sockets as
 #     BlueZ's AcquireNotify hands them over, written at the recording's times by a child process
-#     that plays bluetoothd (not counted).
+#     that plays bluetoothd (not counted). The bridge hands the sockets to the app (protocol
+#     version 2), which then reads the values itself; BRIDGE_FORWARD=1 keeps them in the bridge,
+#     which forwards every value as a frame (an older app; before the hand-over).
 # Prints per process and summed: CPU share of one core, peak RSS, wake-ups (context switches)
 # per second and per notification; the app's bytes written per minute and start-up time; the
-# latency from a notification reaching the board to its page on the display bus; then the
+# latency to a value's page on the display bus (from the bridge's read of the notification when
+# it forwards it; from the app's own read of the socket when it reads it itself); then the
 # wake-up floor (scripts/bench/wakeup_floor.c).
 #     bash scripts/bench/run_realtime.sh [SECONDS]        (default 300)
 # Needs python3; a C compiler for the floor (optional). BIKE_BIN=DIR measures another build.
@@ -35,7 +38,13 @@ fi
     || { echo "run_realtime.sh: this bikecomputer has no \`run --measure-latency\`" >&2; exit 1; }
 python=$(command -v python3)
 tmp=$(mktemp -d)
-cleanup() { [ -n "${app:-}" ] && kill "$app" 2>/dev/null || true; [ -n "${bridge:-}" ] && kill "$bridge" 2>/dev/null || true; [ -n "${gpsd_feeder:-}" ] && kill -- -"$gpsd_feeder" 2>/dev/null || kill "${gpsd_feeder:-0}" 2>/dev/null || true; rm -rf "$tmp"; }
+# (Never `kill 0`: that is the whole process group, whatever started this script included.)
+cleanup() {
+    [ -n "${app:-}" ] && kill "$app" 2>/dev/null || true
+    [ -n "${bridge:-}" ] && kill "$bridge" 2>/dev/null || true
+    if [ -n "${gpsd_feeder:-}" ]; then kill -- -"$gpsd_feeder" 2>/dev/null || kill "$gpsd_feeder" 2>/dev/null || true; fi
+    rm -rf "$tmp"
+}
 trap cleanup EXIT
 mkdir -p "$tmp/data"
 cat >"$tmp/config.toml" <<CONF
@@ -133,8 +142,10 @@ ready_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 if [ -n "${BRIDGE_CMD:-}" ]; then
     $BRIDGE_CMD --socket "$tmp/bridge.sock" --recording "$tmp/ride.jsonl" --stats "$tmp/bridge-stats.json" 2>"$tmp/bridge.log" &
 else
+    # BRIDGE_FORWARD=1: the bridge keeps the notification sockets and forwards every value (an
+    # app of protocol version 1; what a board did before the sockets were handed over).
     PYTHONPATH=board/bridge "$python" scripts/bench/bridge_feed.py --socket "$tmp/bridge.sock" --recording "$tmp/ride.jsonl" \
-        --clock-file "$tmp/clock" --stats "$tmp/bridge-stats.json" 2>"$tmp/bridge.log" &
+        --clock-file "$tmp/clock" --stats "$tmp/bridge-stats.json" ${BRIDGE_FORWARD:+--forward} 2>"$tmp/bridge.log" &
 fi
 bridge=$!
 sleep "$settle"

@@ -276,7 +276,12 @@ def test_without_a_system_bus_the_config_is_still_read_and_watched(tmp_path):
         assert scans and not scans[-1].scanning, "no BlueZ to search with: the search ends (after 5 s)"
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=10)
+        try:
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # (before the fix it never got past waiting for the bus, SIGTERM included)
+            _, err = proc.communicate()
+            err = "did not stop on SIGTERM\n" + err
         app.close()
     assert proc.returncode == 0, err
     assert "no BLE search" in err, err
