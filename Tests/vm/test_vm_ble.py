@@ -24,7 +24,7 @@ import sys
 import pytest
 
 import vmlib
-from conftest import prepared
+from conftest import guest_result, launcher, prepared
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "ble"))
 import btvirt  # noqa: E402
@@ -64,20 +64,14 @@ def ride_values() -> pathlib.Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def ble_ride(request):
-    """The ride in the VM; BLE_RUN=.build/vm/runs/ble-XXXX checks an earlier run's record instead
-    (to work on the checks without booting)."""
-    earlier = os.environ.get("BLE_RUN")
-    if earlier:
-        out = pathlib.Path(earlier)
-        read = lambda n: (out / n).read_text(errors="replace") if (out / n).exists() else ""
-        result = vmlib.Result(0, read("stdout"), read("stderr"), read("console.log"), 0.0, False, out, [])
-        return result, json.loads(read("ble.json"))
-    return ride_in_the_vm(request.getfixturevalue("amd64"), request.getfixturevalue("swift_bin"))
-
-
-def ride_in_the_vm(amd64, swift_bin):
+@launcher(__name__, order=1)
+def launch(request):
+    """Started with the other VM tests' guests at the session's start (conftest.launcher), so
+    its ~100 s in the guest run beside theirs instead of after them."""
+    if os.environ.get("BLE_RUN"):
+        return None
+    amd64 = request.getfixturevalue("amd64")
+    swift_bin = request.getfixturevalue("swift_bin")
     prepared("the BLE packages on the host", vmlib.ensure_packages, HOST_PACKAGES)
     venv = prepared("the bridge's venv", bridge_venv)
     ride = prepared("the ride values", ride_values)
@@ -89,7 +83,20 @@ mount -t tmpfs tmpfs /host/var/lib/bluetooth || {{ echo "no /var/lib/bluetooth o
 inhost /usr/bin/python3 Tests/vm/ble/guest_ble.py --bin {swift_bin / 'bikecomputer'} --venv {venv} --out /run/vm \\
     --repo {vmlib.REPO} --ride {ride} --record-s {RECORD_S} --measure-s {MEASURE_S} --btvirt {btvirt_bin}
 """
-    result = vm.run(script, timeout_s=400 + RECORD_S + MEASURE_S, name="ble")
+    return vm.start(script, timeout_s=400 + RECORD_S + MEASURE_S, name="ble")
+
+
+@pytest.fixture(scope="module")
+def ble_ride(request):
+    """The ride in the VM; BLE_RUN=.build/vm/runs/ble-XXXX checks an earlier run's record instead
+    (to work on the checks without booting)."""
+    earlier = os.environ.get("BLE_RUN")
+    if earlier:
+        out = pathlib.Path(earlier)
+        read = lambda n: (out / n).read_text(errors="replace") if (out / n).exists() else ""
+        result = vmlib.Result(0, read("stdout"), read("stderr"), read("console.log"), 0.0, False, out, [])
+        return result, json.loads(read("ble.json"))
+    result = prepared("the BLE ride", lambda: guest_result(request.getfixturevalue("guests"), __name__))
     rec_file = result.outdir / "ble.json"
     record = json.loads(rec_file.read_text()) if rec_file.exists() else None
     assert result.ok and record is not None and not record["errors"], \
