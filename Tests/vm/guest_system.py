@@ -242,6 +242,41 @@ def scenario_ride(a) -> None:
     record["journal_bridge"] = run("journalctl", "-u", "bikebridge", "--no-pager", "-o", "cat", check=False)[-3000:]
     record["journal_companion"] = run("journalctl", "-u", "bikecompanion", "--no-pager", "-o", "cat", check=False)[-3000:]
     page_before and None
+    pairing_on_the_installed_board()
+
+
+PAIRED_BLE = "C0:FF:EE:00:33:44"
+
+
+def pairing_on_the_installed_board() -> None:
+    """Issue 21 (docs/sensors.md): the bridge unit as shipped (its sensors the config's
+    [[sensor]] tables: --config, no replay) and a sensor paired, then forgotten, from the shell:
+    the app, as its user inside its unit's sandbox, replaces /etc/bikecomputer/config.toml (a
+    new file renamed over it) and the bridge, another user, reads it again."""
+    import pwd
+    bridge_log = lambda: run("journalctl", "-u", "bikebridge", "--no-pager", "-o", "cat", check=False)
+    reloads = lambda: [line for line in bridge_log().splitlines() if "paired sensors:" in line]
+    pathlib.Path("/etc/default/bikebridge").write_text('BIKEBRIDGE_SENSORS=""\n')
+    run("systemctl", "restart", "bikebridge.service")
+    wait_for(lambda: len(reloads()) >= 1, 60, "the bridge unit read the config's sensors")
+    before, st0 = CONFIG.read_text(), os.stat(CONFIG)
+    r: dict = {"bridge_args": run("ps", "-o", "args=", "-p", unit("bikebridge")["MainPID"]).strip(),
+               "first_reload": reloads()[-1]}
+    r["pair_output"] = run("bikecomputer", "sensors", "pair", f"ble:{PAIRED_BLE}", "--role", "cadence", "--name", "VM cadence").strip()
+    r["reload_after_pair"] = wait_for(lambda: [x for x in reloads() if PAIRED_BLE in x], 30, "the bridge read the new file")[-1]
+    after, st1 = CONFIG.read_text(), os.stat(CONFIG)
+    r["forget_output"] = run("bikecomputer", "sensors", "forget", f"ble:{PAIRED_BLE}").strip()
+    r["reload_after_forget"] = wait_for(lambda: PAIRED_BLE not in reloads()[-1] and len(reloads()) >= 3 and reloads()[-1],
+                                        30, "the bridge read the file without the sensor")
+    r.update(before=before, after_pair=after, after_forget=CONFIG.read_text(),
+             inode_changed=st1.st_ino != st0.st_ino, mode_before=oct(st0.st_mode & 0o7777), mode_after=oct(st1.st_mode & 0o7777),
+             owner_after=pwd.getpwuid(st1.st_uid).pw_name,
+             dir_mode=oct(os.stat(CONFIG.parent).st_mode & 0o7777), dir_group=__import__("grp").getgrgid(os.stat(CONFIG.parent).st_gid).gr_name,
+             leftovers=sorted(x.name for x in CONFIG.parent.iterdir() if x.name.startswith("config.toml") and x.name != "config.toml"),
+             bridge_active=unit("bikebridge")["ActiveState"],
+             app_log=[x for x in run("journalctl", "-u", "bikecomputer", "--no-pager", "-o", "cat", check=False).splitlines() if "sensors:" in x][-4:])
+    record["pairing"] = r
+    note("paired and forgot from the shell", reload=r["reload_after_pair"])
 
 
 def status_mark(state: str, timer_ms: int, laps: int) -> str:
