@@ -71,15 +71,20 @@ def launcher(module: str, order: int):
 
 @pytest.fixture(scope="session")
 def guests(request):
+    import system
     selected = {item.module.__name__ for item in request.session.items}
     started: dict[str, object] = {}
-    for name, (_, launch) in sorted(LAUNCHERS.items(), key=lambda kv: kv[1][0]):
-        if name in selected:
-            try:
-                with vmlib.timed(f"launching the guests of {name}", quiet=True):
-                    started[name] = launch(request)
-            except BaseException as e:  # noqa: BLE001 - reported by that module's tests
-                started[name] = e
+    system.launching_done.clear()
+    try:
+        for name, (_, launch) in sorted(LAUNCHERS.items(), key=lambda kv: kv[1][0]):
+            if name in selected:
+                try:
+                    with vmlib.timed(f"launching the guests of {name}", quiet=True):
+                        started[name] = launch(request)
+                except BaseException as e:  # noqa: BLE001 - reported by that module's tests
+                    started[name] = e
+    finally:
+        system.launching_done.set()
     return started
 
 
