@@ -72,12 +72,12 @@ vm_prepare() {  # vm_prepare STAGE [BIKE_BIN]: runs in the background, in its ow
     BIKE_BIN="${2:-}" setsid .venv/bin/python Tests/vm/builds.py prepare "$1" > ".build/vm-prepare-$1.log" 2>&1 &
     vm_prepare_pid=$!
     vm_prepare_stage=$1
-    vm_prepare_started=$SECONDS
 }
 vm_prepare_wait() {
-    local status=0
+    local status=0 vm_prepare_waited=$SECONDS
     wait "$vm_prepare_pid" || status=$?
-    echo "test.sh: VM preparation ($vm_prepare_stage) finished, status $status, $((SECONDS - vm_prepare_started)) s after it started ($(grep -c . ".build/vm-prepare-$vm_prepare_stage.log") log lines: .build/vm-prepare-$vm_prepare_stage.log)"
+    echo "test.sh: VM preparation ($vm_prepare_stage): status $status, waited for it $((SECONDS - vm_prepare_waited)) s;" \
+         "$(grep -o "prepare $vm_prepare_stage: .*" ".build/vm-prepare-$vm_prepare_stage.log" | tail -n 1) (log: .build/vm-prepare-$vm_prepare_stage.log)"
     [ "$status" = 0 ] || tail -n 30 ".build/vm-prepare-$vm_prepare_stage.log" >&2
     vm_prepare_pid=
 }
