@@ -351,6 +351,7 @@ SYSTEM_GUESTS_MAX = 3
 # two boots, whose second boot comes back for a slot at once; the system ride and the latency
 # ~120 s; the clock ~60 s). Unknown names come last, in arrival order.
 SLOT_PRIORITY = ["faults", "logwrites", "power-cut", "system-ride", "latency", "clock"]
+SLOT_GATHER_S = 1.0
 
 
 class _Slots:
@@ -368,6 +369,9 @@ class _Slots:
             me = (rank, self.arrivals)
             self.arrivals += 1
             self.waiting.append(me)
+            # The guests come for slots together (once the image is ready, or the host-root
+            # guests have finished: polled every 0.5 s): let them all arrive before ranking.
+            self.cond.wait(SLOT_GATHER_S)
             while not (self.free > 0 and min(self.waiting) == me):
                 self.cond.wait()
             self.waiting.remove(me)
