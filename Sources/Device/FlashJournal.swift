@@ -48,8 +48,16 @@ public final class FlashJournal: RideJournalPort {
     }
 
     public func append(_ record: RideRecord, at now: MonotonicInstant) { writer.append(record, at: now) }
-    public func syncNow(at now: MonotonicInstant) { writer.commit(at: now) }
+    /// A state change: committed at once. Over storage that syncs in the background this does
+    /// not wait; `awaitingDurable` holds the screen's confirmation until the sync completes.
+    public func syncNow(at now: MonotonicInstant) { writer.commit(at: now, confirm: true) }
     public func tick(at now: MonotonicInstant) { writer.tick(at: now) }
+    public var awaitingDurable: Bool { writer.awaitingConfirmation }
+    public func syncProgress(at now: MonotonicInstant) {
+        lastInstant = max(lastInstant, now)
+        writer.pollCompletions(at: now)
+    }
+    public func flush(at now: MonotonicInstant) { writer.commitAndWait(at: now) }
 
     public var condition: StorageCondition {
         switch writer.health {

@@ -17,6 +17,19 @@ public protocol RideJournalPort: AnyObject {
     func records(of rideID: RideID) -> [RideRecord]
     /// The ride's file is durable: its journal may be compacted away.
     func rideFileIsDurable(_ rideID: RideID)
+    /// A state change's records (the last `syncNow`) are not durable yet: the screen does not
+    /// confirm the change until they are (storage that syncs in the background).
+    var awaitingDurable: Bool { get }
+    /// Background syncs finished (the board's completion eventfd fired): takes their completions.
+    func syncProgress(at now: MonotonicInstant)
+    /// Makes everything durable and waits for it (shutdown only).
+    func flush(at now: MonotonicInstant)
+}
+
+extension RideJournalPort {
+    public var awaitingDurable: Bool { false }
+    public func syncProgress(at now: MonotonicInstant) {}
+    public func flush(at now: MonotonicInstant) { syncNow(at: now) }
 }
 
 /// Where finished rides go (the ride library on the data directory).
