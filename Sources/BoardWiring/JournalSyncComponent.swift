@@ -58,6 +58,13 @@ public final class JournalSyncComponent: BoardComponent {
         w.int("sync_wait_max_ms", c.syncWaitMaxMs)
         w.int("records_written_during_sync", Int64(clamping: c.recordsWrittenDuringSync))
         w.int("wakeups", Int64(clamping: wakeups))
+        if let s = journal.storage as? BoardSegmentStorage {
+            // What the journal still costs a loop turn: a write, a submission, a segment's creation.
+            w.int("slowest_write_us", s.directory.slowestWriteNs / 1000)
+            w.int("slowest_submit_us", s.slowestSubmitNs / 1000)
+            w.int("slowest_create_us", s.slowestCreateNs / 1000)
+            w.int("slowest_blocking_sync_us", s.directory.slowestSyncNs / 1000)
+        }
         w.endObject()
     }
 

@@ -391,7 +391,9 @@ public final class DeviceRuntime {
 
     func finished(_ id: RideID, saved: Bool, at now: MonotonicInstant) {
         lastFinishedRide = id
-        sync(at: now)
+        // The ride file is built from the journal's durable records: wait for the background
+        // sync here (the end of a ride, like the file's own fsyncs, is not a button's turn).
+        journal.flush(at: now)
         guard saved else {
             journal.rideFileIsDurable(id)
             log.log(.info, "ride \(id) discarded")

@@ -58,6 +58,10 @@ public final class BoardSegmentStorage: DeferredSyncStorage {
     public private(set) var failedSyncs: UInt64 = 0
     /// Completions taken that matched nothing begun (ignored).
     public private(set) var strayCompletions: UInt64 = 0
+    /// The longest the loop spent submitting a sync, and creating a segment (open and
+    /// posix_fallocate, then submitting its fsyncs), ns: what the journal still costs a turn.
+    public private(set) var slowestSubmitNs: Int64 = 0
+    public private(set) var slowestCreateNs: Int64 = 0
 
     /// Opens a ring unless `blockingSyncs` (tests of the fallback, or the reason it was refused).
     public init(_ directory: SegmentDirectory, blockingSyncs: String? = nil) {
@@ -90,6 +94,8 @@ public final class BoardSegmentStorage: DeferredSyncStorage {
     public func beginSync(_ id: UInt32, token: UInt64) throws(StorageError) {
         guard let ring else { return try base.sync(id) } // not reached: the journal syncs itself
         let name = SegmentName.name(id)
+        let start = MonotonicClock.nowNs
+        defer { slowestSubmitNs = max(slowestSubmitNs, Int64(MonotonicClock.nowNs &- start)) }
         do throws(SystemError) {
             try ring.sync(try directory.descriptorFor(name), dataOnly: true, token: token << 1)
         } catch {
@@ -100,6 +106,8 @@ public final class BoardSegmentStorage: DeferredSyncStorage {
     public func beginCreate(_ id: UInt32, token: UInt64) throws(StorageError) {
         guard let ring else { return try base.create(id) }
         let name = SegmentName.name(id)
+        let start = MonotonicClock.nowNs
+        defer { slowestCreateNs = max(slowestCreateNs, Int64(MonotonicClock.nowNs &- start)) }
         do throws(SystemError) {
             try directory.createWithoutSync(name)
             try ring.sync(try directory.descriptorFor(name), dataOnly: false, token: token << 1)

@@ -59,8 +59,9 @@ struct DurableConfirmationTests {
         #expect(Self.kind(screens.shown.last) == "running", "the start appears once durable")
 
         // A page change while a 1 Hz sync is in flight is shown at once.
-        for _ in 0..<20 where card.inFlight == 0 {
+        for _ in 0..<30 where card.inFlight == 0 {
             t += 100
+            d.handle(.sample(Sample(.heartRate, 130, at: ms(t))))
             d.tick(at: ms(t))
         }
         #expect(card.inFlight == 1, "the 1 Hz record's sync is in flight")
