@@ -56,7 +56,7 @@ public final class JournalSyncComponent: BoardComponent {
         w.int("syncs_begun", Int64(clamping: c.syncsBegun))
         w.int("sync_failures", Int64(clamping: c.syncFailures))
         w.int("sync_wait_max_ms", c.syncWaitMaxMs)
-        w.int("records_written_during_sync", Int64(clamping: c.recordsWrittenDuringSync))
+        w.int("records_queued_during_sync", Int64(clamping: c.recordsQueuedDuringSync))
         w.int("wakeups", Int64(clamping: wakeups))
         if let s = journal.storage as? BoardSegmentStorage {
             // What the journal still costs a loop turn: a write, a submission, a segment's creation.

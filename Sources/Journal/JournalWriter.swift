@@ -67,8 +67,8 @@ public struct JournalCounters: Sendable, Hashable {
     public var syncsBegun: UInt64 = 0
     public var syncFailures: UInt64 = 0
     public var syncWaitMaxMs: Int64 = 0
-    /// Records appended while a sync was in flight (written beside it, durable with the next).
-    public var recordsWrittenDuringSync: UInt64 = 0
+    /// Items appended while a sync was in flight (queued, written once it completed).
+    public var recordsQueuedDuringSync: UInt64 = 0
     /// Completions whose token matched nothing in flight (ignored; a bug if ever non-zero).
     public var strayCompletions: UInt64 = 0
 }
@@ -86,7 +86,8 @@ public struct JournalCounters: Sendable, Hashable {
 ///
 /// Over a `DeferredSyncStorage` (the board's io_uring) nothing waits for the card: a commit
 /// writes its frames and begins a sync; at most one sync (or segment creation) is in flight, and
-/// records committed meanwhile are written beside it and made durable by the next. The durable
+/// records committed meanwhile wait in memory (bounded by `pendingRecordsMax`) until it
+/// completes, then are written and synced together. The durable
 /// prefix (`counters.recordsDurable`, `awaitingConfirmation`) advances only on a completion
 /// (`completed(_:at:)`); a failed completion rolls the write position back to the durable one
 /// and writes the records again after `retryIntervalMs`.
@@ -258,7 +259,7 @@ public final class JournalWriter {
         }
         pending.append(item)
         enqueuedSerial &+= 1
-        if inFlight != nil { counters.recordsWrittenDuringSync &+= 1 }
+        if inFlight != nil { counters.recordsQueuedDuringSync &+= 1 }
         if pending.count > counters.pendingHighWater { counters.pendingHighWater = pending.count }
     }
 
@@ -486,11 +487,14 @@ public final class JournalWriter {
     func pump(at now: MonotonicInstant) {
         guard let storage = deferred, retryAt == nil else { return }
         for _ in 0..<Self.pumpStepsMax {
+            // Nothing is written while a sync is in flight: on a file system with stable pages
+            // (ext4 with journal checksums, the default) a write into the page being written
+            // back waits for the card, on the loop. Records queue in `pending` meanwhile.
+            guard inFlight == nil else { return }
             do throws(StorageError) {
                 if commitRequested, currentSegment != nil, offset > 0, !segmentFull, writtenItems < pending.count {
                     try writeAvailable()
                 }
-                guard inFlight == nil else { return }
                 if writtenItems > 0 {
                     try begin(.data, storage, at: now)
                     return
@@ -521,7 +525,7 @@ public final class JournalWriter {
                     offset = JournalFormat.segmentHeaderBytes
                     encoder.resetStreams()
                     try begin(.header, storage, at: now)
-                    continue // its records may be written beside it
+                    return // its records are written once it is durable
                 }
                 return
             } catch {
