@@ -185,7 +185,15 @@ def test_no_button_waits_for_a_sync(latency):
     sync = delay["journal_sync"] or {}
     assert sync.get("mode") == "ok (io_uring)", sync
     assert sync.get("sync_wait_max_ms", 0) >= 150, sync
+    # What the journal itself costs a loop turn on the stalling card (a write into the page
+    # cache, a sync's submission, a segment's open and fallocate): each well under one stalled
+    # write. Before the syncs left the loop each commit held it for a whole fdatasync.
+    for cost in ["slowest_write_us", "slowest_submit_us", "slowest_create_us"]:
+        assert sync.get(cost, 10**9) < 200_000, (cost, sync)
     # A 200 ms stall per write must not reach the buttons: the delayed card's p99 within 100 ms of
     # the plain card's, and no loop turn as long as one stalled write.
     assert delay["page_p99_ms"] <= plain["page_p99_ms"] + 100, latency
-    assert delay["loop_turn_max_us"] < 200_000, latency
+    loaded = "" if plain["loop_turn_max_us"] < 200_000 else (
+        f" (the host was too loaded to measure this: the plain card's own longest turn was "
+        f"{plain['loop_turn_max_us'] // 1000} ms; see handlers_max_us)")
+    assert delay["loop_turn_max_us"] < 200_000, f"{latency}{loaded}"
