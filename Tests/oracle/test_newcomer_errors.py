@@ -1,6 +1,6 @@
 """Every error a newcomer can hit in the README's two commands and the board's first boot names
 the fix in one line. Each is provoked here: no Swift, a Swift too old, no apt, an invalid config,
-no display, no sensor bridge. (A terminal too small for the demo: test_terminal_demo.py.)"""
+no display, no sensor bridge, no python3 or python3-venv. (A terminal too small for the demo: test_terminal_demo.py.)"""
 import os
 import pathlib
 import shutil
@@ -112,3 +112,50 @@ def test_no_display_and_no_bridge_say_what_to_do(bikecomputer, tmp_path):
         assert "systemctl start bikebridge" in bridge
     finally:
         shutil.rmtree(short, ignore_errors=True)
+
+
+def copy_of_test_sh(tmp_path) -> pathlib.Path:
+    """test.sh in a checkout of its own (it works from the directory above scripts/), so its venv
+    step runs there and not in this repository's .venv."""
+    root = tmp_path / "checkout"
+    (root / "scripts").mkdir(parents=True)
+    (root / "Tests" / "oracle").mkdir(parents=True)
+    shutil.copy(TEST_SH, root / "scripts" / "test.sh")
+    shutil.copy(REPO / "Tests" / "oracle" / "requirements.txt", root / "Tests" / "oracle" / "requirements.txt")
+    return root / "scripts" / "test.sh"
+
+
+def installed_tools(tmp_path, python3_script=None, skip=()):
+    """Swift 6.3, every Debian package installed, chromium there: test.sh gets to the venv."""
+    d = tools_dir(tmp_path, BASIC, skip=("python3", *skip))
+    fake_tool(d, "swift", 'echo "Swift version 6.3.1 (swift-6.3.1-RELEASE)"')
+    fake_tool(d, "dpkg-query", "echo 'install ok installed'")
+    fake_tool(d, "chromium", "exit 0")
+    fake_tool(d, "apt-get", "echo apt-get must not run >&2; exit 9")
+    if python3_script is not None:
+        fake_tool(d, "python3", python3_script)
+    return d
+
+
+def test_no_python3_names_the_packages(tmp_path):
+    d = installed_tools(tmp_path)
+    env = dict(os.environ, PATH=str(d))
+    r = subprocess.run(["/bin/bash", str(copy_of_test_sh(tmp_path))], capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 1, r.stderr
+    one_line_fix(r.stderr, "no python3", "apt-get install python3 python3-venv")
+
+
+def test_no_venv_module_names_python3_venv(tmp_path):
+    # Debian's python3 without python3-venv: `python3 -m venv` fails (ensurepip is not available).
+    real = shutil.which("python3")
+    d = installed_tools(tmp_path, 'case "$1 $2" in "-m venv") echo "The virtual environment was not created '
+                                  'successfully because ensurepip is not available." >&2; exit 1;; esac; '
+                                  f'exec {real} "$@"')
+    env = dict(os.environ, PATH=str(d))
+    test_sh = copy_of_test_sh(tmp_path)
+    r = subprocess.run(["/bin/bash", str(test_sh)], capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 1, r.stderr
+    assert "apt-get must not run" not in r.stderr
+    fix = [l for l in r.stderr.splitlines() if l.startswith("test.sh:")]
+    assert fix and "python3 -m venv failed" in fix[-1] and "apt-get install python3-venv" in fix[-1], r.stderr
+    assert not (test_sh.parent.parent / ".venv" / "requirements.installed").exists()
