@@ -204,6 +204,7 @@ public struct AppCore: Sendable {
         case .command(let c, _): handleCommand(c, at: now)
         case .wallClock(let w, _): handleWallClock(w, at: now)
         case .storage(let c, _): handleStorage(c, at: now)
+        case .rideFile(let id, let durable, _): handleRideFile(id, durable: durable, at: now)
         case .sensors(let u, _): handleSensorsUpdate(u, at: now)
         }
         refreshScreen(at: now)
@@ -528,7 +529,15 @@ public struct AppCore: Sendable {
         screen.summary = summary
         trainingDidFinish()
         if let h = header { emit(.rideFinished(h.rideID, saved: saved)) }
-        showOverlay(saved ? .rideSaved : .rideDiscarded, at: now)
+        // "RIDE SAVED" only once the file is durable (`AppInput.rideFile`); until then the
+        // rider sees that it is being saved.
+        showOverlay(saved ? .savingRide : .rideDiscarded, at: now)
+    }
+
+    /// The runtime's word on a saved ride's file: durable, or not written this time (it keeps
+    /// the ride and tries again; the storage alert says why).
+    mutating func handleRideFile(_ id: RideID, durable: Bool, at now: MonotonicInstant) {
+        showOverlay(durable ? .rideSaved : .rideNotSaved, at: now)
     }
 
     /// Deletes the saved ride from the summary screen (its file goes too). Refused when there is
@@ -620,11 +629,20 @@ public struct AppCore: Sendable {
         }
     }
 
+    /// The one place that decides what a wall-clock reading changes, whether it comes from the
+    /// kernel (trusted while NTP keeps it synchronised) or from GPS time (trusted once the GPS
+    /// clock rules let it through): `WallClockAnchor.updated`'s rules; a changed anchor during a
+    /// ride is journaled (the ride is dated by it); the clock's first becoming trusted is
+    /// announced (`clockTrusted`) so rides already saved on the untrusted clock are dated.
     mutating func handleWallClock(_ w: WallClockTime, at now: MonotonicInstant) {
+        let wasTrusted = wallAnchor?.wall.trusted ?? false
         let updated = wallAnchor.map { $0.updated(observed: w, at: now) } ?? WallClockAnchor(monotonic: now, wall: w)
         let changed = updated != wallAnchor
         wallAnchor = updated
         if changed, header != nil, lifecycle.state.isRideInProgress { journal(.wallClock(updated)) }
+        if updated.wall.trusted && !wasTrusted {
+            emit(.clockTrusted(WallClockAnchor(monotonic: now.advanced(byMs: -instantOffsetMs), wall: updated.wall)))
+        }
     }
 
     mutating func handleStorage(_ c: StorageCondition, at now: MonotonicInstant) {

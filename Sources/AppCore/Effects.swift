@@ -12,7 +12,12 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
     case storageError
     case rideRecovered
     case rideInProgress
+    /// The ride ended and its file is being written (the end of a ride on the board's loop).
+    case savingRide
+    /// The ride's file is durable (written and synced, its directory too): only then.
     case rideSaved
+    /// The ride's file could not be written: it is kept (journal and memory) and retried.
+    case rideNotSaved
     case rideDiscarded
     /// A pause, resume or lap refused because the ride's event table is full.
     case rideTableFull
@@ -30,7 +35,9 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
         case .storageError: "STORAGE ERROR"
         case .rideRecovered: "RIDE RECOVERED"
         case .rideInProgress: "RIDE IN PROGRESS"
+        case .savingRide: "SAVING RIDE"
         case .rideSaved: "RIDE SAVED"
+        case .rideNotSaved: "RIDE NOT SAVED"
         case .rideDiscarded: "RIDE DISCARDED"
         case .rideTableFull: "RIDE FULL"
         case .lowSensorBattery(let r, let p): "\(r) BATTERY \(p)%"
@@ -40,7 +47,7 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
     /// Whether a buzzer/LED line should pulse for it.
     public var sounds: Bool {
         switch self {
-        case .sensorLost, .zoneDrift, .storageFull, .storageError, .lowSensorBattery: true
+        case .sensorLost, .zoneDrift, .storageFull, .storageError, .rideNotSaved, .lowSensorBattery: true
         default: false
         }
     }
@@ -81,6 +88,10 @@ public enum AppEffect: Sendable, Hashable {
     /// The Sensors screen asks the device to search, pair, forget, or to report the paired
     /// sensors (the board asks the bridge, writes the config file, answers with `AppInput.sensors`).
     case sensors(SensorsRequest)
+    /// The wall clock became trusted (NTP through the kernel, or GPS time): `anchor` is the
+    /// trusted reading at a device instant (not a ride instant). Rides saved on the untrusted
+    /// clock are dated by it (docs/journal.md, "The clock").
+    case clockTrusted(WallClockAnchor)
 }
 
 /// What the Sensors screen asks of the device (`AppEffect.sensors`).

@@ -101,6 +101,9 @@ public enum AppInput: Sendable, Hashable {
     /// A wall-clock reading (from the system clock, NTP or GPS).
     case wallClock(WallClockTime, at: MonotonicInstant)
     case storage(StorageCondition, at: MonotonicInstant)
+    /// What became of a saved ride's file: durable (file and directory synced: "RIDE SAVED"),
+    /// or not written this time ("RIDE NOT SAVED"; the runtime keeps the ride and retries).
+    case rideFile(RideID, durable: Bool, at: MonotonicInstant)
     /// The device's answer to the Sensors screen: the paired sensors, the outcome of pairing or
     /// forgetting.
     case sensors(SensorsUpdate, at: MonotonicInstant)
@@ -115,7 +118,7 @@ public enum AppInput: Sendable, Hashable {
         switch self {
         case .button(let b): b.instant
         case .sensor(let e): e.instant
-        case .tick(let t), .command(_, let t), .wallClock(_, let t), .storage(_, let t), .sensors(_, let t): t
+        case .tick(let t), .command(_, let t), .wallClock(_, let t), .storage(_, let t), .sensors(_, let t), .rideFile(_, _, let t): t
         }
     }
 }

@@ -94,6 +94,8 @@ public final class BoardWiring {
     public private(set) var recoveredRide: RideID?
     var coreDeadlineTimer: TimerID?
     var armedCoreDeadline: MonotonicInstant?
+    var rideFileTimer: TimerID?
+    var armedRideFileDeadline: MonotonicInstant?
     var tickTimer: TimerID?
     var lastSyncs: UInt64 = 0
     var wallClockFedAtMs: Int64 = 0
@@ -130,7 +132,8 @@ public final class BoardWiring {
         runtime = DeviceRuntime.boot((opened.journal, opened.core, opened.report), archive: archive,
                                      screen: display.screen, alertOutput: buzzer.isPresent ? buzzer : nil, log: self.log,
                                      sensors: settings.dataSource, buttonDebounceMs: settings.buttonDebounceMs,
-                                     initiallyPressed: lines.initiallyPressed, wall: options.wallClock(), at: now)
+                                     initiallyPressed: lines.initiallyPressed, stepsRideFiles: true,
+                                     wall: options.wallClock(), at: now)
         let stream = ControlStream(streamID: options.streamID)
         _ = runtime.addObserver(stream)
         companion = CompanionLink(stream)
@@ -184,10 +187,27 @@ public final class BoardWiring {
                 coreDeadlineTimer = loop.scheduleTimer("core.deadline", atMs: d.milliseconds, periodMs: nil, coreDeadline)
             }
         }
+        // Ride files are written one step per loop turn (issue 17 item 6): the buttons, the
+        // display and the sensors are served between the steps.
+        let f = runtime.rideFileDeadline
+        if f != armedRideFileDeadline {
+            if let t = rideFileTimer { loop.cancelTimer(t) }
+            rideFileTimer = nil
+            armedRideFileDeadline = f
+            if let f { rideFileTimer = loop.scheduleTimer("ridefile.step", atMs: f.milliseconds, periodMs: nil, rideFileStep) }
+        }
         if let flag = rideFlag {
             let active = runtime.state.isRideInProgress
             if active != flag.isSet, !flag.set(active) { log.log(.error, "ride-active file: \(flag.lastError ?? "?")") }
         }
+    }
+
+    /// One step of the ride file being written; the next is armed by `afterInputs`.
+    lazy var rideFileStep: () -> Void = { [unowned self] in
+        self.rideFileTimer = nil
+        self.armedRideFileDeadline = nil
+        self.runtime.workOnRideFiles(at: self.now)
+        self.afterInputs()
     }
 
     /// The core's deadline timer's handler, made once (re-arming it allocates no closure).
@@ -258,7 +278,7 @@ public final class BoardWiring {
             handlers: stats.handlers.map {
                 StatusReport.HandlerLatency(name: $0.name, calls: $0.calls, windowMaxUs: $0.windowMaxNs / 1000, windowP99Us: $0.windowP99Ns / 1000)
             },
-            journal: StatusReport.JournalHealth(condition: journal.condition, unsyncedRecords: journal.writer.pendingCount,
+            journal: StatusReport.JournalHealth(condition: runtime.storageCondition, unsyncedRecords: journal.writer.pendingCount,
                                                 lastSyncAgoMs: lastSyncAtMs.map { t.milliseconds - $0 }, writeErrors: jc.failedCommits),
             uptimeMs: t.milliseconds - startMs)
         // Fields beyond StatusReport's: live values, recovery, the components, the journal.
@@ -292,6 +312,14 @@ public final class BoardWiring {
         w.int("bytes_written", Int64(clamping: jc.bytesWritten))
         w.int("records_dropped", Int64(clamping: jc.recordsDropped))
         w.endObject()
+        // Ride files: waiting (a full or failing card keeps them, retried), written, failures.
+        w.beginObject("ride_files")
+        w.int("pending", Int64(runtime.rideFilesPending))
+        w.int("written", Int64(clamping: runtime.rideFilesWritten))
+        w.int("failures", Int64(clamping: runtime.archiveFailures))
+        w.string("last_error", runtime.lastRideFileError)
+        w.endObject()
+        w.string("journal_disabled", journal.disabledReason)
         w.string("slowest_handler", stats.slowestHandler?.name)
         w.int("log_errors", Int64(clamping: log.errors))
         w.endObject()

@@ -70,6 +70,7 @@ public final class GpsComponent: BoardComponent {
         w.int("satellites_used", p.gps.status.satellitesUsed.map(Int64.init))
         w.int("fixes", Int64(p.gps.counters.fixesAccepted))
         w.int("rejected", Int64(p.gps.counters.rejected))
+        w.int("clock_rejected", Int64(p.gps.counters.clockRejectedByRule.reduce(0, +)))
         w.int("bad_reports", Int64(p.gps.counters.badReports))
         w.number("distance_m", p.gps.odometerM)
         w.number("odometer_m", board.runtime.odometerM)

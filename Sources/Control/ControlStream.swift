@@ -83,7 +83,7 @@ public final class ControlStream: RideObserver {
             default:
                 break
             }
-        case .journal, .syncJournal, .sensors:
+        case .journal, .syncJournal, .sensors, .clockTrusted:
             checkState(core, at: now)
         case .zoneUpdate(let z):
             checkState(core, at: now)

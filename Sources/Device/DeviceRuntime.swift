@@ -44,8 +44,29 @@ public final class DeviceRuntime {
     public private(set) var lastReply: CommandReply?
     /// The last ride that finished (saved or discarded).
     public private(set) var lastFinishedRide: RideID?
-    /// Rides whose file could not be written: their journal is kept so nothing is lost.
+    /// Failed ride-file writes (each attempt): the ride is kept (journal and memory) and retried.
     public private(set) var archiveFailures: UInt64 = 0
+    /// Ride files written durably.
+    public private(set) var rideFilesWritten: UInt64 = 0
+    /// Rides whose file could not be queued (more than `rideFilesPendingMax` waiting): their
+    /// journal keeps them and the next start writes them.
+    public private(set) var rideFilesNotQueued: UInt64 = 0
+    /// The last ride-file failure, for `ctl status` (nil once a file is written again).
+    public private(set) var lastRideFileError: String?
+    /// Ride files wait in this queue; the head is written step by step (`workOnRideFiles`).
+    var rideFiles: [RideFileJob] = []
+    /// Rides whose file waits at most (a card that stays broken over many rides).
+    public static let rideFilesPendingMax = 16
+    /// After a failed write, the next attempt waits this long, doubling per failure up to
+    /// `rideFileRetryMsMax` (a card that heals is used within that long, without a restart).
+    public static let rideFileRetryMsMin: Int64 = 1_000
+    public static let rideFileRetryMsMax: Int64 = 8_000
+    /// Whether ride files are written one bounded step per call of `workOnRideFiles` (the
+    /// board's loop, between its turns) or all at once after the input that ended the ride (the
+    /// simulator, tests).
+    public var stepsRideFiles = false
+    /// What the last ride-file write said about the storage (shown with the journal's).
+    var rideFileCondition: StorageCondition = .ok
     public private(set) var inputsHandled: UInt64 = 0
     /// The ride recovery rebuilt at boot, if any.
     public private(set) var recoveredRide: RideID?
@@ -89,6 +110,7 @@ public final class DeviceRuntime {
                             alertOutput: AlertOutputPort? = nil, log: LogPort,
                             sensors: DataSourceConfiguration = DataSourceConfiguration(sensors: []),
                             buttonDebounceMs: Int64? = nil, initiallyPressed: [Button: Bool] = [:],
+                            stepsRideFiles: Bool = false,
                             wall: WallClockTime?, at now: MonotonicInstant) -> DeviceRuntime {
         let report = opened.report
         for line in report.lines { log.log(report.recoveredRide == nil ? .info : .warning, "journal: \(line)") }
@@ -96,9 +118,10 @@ public final class DeviceRuntime {
                                     alertOutput: alertOutput, log: log, sensors: sensors,
                                     buttonDebounceMs: buttonDebounceMs, initiallyPressed: initiallyPressed)
         runtime.recoveredRide = report.recoveredRide
+        runtime.stepsRideFiles = stepsRideFiles
+        for id in report.finishedRidesAwaitingFile { runtime.queueRideFile(id, at: now) }
         runtime.start(at: now)
         if let wall { runtime.wallClock(wall, at: now) }
-        for id in report.finishedRidesAwaitingFile { runtime.writeRideFile(id, at: now) }
         runtime.inputs.start(at: now) { runtime.handle(.sensor($0)) }
         return runtime
     }
@@ -112,6 +135,7 @@ public final class DeviceRuntime {
         reportStorageIfChanged(at: now)
         show(at: now)
         refreshDerived()
+        if !stepsRideFiles { writeDueRideFiles(at: now) }
     }
 
     /// Shows the core's screen, a state change held back while its records are not durable.
@@ -134,6 +158,7 @@ public final class DeviceRuntime {
         reportStorageIfChanged(at: now)
         show(at: now)
         refreshDerived()
+        if !stepsRideFiles && !rideFiles.isEmpty { writeDueRideFiles(at: now) }
     }
 
     public func addObserver(_ o: RideObserver) -> Bool {
@@ -316,27 +341,120 @@ public final class DeviceRuntime {
         reportStorageIfChanged(at: now)
         show(at: now)
         refreshDerived()
+        if !stepsRideFiles && !rideFiles.isEmpty { writeDueRideFiles(at: now) }
     }
 
     // MARK: Effects
 
-    /// Writes a saved ride's file from its durable journal records, then lets the journal compact
-    /// it. Also for a ride that ended before a crash but whose file was never confirmed durable
-    /// (recovery reports them). On failure the journal keeps the ride: nothing is lost, and the
-    /// next start tries again.
+    /// A ride whose file is to be written: its records are gathered at the first step, then
+    /// the archive's steps run; a failure waits `backoffMs` and starts the writing over.
+    struct RideFileJob {
+        var rideID: RideID
+        var write: RideArchiveJob?
+        var failures = 0
+        var dueAt: MonotonicInstant
+        /// Whether the rider was told it failed (once per ride, not per retry).
+        var alerted = false
+    }
+
+    /// Queues the file of a ride that ended saved (or that recovery found without a durable
+    /// file). It is written from everything the device holds of the ride, durable or not.
     public func writeRideFile(_ id: RideID, at now: MonotonicInstant) {
-        let records = journal.records(of: id)
-        guard !records.isEmpty else {
-            log.log(.error, "ride \(id): no durable records to write a file from")
+        queueRideFile(id, at: now)
+        if !stepsRideFiles { writeDueRideFiles(at: now) }
+    }
+
+    func queueRideFile(_ id: RideID, at now: MonotonicInstant) {
+        guard !rideFiles.contains(where: { $0.rideID == id }) else { return }
+        guard rideFiles.count < Self.rideFilesPendingMax else {
+            rideFilesNotQueued &+= 1
+            log.log(.error, "ride \(id): \(rideFiles.count) ride files already wait to be written; its journal keeps it and the next start writes it")
             return
         }
+        rideFiles.append(RideFileJob(rideID: id, dueAt: now))
+    }
+
+    /// Rides whose file waits to be written (the one being written included).
+    public var rideFilesPending: Int { rideFiles.count }
+
+    /// When `workOnRideFiles` has work next: now while a file is being written, the retry time
+    /// after a failure, nil when no file waits. The board's loop arms a timer for it.
+    public var rideFileDeadline: MonotonicInstant? { rideFiles.first?.dueAt }
+
+    /// One bounded step of the ride file being written (gather its records, build the export,
+    /// one encoder, one file written and synced, ...). Returns whether more steps are due at
+    /// once (the loop serves its descriptors in between).
+    @discardableResult
+    public func workOnRideFiles(at now: MonotonicInstant) -> Bool {
+        guard var job = rideFiles.first, now >= job.dueAt else { return false }
+        if job.write == nil {
+            guard let records = journal.recordsHeld(of: job.rideID) else {
+                rideFileFailed(&job, JournalUnreadable(), at: now)
+                return false
+            }
+            guard !records.isEmpty else {
+                rideFiles.removeFirst()
+                log.log(.error, "ride \(job.rideID): no records held to write a file from")
+                return !rideFiles.isEmpty
+            }
+            job.write = archive.beginStore(rideID: job.rideID, records: records)
+            rideFiles[0] = job
+            return true
+        }
         do {
-            let what = try archive.store(rideID: id, records: records)
-            journal.rideFileIsDurable(id)
-            log.log(.info, "ride \(id) saved: \(what)")
+            guard try job.write!.step() else { return true }
         } catch {
-            archiveFailures &+= 1
-            log.log(.error, "ride \(id) not written (\(error)); its journal is kept")
+            rideFileFailed(&job, error, at: now)
+            return false
+        }
+        rideFiles.removeFirst()
+        rideFilesWritten &+= 1
+        rideFileCondition = .ok
+        lastRideFileError = nil
+        // Only now may the journal let the ride go: its file holds every record.
+        journal.rideFileIsDurable(job.rideID)
+        log.log(.info, "ride \(job.rideID) saved: \(job.write!.summary)")
+        handle(.rideFile(job.rideID, durable: true, at: now))
+        return !rideFiles.isEmpty
+    }
+
+    func rideFileFailed(_ job: inout RideFileJob, _ error: any Error, at now: MonotonicInstant) {
+        archiveFailures &+= 1
+        let failure = RideArchiveFailure(error)
+        lastRideFileError = "\(error)"
+        if failure == .unexportable {
+            rideFiles.removeFirst()
+            log.log(.error, "ride \(job.rideID) cannot be written as a file (\(error)); its journal is kept")
+        } else {
+            job.failures += 1
+            let backoff = min(Self.rideFileRetryMsMax, Self.rideFileRetryMsMin << min(job.failures - 1, 16))
+            job.dueAt = now.advanced(byMs: backoff)
+            job.write?.retry()
+            rideFileCondition = failure.condition
+            log.log(.error, "ride \(job.rideID) not written (\(error)); kept, retry \(job.failures) in \(backoff) ms")
+            let tell = !job.alerted
+            job.alerted = true
+            rideFiles[0] = job
+            guard tell else { reportStorageAfterRideFile(at: now); return }
+            // The storage word first (status bar), then the overlay the rider is left with.
+            reportStorageIfChanged(at: now)
+        }
+        handle(.rideFile(job.rideID, durable: false, at: now))
+    }
+
+    /// A retry that failed again changes no alert unless the storage condition changed.
+    func reportStorageAfterRideFile(at now: MonotonicInstant) {
+        reportStorageIfChanged(at: now)
+        screenPort?.show(core.screen, at: now)
+        refreshDerived()
+    }
+
+    /// Without steps (the simulator, tests): every due ride file is written at once.
+    func writeDueRideFiles(at now: MonotonicInstant) {
+        var budget = Self.rideFilesPendingMax * 64 // bounded: steps per file are few
+        while budget > 0, let due = rideFiles.first?.dueAt, now >= due {
+            budget -= 1
+            _ = workOnRideFiles(at: now)
         }
     }
 
@@ -376,6 +494,13 @@ public final class DeviceRuntime {
         case .rideFinished(let id, let saved):
             finished(id, saved: saved, at: now)
         case .rideDeleted(let id):
+            if let i = rideFiles.firstIndex(where: { $0.rideID == id }) {
+                // Deleted before its file was written: nothing to write, nothing to keep.
+                rideFiles.remove(at: i)
+                journal.rideFileIsDurable(id)
+                log.log(.info, "ride \(id) deleted before its file was written")
+                return
+            }
             do {
                 try archive.delete(rideID: id)
                 log.log(.info, "ride \(id) deleted")
@@ -386,24 +511,33 @@ public final class DeviceRuntime {
             // Bounded: a board that never takes them (the simulator) keeps the newest few.
             if sensorRequests.count >= Self.sensorRequestsMax { sensorRequests.removeFirst() }
             sensorRequests.append(request)
+        case .clockTrusted(let anchor):
+            archive.clockTrusted(anchor)
         }
     }
 
     func finished(_ id: RideID, saved: Bool, at now: MonotonicInstant) {
         lastFinishedRide = id
-        // The ride file is built from the journal's durable records: wait for the background
-        // sync here (the end of a ride, like the file's own fsyncs, is not a button's turn).
-        journal.flush(at: now)
+        // Not waited for: the ride file is written from every record held (`recordsHeld`: the
+        // durable ones, then those still in flight or queued).
+        sync(at: now)
         guard saved else {
             journal.rideFileIsDurable(id)
             log.log(.info, "ride \(id) discarded")
             return
         }
-        writeRideFile(id, at: now)
+        queueRideFile(id, at: now)
+    }
+
+    /// The storage condition the rider is shown: the worse of the journal's and the last
+    /// ride-file write's.
+    public var storageCondition: StorageCondition {
+        let j = journal.condition
+        return j.rawValue >= rideFileCondition.rawValue ? j : rideFileCondition
     }
 
     func reportStorageIfChanged(at now: MonotonicInstant) {
-        let c = journal.condition
+        let c = storageCondition
         guard c != reportedStorage else { return }
         reportedStorage = c
         core.handle(.storage(c, at: now))

@@ -51,7 +51,13 @@ public final class FlashJournal: RideJournalPort {
     /// A state change: committed at once. Over storage that syncs in the background this does
     /// not wait; `awaitingDurable` holds the screen's confirmation until the sync completes.
     public func syncNow(at now: MonotonicInstant) { writer.commit(at: now, confirm: true) }
-    public func tick(at now: MonotonicInstant) { writer.tick(at: now) }
+    public func tick(at now: MonotonicInstant) {
+        writer.tick(at: now)
+        if compactionOwed && writer.pendingCount == 0 {
+            compactionOwed = false
+            writer.compact()
+        }
+    }
     public var awaitingDurable: Bool { writer.awaitingConfirmation }
     public func syncProgress(at now: MonotonicInstant) {
         lastInstant = max(lastInstant, now)
@@ -59,8 +65,18 @@ public final class FlashJournal: RideJournalPort {
     }
     public func flush(at now: MonotonicInstant) { writer.commitAndWait(at: now) }
 
+    /// A ride's file became durable while the journal could not write its mark: once the
+    /// retries got everything written, the journal is compacted (not only at the next start).
+    var compactionOwed = false
+
+    /// Why the journal cannot write at all (an unusable data directory at start): every record
+    /// is kept in memory (`CommitPolicy.pendingRecordsMax`, then counted as dropped) and the
+    /// condition is `.failing` from the start.
+    public private(set) var disabledReason: String?
+
     public var condition: StorageCondition {
-        switch writer.health {
+        if disabledReason != nil { return .failing }
+        return switch writer.health {
         case .ok: .ok
         case .low: .low
         case .full: .full
@@ -88,7 +104,28 @@ public final class FlashJournal: RideJournalPort {
         return scan.records(of: ride)
     }
 
-    public func rideFileIsDurable(_ rideID: RideID) { writer.markRideFileDurable(rideID, at: lastInstant) }
+    /// The durable records (as `records(of:)`, but only those the writer counts as durable:
+    /// written but unsynced frames are left to the pending ones), then the records still waiting
+    /// to be written.
+    public func recordsHeld(of rideID: RideID) -> [RideRecord]? {
+        var scan = JournalScan.scan(storage, repair: false)
+        if disabledReason == nil && !scan.storageErrors.isEmpty { return nil }
+        let durableEnd = writer.nextSequence
+        if let cut = scan.records.firstIndex(where: { $0.sequence >= durableEnd }) { scan.records.removeSubrange(cut...) }
+        var out: [RideRecord] = []
+        if let ride = scan.rides(withRecords: false).rides.last(where: { $0.rideID == rideID }) { out = scan.records(of: ride) }
+        out += writer.pendingRecords(of: rideID)
+        return out
+    }
+
+    public func rideFileIsDurable(_ rideID: RideID) {
+        if disabledReason != nil {
+            writer.discardPending(of: rideID) // the file holds it all; nothing else ever will
+            return
+        }
+        writer.markRideFileDurable(rideID, at: lastInstant)
+        if writer.pendingCount > 0 { compactionOwed = true }
+    }
 
     /// Instant used for bookkeeping records that have no input of their own.
     var lastInstant = MonotonicInstant.zero
@@ -152,6 +189,21 @@ public final class FlashJournal: RideJournalPort {
         }
         journal.writer.compact()
         return (journal, core, report)
+    }
+
+    /// A journal that writes nothing (the data directory cannot be used at start): the device
+    /// starts and rides anyway, its records kept in memory for the ride file, the condition
+    /// `.failing` (STORAGE ERROR) and `reason` in the report.
+    public static func disabled(reason: String, configuration: AppConfiguration = AppConfiguration(), randomSeed: UInt64,
+                                deviceNow: MonotonicInstant,
+                                policy: CommitPolicy = CommitPolicy()) -> (journal: FlashJournal, core: AppCore, report: RecoveryReport) {
+        let storage = UnavailableStorage(reason: reason)
+        let journal = FlashJournal(storage: storage, scan: JournalScan.scan(storage, repair: false), rides: [], policy: policy)
+        journal.disabledReason = reason
+        journal.lastInstant = deviceNow
+        var report = RecoveryReport()
+        report.repairs = ["journal disabled: \(reason); rides are kept in memory until their file is written"]
+        return (journal, AppCore(configuration: configuration, randomSeed: randomSeed), report)
     }
 
     /// A gap longer than this (a wall clock far off) is taken as unknown.
@@ -225,4 +277,22 @@ public struct JournalInspection: Sendable {
                               gapsMs: core.gapsMs, wallAnchor: core.wallAnchorForRide)
         }
     }
+}
+
+/// Storage that cannot be used: every operation fails with the reason (the disabled journal).
+final class UnavailableStorage: SegmentStorage {
+    let reason: String
+    init(reason: String) { self.reason = reason }
+    var segmentBytes: Int { JournalFormat.defaultSegmentBytes }
+    func fail() -> StorageError { StorageError(.permissionDenied, "journal disabled: \(reason)") }
+    func list() throws(StorageError) -> [UInt32] { throw fail() }
+    func create(_ id: UInt32) throws(StorageError) { throw fail() }
+    func write(_ id: UInt32, at offset: Int, _ bytes: UnsafeRawBufferPointer) throws(StorageError) { throw fail() }
+    func sync(_ id: UInt32) throws(StorageError) { throw fail() }
+    func read(_ id: UInt32) throws(StorageError) -> [UInt8] { throw fail() }
+    func truncate(_ id: UInt32, at offset: Int) throws(StorageError) { throw fail() }
+    func remove(_ id: UInt32) throws(StorageError) { throw fail() }
+    func setAside(_ id: UInt32) throws(StorageError) -> String { throw fail() }
+    func copyAside(_ id: UInt32) throws(StorageError) -> String { throw fail() }
+    func availableBytes() -> Int? { nil }
 }

@@ -1,4 +1,5 @@
 import BoardIO
+import Glibc
 import RideFiles
 
 /// The ride library's file operations on a real directory: atomic writes (temporary file,
@@ -14,4 +15,11 @@ public final class BoardRideFiles: RideFileOperations {
     public func remove(_ path: String) throws { try AtomicFiles.remove(path) }
     public func makeDirectories(_ path: String) throws { try AtomicFiles.makeDirectories(path) }
     public func size(_ path: String) throws -> Int64 { try AtomicFiles.size(path) }
+    public func fault(of error: any Error) -> RideFileFault {
+        guard let e = error as? SystemError else { return .other }
+        if e.isNoSpace { return .full }
+        if e.isPermissionDenied || e.errno == EROFS { return .readOnly }
+        if e.errno == EIO { return .io }
+        return .other
+    }
 }

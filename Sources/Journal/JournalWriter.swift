@@ -203,6 +203,23 @@ public final class JournalWriter {
     }
 
     public var pendingCount: Int { pending.count }
+
+    /// The records of `ride` appended but not yet durable, in order (a ride's file is written
+    /// from its durable records and these, so a failing card loses nothing recorded).
+    public func pendingRecords(of ride: RideID) -> [RideRecord] {
+        var out: [RideRecord] = []
+        for item in pending where item.ride == ride {
+            if case .record(let r) = item.kind { out.append(r) }
+        }
+        return out
+    }
+
+    /// Forgets what waits to be written for `ride` (a journal that can never write, whose ride
+    /// file holds all of it: memory is not kept for nothing).
+    public func discardPending(of ride: RideID) {
+        pending.removeAll { $0.ride == ride || { if case .durable(let id) = $0.kind { id == ride } else { false } }($0) }
+        pendingHasSampleRecord = pending.contains { if case .record(.sample) = $0.kind { true } else { false } }
+    }
     /// Appended records not yet durable are older than this (nil if none wait).
     public var oldestPendingInstant: MonotonicInstant? { pending.first?.appendedAt }
     /// Whether syncs run in the background (the board's io_uring) rather than in `commit`.

@@ -16,8 +16,41 @@ public struct GpsFixRules: Sendable, Hashable {
     public var stationarySpeedMps = 0.5
     /// No accepted fix for this long: the fix is lost (shown as absent, alerted), ms.
     public var fixLostAfterMs: Int64 = 3_000
+    /// The receiver's time is believed for the wall clock only from this instant on (2025-01-01,
+    /// before this app existed): a receiver that has not yet decoded the date, a GPS week-number
+    /// rollover (1024 weeks back: 1999, 2006 or 2019 dates) or a 32-bit time that wrapped all
+    /// read earlier. Unix ms.
+    public var clockEarliestUnixMs: Int64 = 1_704_067_200_000
+    /// ... and up to one GPS week-number era (1024 weeks, about 19.6 years) after it: a time off
+    /// by a whole number of eras (a rollover either way) can never land inside the window.
+    public var clockSpanMs: Int64 = 1024 * 7 * 86_400_000
+    /// The receiver's time goes to the wall clock once this many fixes in a row have times that
+    /// advance with the device's monotonic clock (a receiver's first times after a cold start
+    /// can still jump).
+    public var clockAgreeingFixesMin = 3
+    /// How far the advance of the receiver's time between two fixes may differ from the
+    /// monotonic clock's before it is a jump (gpsd hands reports on with some delay, well under
+    /// this; a replay at twice real time is already a jump), ms.
+    public var clockToleranceMs: Int64 = 500
 
     public init() {}
+}
+
+/// Why the time of an accepted fix was not handed to the wall clock (docs/gps.md, "The wall
+/// clock"). The fix itself still counts: only its time is not believed.
+public enum GpsClockRejection: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// Outside `clockEarliestUnixMs` ..< + `clockSpanMs` (no date yet, a week-number rollover).
+    case outOfRange = 0
+    /// Its advance since the previous fix's time differs from the monotonic clock's by more than
+    /// `clockToleranceMs` (the receiver's clock jumped, or a log replayed faster than real time).
+    case jump
+
+    public var description: String {
+        switch self {
+        case .outOfRange: "GPS time outside the years the app can run in (week-number rollover?)"
+        case .jump: "GPS time jumped against the device's clock"
+        }
+    }
 }
 
 /// Why an otherwise valid TPV report gave no position.
@@ -55,6 +88,8 @@ public enum GpsProblem: Sendable, Hashable, CustomStringConvertible {
     case protocolVersion(Int)
     /// A line longer than the client's buffer (dropped).
     case lineTooLong
+    /// A fix's time not handed to the wall clock.
+    case clockRejected(GpsClockRejection)
 
     public var description: String {
         switch self {
@@ -64,6 +99,7 @@ public enum GpsProblem: Sendable, Hashable, CustomStringConvertible {
         case .gpsdError: "gpsd reported an error"
         case .protocolVersion(let v): "gpsd speaks protocol version \(v), this app reads version 3"
         case .lineTooLong: "a line from gpsd longer than the buffer (dropped)"
+        case .clockRejected(let r): "time not used for the wall clock: \(r)"
         }
     }
 }
@@ -110,6 +146,9 @@ public struct GpsCounters: Sendable, Hashable {
     public var gpsdErrors: UInt64 = 0
     public var linesTooLong: UInt64 = 0
     public var fixesLost: UInt64 = 0
+    /// Fix times handed to the wall clock, and those the clock rules refused, by rule.
+    public var clockTimes: UInt64 = 0
+    public var clockRejectedByRule: [UInt64] = Array(repeating: 0, count: GpsClockRejection.allCases.count)
 
     public var badReports: UInt64 { badReportsByCode.reduce(0, +) }
     public var rejected: UInt64 { rejectedByRule.reduce(0, +) }
@@ -135,7 +174,11 @@ public struct GpsReceiver: Sendable {
     var jumpsInARow = 0
     /// Whether the last accepted fix's speed was the receiver's (not derived from positions).
     var speedReported = false
-    var problemCounts: [UInt64] = Array(repeating: 0, count: 16)
+    var problemCounts: [UInt64] = Array(repeating: 0, count: 18)
+    /// The last fix whose time was in range (receiver's time, device's instant), and how many
+    /// fixes in a row up to it had times advancing with the monotonic clock.
+    var lastClock: (unixMs: Int64, at: MonotonicInstant)?
+    var clockAgreeing = 0
 
     public init(rules: GpsFixRules = GpsFixRules()) {
         self.rules = rules
@@ -260,7 +303,7 @@ public struct GpsReceiver: Sendable {
                          horizontalErrorM: r.horizontalErrorM, verticalErrorM: r.verticalErrorM, odometerM: odometerM)
         lastFix = fix
         setMode(mode, at: now, emit)
-        emit(.time(unixMs: t, at: now))
+        if clockBelieves(t, at: now, emit) { emit(.time(unixMs: t, at: now)) }
         emit(.fix(fix))
     }
 
@@ -273,6 +316,38 @@ public struct GpsReceiver: Sendable {
         fix.speedMps = v
         lastFix = fix
         emit(.fix(fix))
+    }
+
+    /// The clock rules for a fix's time (`GpsFixRules.clock...`): in range, and the last
+    /// `clockAgreeingFixesMin` fixes' times advancing with the monotonic clock. A refusal is
+    /// counted and logged; it resets the run of agreeing fixes.
+    mutating func clockBelieves(_ t: Int64, at now: MonotonicInstant, _ emit: (GpsOutput) -> Void) -> Bool {
+        guard t >= rules.clockEarliestUnixMs, t - rules.clockEarliestUnixMs < rules.clockSpanMs else {
+            lastClock = nil
+            clockAgreeing = 0
+            rejectClock(.outOfRange, emit)
+            return false
+        }
+        defer { lastClock = (t, now) }
+        if let last = lastClock {
+            let drift = (t - last.unixMs) - now.milliseconds(since: last.at)
+            guard abs(drift) <= rules.clockToleranceMs else {
+                clockAgreeing = 1 // this fix starts a new run
+                rejectClock(.jump, emit)
+                return false
+            }
+            clockAgreeing += 1
+        } else {
+            clockAgreeing = 1
+        }
+        guard clockAgreeing >= rules.clockAgreeingFixesMin else { return false }
+        counters.clockTimes += 1
+        return true
+    }
+
+    mutating func rejectClock(_ why: GpsClockRejection, _ emit: (GpsOutput) -> Void) {
+        counters.clockRejectedByRule[Int(why.rawValue)] += 1
+        problem(.clockRejected(why), slot: 16 + Int(why.rawValue), emit)
     }
 
     // MARK: Helpers

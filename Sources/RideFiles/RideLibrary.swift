@@ -12,6 +12,33 @@ public protocol RideFileOperations: AnyObject {
     func remove(_ path: String) throws
     func makeDirectories(_ path: String) throws
     func size(_ path: String) throws -> Int64
+    /// What an error of these operations says about the medium (full, read-only, failing), so
+    /// the device can tell the rider; `.other` when it cannot tell.
+    func fault(of error: any Error) -> RideFileFault
+}
+
+extension RideFileOperations {
+    public func fault(of error: any Error) -> RideFileFault { .other }
+}
+
+/// Why a ride file could not be written, as far as the storage says.
+public enum RideFileFault: UInt8, Sendable, Hashable, CustomStringConvertible {
+    /// ENOSPC/EDQUOT: no room for the file.
+    case full
+    /// EROFS/EACCES/EPERM: the data directory cannot be written (a card remounted read-only).
+    case readOnly
+    /// EIO, or a file that reads back different bytes: the card may be failing.
+    case io
+    case other
+
+    public var description: String {
+        switch self {
+        case .full: "full"
+        case .readOnly: "read-only"
+        case .io: "I/O error"
+        case .other: "error"
+        }
+    }
 }
 
 public enum RideFileFormat: String, Sendable, CaseIterable {
@@ -21,7 +48,7 @@ public enum RideFileFormat: String, Sendable, CaseIterable {
 public enum RideLibraryError: Error, Sendable, CustomStringConvertible {
     case notFound(String)
     case ambiguous(String, [String])
-    case storage(String)
+    case storage(String, fault: RideFileFault = .other)
     case unexportable(RideFileError)
     case full(Int)
 
@@ -29,7 +56,7 @@ public enum RideLibraryError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .notFound(let q): "no ride matches \"\(q)\"; list the rides with `bikecomputer rides list`"
         case .ambiguous(let q, let ids): "\"\(q)\" matches \(ids.count) rides (\(ids.prefix(4).joined(separator: ", "))); give more of the id"
-        case .storage(let why): "\(why); check that the data directory exists, is writable and has free space"
+        case .storage(let why, _): "\(why); check that the data directory exists, is writable and has free space"
         case .unexportable(let e): e.description
         case .full(let n): "the library holds \(n) rides, its limit; export and delete old rides first"
         }
@@ -97,7 +124,7 @@ public final class RideLibrary {
     /// The rides, oldest first (newest complete version of each).
     public func list() throws(RideLibraryError) -> [RideEntry] {
         let names: [String]
-        do { names = try ops.list(directory) } catch { throw .storage("cannot list \(directory): \(error)") }
+        do { names = try ops.list(directory) } catch { throw .storage("cannot list \(directory): \(error)", fault: ops.fault(of: error)) }
         var byStem: [String: RideEntry] = [:]
         for n in names {
             guard let p = Self.parse(n) else { continue }
@@ -141,39 +168,15 @@ public final class RideLibrary {
     }
 
     public func storeTyped(rideID: RideID, records: [RideRecord]) throws(RideLibraryError) -> String {
-        let export: RideExport
-        do { export = try RideExport(records: records) } catch { throw .unexportable(error) }
-        let files: [(RideFileFormat, [UInt8])] = Self.storedFormats.map { f in
-            switch f {
-            case .fit: (f, FITEncoder.encode(export))
-            case .gpx: (f, Array(GPXEncoder.encode(export).utf8))
-            case .tcx: (f, Array(TCXEncoder.encode(export).utf8))
-            }
-        }
-        do { try ops.makeDirectories(directory) } catch { throw .storage("cannot create \(directory): \(error)") }
-        let names: [String]
-        do { names = try ops.list(directory) } catch { throw .storage("cannot list \(directory): \(error)") }
-        let mine = names.compactMap(Self.parse).filter { $0.id == rideID }
-        if mine.isEmpty, Set(names.compactMap { Self.parse($0)?.id }).count >= Self.ridesMax { throw .full(Self.ridesMax) }
-        let version = (mine.map(\.version).max() ?? 0) + 1
-        let stem = Self.stem(startUnixMs: export.unixMs(export.startInstant), rideID: rideID, version: version)
-        // Check the FIT before it is written and again after it is read back.
-        if let fit = files.last?.1 {
-            do { _ = try FITFile(bytes: fit) } catch { throw .unexportable(error) }
-        }
-        for (format, bytes) in files {
-            let p = directory + "/" + stem + "." + format.rawValue
-            do { try ops.writeAtomically(p, bytes) } catch { throw .storage("cannot write \(p): \(error)") }
-        }
-        let fitPath = directory + "/" + stem + "." + RideFileFormat.fit.rawValue
-        let readBack: [UInt8]
-        do { readBack = try ops.read(fitPath) } catch { throw .storage("cannot read back \(fitPath): \(error)") }
-        guard readBack == files.last?.1 else { throw .storage("\(fitPath) reads back different bytes (failing storage?)") }
-        for old in mine where old.version < version {
-            try? ops.remove(directory + "/" + old.stem + "." + old.format.rawValue)
-        }
-        let fitSize = files.last?.1.count ?? 0
-        return "\(stem).fit (\(fitSize) bytes, version \(version))"
+        let w = writing(rideID: rideID, records: records)
+        while try !w.stepTyped() {}
+        return w.result ?? ""
+    }
+
+    /// The same work as `store`, in bounded steps (`RideFileWrite`), for a caller that must
+    /// stay responsive in between (the board's loop).
+    public func writing(rideID: RideID, records: [RideRecord]) -> RideFileWrite {
+        RideFileWrite(library: self, rideID: rideID, records: records)
     }
 
     /// Removes every file of the ride (all versions).

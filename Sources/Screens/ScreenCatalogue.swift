@@ -229,7 +229,7 @@ public enum ScreenCatalogue {
             ("zone-drift-high", .zoneDrift(.power, above: true)), ("zone-drift-low", .zoneDrift(.heartRate, above: false)),
             ("back-in-zone", .backInZone(.power)), ("low-storage", .lowStorage), ("storage-full", .storageFull),
             ("storage-error", .storageError), ("ride-recovered", .rideRecovered), ("ride-in-progress", .rideInProgress),
-            ("ride-saved", .rideSaved), ("ride-discarded", .rideDiscarded), ("ride-full", .rideTableFull),
+            ("saving-ride", .savingRide), ("ride-saved", .rideSaved), ("ride-not-saved", .rideNotSaved), ("ride-discarded", .rideDiscarded), ("ride-full", .rideTableFull),
             ("low-sensor-battery", .lowSensorBattery(.heartRate, percent: 12)),
         ]
         for (name, alert) in alerts {

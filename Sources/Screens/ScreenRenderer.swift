@@ -419,7 +419,9 @@ public struct ScreenRenderer: Sendable {
         case .storageError: text.append("STORAGE ERROR")
         case .rideRecovered: text.append("RIDE RECOVERED")
         case .rideInProgress: text.append("RIDE IN PROGRESS")
+        case .savingRide: text.append("SAVING RIDE")
         case .rideSaved: text.append("RIDE SAVED")
+        case .rideNotSaved: text.append("RIDE NOT SAVED")
         case .rideDiscarded: text.append("RIDE DISCARDED")
         case .rideTableFull: text.append("RIDE FULL")
         case .lowSensorBattery(let r, let p):

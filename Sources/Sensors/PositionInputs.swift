@@ -27,7 +27,8 @@ public struct PositionInputs: Sendable {
     public private(set) var barometerReadings: UInt64 = 0
     var problems = RingBuffer<(GpsProblem, UInt64)>(capacity: PositionInputs.problemsKeptMax)
     var pendingFix: GpsFix?
-    var pendingClockMs: Int64?
+    /// The last fix time the clock rules let through, and when it came.
+    var pendingClock: (unixMs: Int64, at: MonotonicInstant)?
     var lastHandedAt: MonotonicInstant?
     /// Fixes taken into a later one (faster than `fixIntervalMinMs`).
     public private(set) var fixesCoalesced: UInt64 = 0
@@ -97,8 +98,8 @@ public struct PositionInputs: Sendable {
                 if let f = pendingFix { hand(f, at: at, &source, emit) }
                 source.link(Self.gnss, s.mode == .absent ? .disconnected : .searching, at: at, emit)
             }
-        case .time(let unixMs, _):
-            pendingClockMs = unixMs
+        case .time(let unixMs, let at):
+            pendingClock = (unixMs, at)
         case .problem(let p, let count):
             problems.append((p, count))
         }
@@ -108,10 +109,11 @@ public struct PositionInputs: Sendable {
     mutating func hand(_ f: GpsFix, at now: MonotonicInstant, _ source: inout DataSource, _ emit: (SensorEvent) -> Void) {
         pendingFix = nil
         lastHandedAt = now
-        if let ms = pendingClockMs {
-            // The receiver's time of this fix, advanced by how long the fix waited here.
-            emit(.clock(WallClockTime(unixMs: ms + now.milliseconds(since: f.instant), trusted: true), at: now))
-            pendingClockMs = nil
+        if let c = pendingClock {
+            // The receiver's time (of this fix, or of an earlier one whose fix was coalesced into
+            // it), advanced by how long it waited here.
+            emit(.clock(WallClockTime(unixMs: c.unixMs + now.milliseconds(since: c.at), trusted: true), at: now))
+            pendingClock = nil
         }
         do {
             var v = DerivedValues()

@@ -123,6 +123,10 @@ struct GpsCommand: ParsableCommand {
         j.beginObject("rejected")
         for rule in GpsFixRejection.allCases { j.int(rule.description, Int64(r.counters.rejectedByRule[Int(rule.rawValue)])) }
         j.endObject()
+        j.int("clock_times", Int64(r.counters.clockTimes))
+        j.beginObject("clock_rejected")
+        for rule in GpsClockRejection.allCases { j.int(rule.description, Int64(r.counters.clockRejectedByRule[Int(rule.rawValue)])) }
+        j.endObject()
         j.int("bad_reports", Int64(r.counters.badReports))
         j.int("ignored_reports", Int64(r.counters.reportsByClass[Int(GpsdReportClass.other.rawValue)]))
         j.int("lines_too_long", Int64(client.counters.linesTooLong))

@@ -1,3 +1,4 @@
+import AppCore
 import ArgumentParser
 import BoardIO
 import BoardWiring
@@ -78,9 +79,18 @@ struct Run: ParsableCommand {
             let now = MonotonicInstant(milliseconds: loop.nowMs)
             let wall = SystemWallClock.now()
             let seed = MonotonicClock.nowNs ^ UInt64(bitPattern: wall.unixMs) &* 0x9E37_79B9_7F4A_7C15
-            // The journal, with recovery of an interrupted ride.
-            let opened = try BoardJournal.open(directory: settings.journalDirectory, configuration: settings.app, randomSeed: seed,
+            // The journal, with recovery of an interrupted ride. A data directory that cannot be
+            // used (read-only, full, missing) does not stop the device: the journal is disabled,
+            // the rider sees STORAGE ERROR, the ride is kept in memory for its file (issue 17).
+            let opened: (journal: FlashJournal, core: AppCore, report: RecoveryReport)
+            do {
+                opened = try BoardJournal.open(directory: settings.journalDirectory, configuration: settings.app, randomSeed: seed,
                                                deviceNow: now, wallNow: wall, policy: settings.commitPolicy)
+            } catch {
+                log.log(.error, "journal: cannot use \(settings.journalDirectory): \(error); starting with the journal disabled (rides kept in memory only)")
+                opened = FlashJournal.disabled(reason: "\(settings.journalDirectory): \(error)", configuration: settings.app, randomSeed: seed,
+                                               deviceNow: now, policy: settings.commitPolicy)
+            }
             let devices = BoardDevices.linux(config: loaded, settings: settings, display: !noDisplay, buttons: !noButtons,
                                              latencyProbeHz: measureLatencySeconds == nil ? nil : emulatedBusHz, log: log)
             var options = BoardWiring.Options()
@@ -89,7 +99,11 @@ struct Run: ParsableCommand {
             options.streamID = UInt64(bitPattern: wall.unixMs) ^ MonotonicClock.nowNs
             options.configPath = config ?? DeviceConfig.defaultPath
             options.config = loaded
-            wiring = try BoardWiring(loop: loop, opened: opened, archive: RideLibrary(dataDirectory: settings.dataDirectory, ops: BoardRideFiles()),
+            // Rides saved on an unset clock are dated once it is set (docs/journal.md, "The clock").
+            let files = BoardRideFiles()
+            let archive = DatingRideArchive(library: RideLibrary(dataDirectory: settings.dataDirectory, ops: files), ops: files,
+                                            dataDirectory: settings.dataDirectory, bootID: BootID.current(), wall: wall, at: now, log: log)
+            wiring = try BoardWiring(loop: loop, opened: opened, archive: archive,
                                      settings: settings, devices: devices, options: options, log: log)
         } catch {
             printError("bikecomputer: cannot start: \(error)")

@@ -170,6 +170,7 @@ extension AppInput {
         case .command(let c, let t): self = .command(c, at: t.advanced(byMs: ms))
         case .wallClock(let w, let t): self = .wallClock(w, at: t.advanced(byMs: ms))
         case .storage(let c, let t): self = .storage(c, at: t.advanced(byMs: ms))
+        case .rideFile(let id, let durable, let t): self = .rideFile(id, durable: durable, at: t.advanced(byMs: ms))
         case .sensor(.found(let f, let t)): self = .sensor(.found(f, at: t.advanced(byMs: ms)))
         case .sensor(.search(let r, let n, let t)): self = .sensor(.search(running: r, found: n, at: t.advanced(byMs: ms)))
         case .sensors(let u, let t): self = .sensors(u, at: t.advanced(byMs: ms))

@@ -61,7 +61,8 @@ import Testing
         #expect(fixes.last!.mode == .fix3D)
         #expect(run.statuses.first?.mode == .fix3D)
         let times = run.outputs.compactMap { if case .time(let t, _) = $0 { t } else { nil } }
-        #expect(times.count == 101 && times.last == Self.t0 + 100_000)
+        // The first two fixes' times only start the run of agreeing times the clock waits for.
+        #expect(times.count == 99 && times.first == Self.t0 + 2_000 && times.last == Self.t0 + 100_000)
     }
 
     @Test func inaccurateFixesGivePositionNeverAndCountAsRejected() {
@@ -220,5 +221,75 @@ import Testing
         #expect(abs(Geodesy.distanceM(latDeg: 60, lonDeg: 10, latDeg: 60, lonDeg: 10.01) - 558.0) < 0.05)
         // Across the antimeridian.
         #expect(abs(Geodesy.distanceM(latDeg: 0, lonDeg: 179.995, latDeg: 0, lonDeg: -179.995) - 1_113.1949) < 0.01)
+    }
+}
+
+extension GpsReceiverTests {
+    // MARK: The wall clock (docs/gps.md, "The wall clock")
+
+    /// Fixes at 1 Hz from `from` (receiver time `timeMs(s)`), device clock `s * 1000 + 250`.
+    static func clockRun(_ seconds: Range<Int>, timeMs: (Int) -> Int64, rules: GpsFixRules = GpsFixRules(),
+                         into run: inout Run) {
+        for s in seconds {
+            let offsetS = Double(timeMs(s) - Self.t0) / 1000
+            run.feed(Self.tpv(offsetS, lat: 52 + Double(s) * 1e-5, lon: 5), atMs: Int64(s) * 1000 + 250)
+        }
+    }
+
+    func times(_ run: Run) -> [Int64] { run.outputs.compactMap { if case .time(let t, _) = $0 { t } else { nil } } }
+
+    /// A receiver after a GPS week-number rollover (its firmware's era ended) reports its date
+    /// 1024 weeks early: a 2004 date in 2024. Another, before it has decoded the date, reports
+    /// 1999 or a 32-bit time that wrapped: none goes to the wall clock, each is counted and
+    /// logged; the positions still count.
+    @Test func timesOutsideTheYearsTheAppRunsInNeverSetTheClock() {
+        let era = Int64(1024 * 7 * 86_400_000)
+        for bad in [Self.t0 - era, Self.t0 + era, UTCDateTime.unixMs(year: 1999, month: 8, day: 22),
+                    UTCDateTime.unixMs(year: 1980, month: 1, day: 6),
+                    UTCDateTime.unixMs(year: 2023, month: 12, day: 31, hour: 23, minute: 59)] {
+            var run = Run()
+            Self.clockRun(0..<10, timeMs: { bad + Int64($0) * 1000 }, into: &run)
+            #expect(run.fixes.count == 10, "the fixes still count")
+            #expect(times(run).isEmpty, "\(UTCDateTime(unixMs: bad).iso8601) went to the clock")
+            #expect(run.receiver.counters.clockRejectedByRule[Int(GpsClockRejection.outOfRange.rawValue)] == 10)
+            #expect(run.problems == Array(repeating: .clockRejected(.outOfRange), count: 4), "logged at counts 1, 2, 4 and 8")
+        }
+        // The edges of the window.
+        let rules = GpsFixRules()
+        var first = Run()
+        Self.clockRun(0..<3, timeMs: { rules.clockEarliestUnixMs + Int64($0) * 1000 }, into: &first)
+        #expect(times(first) == [rules.clockEarliestUnixMs + 2000])
+        var last = Run()
+        let end = rules.clockEarliestUnixMs + rules.clockSpanMs
+        Self.clockRun(0..<4, timeMs: { end - 3000 + Int64($0) * 1000 }, into: &last)
+        #expect(times(last) == [end - 1000], "the window's last second is in, its end is not")
+    }
+
+    /// The time goes to the clock from the third fix whose times advance with the device's
+    /// clock; a jump (a receiver's clock corrected after a cold start, a replay faster than real
+    /// time) is counted and logged, and restarts the run: the clock waits for three agreeing
+    /// fixes again.
+    @Test func aJumpInTheReceiversTimeIsRefusedUntilItsTimesAgreeAgain() {
+        var run = Run()
+        let jumpMs: Int64 = 3_600_000
+        Self.clockRun(0..<20, timeMs: { Self.t0 + Int64($0) * 1000 + ($0 >= 10 ? jumpMs : 0) }, into: &run)
+        let expected = (2..<10).map { Self.t0 + Int64($0) * 1000 } + (12..<20).map { Self.t0 + jumpMs + Int64($0) * 1000 }
+        #expect(times(run) == expected)
+        #expect(run.receiver.counters.clockRejectedByRule[Int(GpsClockRejection.jump.rawValue)] == 1)
+        #expect(run.receiver.counters.clockTimes == UInt64(expected.count))
+        #expect(run.problems == [.clockRejected(.jump)])
+        // Within the tolerance (gpsd's delay varies): no jump.
+        var jitter = Run()
+        Self.clockRun(0..<10, timeMs: { Self.t0 + Int64($0) * 1000 + ($0 % 2 == 0 ? 450 : 0) }, into: &jitter)
+        #expect(times(jitter).count == 8)
+        var beyond = Run()
+        Self.clockRun(0..<10, timeMs: { Self.t0 + Int64($0) * 1000 + ($0 % 2 == 0 ? 550 : 0) }, into: &beyond)
+        #expect(times(beyond).isEmpty)
+        // A log replayed ten times faster than real time: every time is a jump.
+        var fast = Run()
+        for s in 0..<30 { fast.feed(Self.tpv(Double(s), lat: 52 + Double(s) * 1e-5, lon: 5), atMs: Int64(s) * 100) }
+        #expect(fast.fixes.count == 30)
+        #expect(times(fast).isEmpty)
+        #expect(fast.receiver.counters.clockRejectedByRule[Int(GpsClockRejection.jump.rawValue)] == 29)
     }
 }

@@ -61,6 +61,41 @@ struct RideLibraryTests {
         #expect(try FITFile(bytes: fit).messages(20).count == first.runningSeconds)
     }
 
+    /// The stepped writer (the board's end of a ride): one encoder or one file per step; a
+    /// failure at any write, then `retry()` once the storage takes writes again, leaves exactly
+    /// one complete version with the same bytes as an unstepped store, and no half-written one.
+    @Test func aSteppedWriteRetriedAfterAFailureGivesOneCompleteVersion() throws {
+        let ride = SimulatedRide(seed: 9, seconds: 120)
+        let id = rideID(ride.records)
+        let reference = MemoryFiles()
+        try RideLibrary(dataDirectory: "/d", ops: reference).store(rideID: id, records: ride.records)
+        for failAt in 0..<3 {
+            let fs = MemoryFiles()
+            let lib = RideLibrary(dataDirectory: "/d", ops: fs)
+            let w = lib.writing(rideID: id, records: ride.records)
+            fs.writesBeforeFailure = failAt
+            var failed = false
+            var steps = 0
+            while steps < 50 {
+                steps += 1
+                do {
+                    if try w.stepTyped() { break }
+                } catch {
+                    #expect(!failed, "one failure only")
+                    failed = true
+                    #expect(fs.files.keys.filter { $0.hasSuffix(".fit") }.isEmpty, "no FIT before the last write")
+                    fs.writesBeforeFailure = nil
+                    w.retry()
+                }
+            }
+            #expect(failed && w.isDone)
+            let listed = try lib.list()
+            #expect(listed.count == 1 && listed[0].version == (failAt == 0 ? 1 : 2) && listed[0].formats == [.fit, .gpx, .tcx], "\(listed)")
+            #expect(fs.files.count == 3, "the half-written version 1 is removed: \(fs.files.keys.sorted())")
+            #expect(try lib.bytes(listed[0], .fit) == reference.files.first { $0.key.hasSuffix(".fit") }?.value)
+        }
+    }
+
     /// A linear sweep: the storage fails at its 1st, 2nd, ... change (3 writes, then 3 removals of
     /// the old version); every time the library still lists one complete, valid version.
     @Test func aFailedRewriteLeavesThePreviousVersionIntact() throws {

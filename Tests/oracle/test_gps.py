@@ -8,8 +8,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
 import pathlib
 import queue
+import signal
 import socket
 import subprocess
 import threading
@@ -353,6 +355,44 @@ def test_lost_fix_shows_no_fix_then_comes_back(bikecomputer, shared, tmp_path):
     lost_times = {epochs[k].time + shift for k in range(50, 60)}
     assert not [f for f in app.events("fix") if dt.datetime.fromtimestamp(f["time_ms"] / 1000, dt.timezone.utc) in lost_times]
     assert summary["fixes_lost"] >= 1 and summary["fixes"] == len([e for e in epochs if e.has_fix]) - 10, summary
+
+
+
+def test_gpsfake_command_line_feeds_the_app(bikecomputer, shared, tmp_path):
+    """Debian's `gpsfake` command itself, as a gpsd user runs it (issue 19 asks for it): `gpsfake
+    -n -c 0.02 -P PORT LOG` starts gpsd reading the pty at once (-n) and feeds the ride's NMEA
+    log round and round (400 epochs: 40 s a round), one sentence every 20 ms (an epoch every 0.1
+    s). Sentences that go by
+    before the app's WATCH are simply missed and the next round brings them again, so the
+    feeder's hand-shake (gpsd_feed.py) is not needed here. Every fix the app takes is the
+    ride's own position at that time; the app's clock rules refuse the replay's time, which
+    runs ten times faster than the device's clock (docs/gps.md, "The wall clock")."""
+    epochs = gps_nmea.epochs_from_fit(shared / "fixtures" / "rides" / "garmin-edge-500-activity.fit", limit=400)
+    log = tmp_path / "gpsfake.log"
+    shift = gps_nmea.write_log(epochs, log, "gpsfake")
+    expected = {e.time + shift: e for e in epochs if e.has_fix}
+    port = free_port()
+    fake = subprocess.Popen(["gpsfake", "-n", "-q", "-c", "0.02", "-P", str(port), str(log)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    app = App(bikecomputer, port)
+    try:
+        app.wait_for(lambda o: o.get("event") == "connected", what="connection to gpsfake's gpsd")
+        for _ in range(30):
+            app.wait_for(lambda o: o.get("event") == "fix", what="a fix from gpsfake")
+        summary = app.stop()
+    finally:
+        if app.proc.poll() is None:
+            app.proc.kill()
+        os.killpg(fake.pid, signal.SIGTERM)  # gpsfake and the gpsd it started
+        fake.wait(timeout=10)
+    fixes = app.events("fix")
+    assert len(fixes) >= 30, summary
+    for fx in fixes:
+        e = expected.get(dt.datetime.fromtimestamp(fx["time_ms"] / 1000, dt.timezone.utc))
+        assert e is not None, f"a fix at {fx['time_ms']} that the ride does not have"
+        assert geodesic_m(e.lat, e.lon, fx["lat"], fx["lon"]) < 0.05, (fx, e)
+    assert summary["bad_reports"] == 0, summary
+    assert summary["clock_times"] == 0 and summary["clock_rejected"]["GPS time jumped against the device's clock"] > 20, summary
 
 
 def test_garbage_from_gpsd_is_counted_and_logged(bikecomputer):

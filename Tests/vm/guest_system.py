@@ -400,6 +400,19 @@ def card_reinserted() -> None:
     run("umount", "-l", str(DATA))
     subprocess.run(["e2fsck", "-fy", "/dev/mapper/card"], capture_output=True)
     run("mount", "-o", "errors=remount-ro", "/dev/mapper/card", str(DATA))
+    # What the app's own mount namespace sees there now (ProtectSystem=strict, ReadWritePaths).
+    # Diagnostics only (a read-only card's heal does not reach the running unit, issue 17).
+    pid = run("systemctl", "show", "-p", "MainPID", "--value", "bikecomputer", check=False).strip()
+    seen = f"MainPID={pid}\n"
+    for cmd in (["nsenter", "-t", pid, "-m", "cat", "/proc/self/mountinfo"],
+                ["nsenter", "-t", pid, "-m", "touch", f"{DATA}/.ns-probe"]):
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+            seen += f"$ {' '.join(cmd)}: exit {r.returncode}\n" + "".join(
+                l + "\n" for l in (r.stdout + r.stderr).splitlines() if "/var/lib" in l or "exit" in l or "touch" in l)
+        except (OSError, subprocess.SubprocessError) as e:
+            seen += f"$ {' '.join(cmd)}: {e}\n"
+    record.setdefault("namespace_after_heal", []).append(seen)
 
 
 def ride_alive(seconds: float) -> dict:

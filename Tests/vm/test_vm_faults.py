@@ -92,14 +92,11 @@ def test_the_rider_is_told_what_happened(faults, name):
     assert f"alert: {ALERTS[name]}" in r["log_during"], r["log_during"][-2000:]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason=TODAY + ": a full card reads as STORAGE LOW (the journal's segments are preallocated)")
 def test_the_rider_is_told_the_card_is_full(faults):
     r = case(faults, "full")
     assert "alert: STORAGE FULL" in r["log_during"], r["log_during"][-2000:]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=TODAY + ": 'RIDE SAVED' is shown before any write succeeds")
 @pytest.mark.parametrize("name", ["full", "readonly"])
 def test_ride_saved_only_once_the_file_is_durable(faults, name):
     r = case(faults, name)
@@ -107,8 +104,20 @@ def test_ride_saved_only_once_the_file_is_durable(faults, name):
     assert "RIDE SAVED" not in r["log_during"], "RIDE SAVED while the ride file could not be written"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=TODAY + ": a failed ride-file write is retried only at the next start")
-@pytest.mark.parametrize("name", ["full", "readonly", "flakey"])
+# A card whose ext4 went read-only is "healed" in the guest by fsck and a fresh mount at the
+# same place (card_reinserted). The running unit's mount namespace keeps its copy of the old
+# mount (its mountinfo after the heal, record["namespace_after_heal"], still shows one ext4 on
+# 253:0, and a touch there gives EROFS), so the aborted superblock stays alive and the host's new
+# mount of the same device gets that same superblock back. Nothing heals while the unit runs;
+# a restart writes the file from the journal. Binding /var/lib instead did not change it.
+NAMESPACE = ("issue 17: the unit's mount namespace keeps the aborted ext4 mounted, so a fresh mount of the card "
+             "reuses its read-only superblock: the file is written only after a restart")
+HEALS_IN_THE_UNIT = [pytest.param("full"),
+                     pytest.param("readonly", marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=NAMESPACE)),
+                     pytest.param("flakey", marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=NAMESPACE))]
+
+
+@pytest.mark.parametrize("name", HEALS_IN_THE_UNIT)
 def test_a_failed_write_is_retried_once_the_card_heals(faults, name):
     r = case(faults, name)
     assert r["files_after_heal"], f"no ride file 20 s after the card healed:\n{r['log_after'][-2000:]}"
@@ -123,8 +132,7 @@ def check_the_ride_file_holds_everything(faults, name):
     assert fit["records"] * 1000 >= r["end"]["final_timer_ms"] - 2000, (fit["records"], r["end"])
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=TODAY + ": the ride file is built from durable journal records only")
-@pytest.mark.parametrize("name", ["full", "readonly", "flakey"])
+@pytest.mark.parametrize("name", HEALS_IN_THE_UNIT)
 def test_the_ride_file_holds_everything_recorded(faults, name):
     check_the_ride_file_holds_everything(faults, name)
 
@@ -135,7 +143,6 @@ def test_dropped_writes_still_give_the_whole_ride_file(faults):
     check_the_ride_file_holds_everything(faults, "dropped")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=TODAY + ": an unusable data directory stops bikecomputer run from starting")
 def test_the_device_starts_with_an_unusable_data_directory(faults):
     result, record = faults
     r = record.get("unusable")

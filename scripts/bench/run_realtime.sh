@@ -35,7 +35,11 @@ fi
     || { echo "run_realtime.sh: this bikecomputer has no \`run --measure-latency\`" >&2; exit 1; }
 python=$(command -v python3)
 tmp=$(mktemp -d)
-cleanup() { [ -n "${app:-}" ] && kill "$app" 2>/dev/null || true; [ -n "${bridge:-}" ] && kill "$bridge" 2>/dev/null || true; [ -n "${gpsd_feeder:-}" ] && kill -- -"$gpsd_feeder" 2>/dev/null || kill "${gpsd_feeder:-0}" 2>/dev/null || true; rm -rf "$tmp"; }
+# The GPS feeder runs in its own process group (setsid below). SIGTERM makes gpsfake's library
+# stop its gpsd, but the feeder itself carries on (the library's handler does not exit), so the
+# group gets SIGKILL after it. (Without GPS there is nothing to kill: a bare `kill 0` would signal
+# this script's own process group, the caller included.)
+cleanup() { [ -n "${app:-}" ] && kill "$app" 2>/dev/null || true; [ -n "${bridge:-}" ] && kill "$bridge" 2>/dev/null || true; if [ -n "${gpsd_feeder:-}" ]; then kill -- -"$gpsd_feeder" 2>/dev/null; sleep 0.5; kill -KILL -- -"$gpsd_feeder" 2>/dev/null || true; fi; rm -rf "$tmp"; }
 trap cleanup EXIT
 mkdir -p "$tmp/data"
 cat >"$tmp/config.toml" <<CONF
@@ -76,8 +80,8 @@ if [ "${GPS:-0}" = 1 ]; then
         --limit $((seconds + 60)) >&2
     # gpsd starts at once; the feed begins when "go" arrives (after the app has connected), one
     # epoch (5 sentences) a second.
-    (sleep 4; echo go; sleep $((seconds + 120))) | /usr/bin/python3 Tests/oracle/gpsd_feed.py "$gps_port" 0.2 "$tmp/gps.log" \
-        >"$tmp/gpsd.log" 2>&1 &
+    setsid bash -c '(sleep 4; echo go; sleep "$1") | /usr/bin/python3 Tests/oracle/gpsd_feed.py "$2" 0.2 "$3"' \
+        feeder $((seconds + 120)) "$gps_port" "$tmp/gps.log" >"$tmp/gpsd.log" 2>&1 &
     gpsd_feeder=$!
     sleep 1
 fi
