@@ -11,7 +11,7 @@
 # - the sensor bridge: its own user `bikebridge` (in the service user's group, so it may use the
 #   app's bridge socket, and in plugdev/bluetooth for the radios), /opt/bikebridge with a venv
 #   of board/bridge/requirements-board.txt (from PyPI, or offline from --bridge-wheels DIR), and
-#   its unit; its sensors are set in /etc/default/bikebridge
+#   its unit; its sensors are the config's [[sensor]] tables (more options: /etc/default/bikebridge)
 # - with --boot-config: the I2C/button lines appended once to the boot config.txt
 # Run it again after an update: it only replaces the binaries and the units.
 #
@@ -113,11 +113,17 @@ install_unit() {
 install_device() {
     echo "* binary and config"
     install -m 0755 "$binary" /usr/local/bin/bikecomputer
+    # Pairing a sensor (the unit's Sensors screen, `bikecomputer sensors pair`) makes the app,
+    # running as $user, write config.toml anew and rename it over the old one: the directory is
+    # the group's to write. The file stays readable by all (the bridge, the companion, a shell).
     install -d -m 0755 /etc/bikecomputer
+    chown "root:$user" /etc/bikecomputer
+    chmod 0775 /etc/bikecomputer
     if [ ! -e /etc/bikecomputer/config.toml ]; then
         install -m 0644 "$here/config.toml" /etc/bikecomputer/config.toml
     else
         echo "  keeping the existing /etc/bikecomputer/config.toml"
+        chmod a+r /etc/bikecomputer/config.toml
     fi
     /usr/local/bin/bikecomputer config check /etc/bikecomputer/config.toml >/dev/null
     install -d -m 0755 "$doc_dir"
@@ -176,10 +182,13 @@ install_bridge() {
         cp "$here/bridge/requirements-board.txt" /opt/bikebridge/.venv/requirements.installed
     fi
     /opt/bikebridge/.venv/bin/python -m compileall -q /opt/bikebridge/bikebridge >/dev/null
-    if [ ! -e /etc/default/bikebridge ]; then
+    # The sensors are the config's [[sensor]] tables (the unit passes --config). An earlier
+    # install's default, wildcard ANT+ channels that the app ignored (it records paired sensors
+    # only), is replaced; a file edited by hand is kept.
+    if [ ! -e /etc/default/bikebridge ] || [ "$(grep -v '^#' /etc/default/bikebridge | grep -v '^ *$')" = 'BIKEBRIDGE_SENSORS="--ant 120 --ant 11"' ]; then
         install -m 0644 "$here/bridge/bikebridge.default" /etc/default/bikebridge
     else
-        echo "  keeping the existing /etc/default/bikebridge (its sensors)"
+        echo "  keeping the existing /etc/default/bikebridge (its options)"
     fi
     sed "s/^SupplementaryGroups=bike$/SupplementaryGroups=$user/" "$here/bridge/bikebridge.service" > /etc/systemd/system/bikebridge.service
     chmod 0644 /etc/systemd/system/bikebridge.service

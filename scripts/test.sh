@@ -61,8 +61,34 @@ fi
 echo "test.sh: module graph (Package.swift = the imports = the module headers)"
 python3 scripts/check-imports.py || { echo "test.sh: scripts/check-imports.py failed: fix Package.swift or the imports (docs/architecture.md)" >&2; exit 1; }
 
+# --- The VM tests' inputs, prepared in the background while the Swift package builds and its
+# tests run (docs/testing.md, "Timings"): Debian's kernels, the modules, debootstrap's root file
+# system, the C shim tests and the BLE rig first (stage host); once the binaries are built, the
+# installed system image (board/install.sh booted in a guest) and the libgpiod 2 build (stage
+# image). Tests/vm/run below finds them cached; a step that failed here fails the VM test that
+# needs it, with the reason. Logs: .build/vm-prepare-{host,image}.log.
+mkdir -p .build
+vm_prepare() {  # vm_prepare STAGE [BIKE_BIN]: runs in the background, in its own process group
+    BIKE_BIN="${2:-}" setsid .venv/bin/python Tests/vm/builds.py prepare "$1" > ".build/vm-prepare-$1.log" 2>&1 &
+    vm_prepare_pid=$!
+    vm_prepare_stage=$1
+}
+vm_prepare_wait() {
+    local status=0 vm_prepare_waited=$SECONDS
+    wait "$vm_prepare_pid" || status=$?
+    echo "test.sh: VM preparation ($vm_prepare_stage): status $status, waited for it $((SECONDS - vm_prepare_waited)) s;" \
+         "$(grep -o "prepare $vm_prepare_stage: .*" ".build/vm-prepare-$vm_prepare_stage.log" | tail -n 1) (log: .build/vm-prepare-$vm_prepare_stage.log)"
+    [ "$status" = 0 ] || tail -n 30 ".build/vm-prepare-$vm_prepare_stage.log" >&2
+    vm_prepare_pid=
+}
+vm_prepare_pid=
+trap '[ -z "$vm_prepare_pid" ] || kill -- -"$vm_prepare_pid" 2>/dev/null || true' EXIT
+vm_prepare host
+
 echo "test.sh: building"
 swift build 2>&1 | tail -n 3
+vm_prepare_wait
+vm_prepare image "$(swift build --show-bin-path)"
 echo "test.sh: swift test"
 swift test 2>&1 | tee .build/swift-test.log | grep -E "error:|✘|Test run with|Executed [0-9]+ tests" || true
 status=${PIPESTATUS[0]}
@@ -86,6 +112,7 @@ echo "test.sh: bridge tests (board/bridge/tests)"
 # against libgpiod v1 and v2, `bikecomputer run` end to end, the shims on arm64. Installs what
 # it needs (qemu, busybox-static, kernel headers, the arm64 cross compiler), caches under
 # .build/vm and .build-gpiod2, and fails with the reason when it cannot run.
+vm_prepare_wait
 echo "test.sh: VM tests (Tests/vm/run)"
 vm_started=$SECONDS
 BIKE_BIN="$(swift build --show-bin-path)" bash Tests/vm/run

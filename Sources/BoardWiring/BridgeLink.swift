@@ -365,8 +365,11 @@ public final class BridgeLink {
                 s.frame[20] = UInt8(count)
                 if s.countIndex >= 0 { socketCounts[s.countIndex].values &+= 1 }
                 s.frame.withUnsafeBytes { b in
-                    runtime.receive(.bridgePacket(UnsafeRawBufferPointer(rebasing: b[0..<(21 + count)]), truncated: truncated || n > Payload.bytesMax), at: at)
+                    let packet = UnsafeRawBufferPointer(rebasing: b[0..<(21 + count)])
+                    onPacket?(packet)  // --measure-latency: from this read to the page on the bus
+                    runtime.receive(.bridgePacket(packet, truncated: truncated || n > Payload.bytesMax), at: at)
                 }
+                onPacketDone?()
                 fed = true
                 continue
             case .wouldBlock:

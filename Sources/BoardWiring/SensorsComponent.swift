@@ -20,6 +20,9 @@ public final class SensorsComponent: BoardComponent {
         public static let foundMax = 32
         public static let searchSecondsMax = 300
     }
+    /// The mode of a config file pairing creates (one it replaces keeps its own): readable by the
+    /// bridge, which runs as another user.
+    public static let newConfigMode: mode_t = 0o644
 
     /// The config file pairing writes (the one `run` loaded, or the default path).
     public let configPath: String
@@ -201,7 +204,8 @@ public final class SensorsComponent: BoardComponent {
     /// data source and the bridge follow.
     func rewrite(_ what: String, _ edit: (String) throws(SensorPairing.Failure) -> String) -> (Bool, String) {
         var text = ""
-        if access(configPath, F_OK) == 0 {
+        let existed = access(configPath, F_OK) == 0
+        if existed {
             do {
                 text = String(decoding: try AtomicFiles.readAll(configPath), as: UTF8.self)
             } catch {
@@ -218,6 +222,9 @@ public final class SensorsComponent: BoardComponent {
         do {
             try AtomicFiles.makeDirectories(AtomicFiles.directoryName(of: configPath))
             try AtomicFiles.replace(configPath, Array(edited.utf8))
+            // A new file is made under the service's umask (0077 in its unit): the bridge, the
+            // companion and a shell read it too. (A replaced file keeps the old one's mode.)
+            if !existed { _ = chmod(configPath, Self.newConfigMode) }
         } catch {
             return fail("cannot write \(configPath): \(error)\(error.isPermissionDenied ? " (the bikecomputer user needs write access to its directory)" : "")")
         }

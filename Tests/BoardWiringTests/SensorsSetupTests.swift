@@ -175,6 +175,18 @@ final class FakeBridge {
         bridge.close()
     }
 
+    @Test func aConfigFilePairingCreatesIsReadableByTheBridge() throws {
+        // The board's unit runs the app with UMask=0077; the bridge, another user, reads the file.
+        // Before the fix a file created by pairing was 0600 and the bridge never saw the sensor.
+        let rig = try Rig(sensors: [])
+        let old = umask(0o077)
+        defer { umask(old) }
+        #expect(access(rig.dir + "/config.toml", F_OK) != 0)
+        #expect(rig.wiring.controlLine("sensors pair ant:777/121 speed_cadence").line == "ok paired ant:777/121 as speed_cadence")
+        var st = stat()
+        #expect(stat(rig.dir + "/config.toml", &st) == 0 && st.st_mode & 0o777 == 0o644, "mode \(String(st.st_mode & 0o777, radix: 8))")
+    }
+
     @Test func theShellsCommandsOverTheControlSocket() throws {
         let rig = try Rig(sensors: [Self.strapSensor()], configFile: Self.configText)
         #expect(rig.wiring.controlLine("sensors scan 5").line.hasPrefix("error no bridge"), "no bridge connected")

@@ -245,8 +245,11 @@ def test_sigkill_mid_ride_recovers_through_the_real_journal(bikesim, bikecompute
                              capture_output=True, text=True, check=True)
     assert whole_id in inspect.stdout, "the interrupted ride is in the journal"
 
-    # The board's clock goes on while it is down: restart ten simulated seconds after the kill.
-    wall_start = 1780729200 + (last_ms + 10_000) // 1000  # 2026-06-06T07:00:00Z + ...
+    # The board's clock goes on while it is down: restart 30 simulated seconds after the last
+    # progress line. At 120x the simulator runs on between that line and the SIGKILL (3.5 s of
+    # ride time at load 24 in one CI run), so the downtime the file shows is at least 10 s as long
+    # as the kill lands within 20 simulated seconds (167 ms).
+    wall_start = 1780729200 + (last_ms + 30_000) // 1000  # 2026-06-06T07:00:00Z + ...
     b = run_headless(bikesim, tmp_path, "b", "--scenario", str(after), "--data-dir", str(data),
                      "--wall-start", str(wall_start))
     summary = json.loads((b / "summary.json").read_text())

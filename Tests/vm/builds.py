@@ -39,7 +39,7 @@ def backports_gpiod2_version(arch: str) -> str:
     return versions[0]
 
 
-@vmlib.serialised
+@vmlib.serialised(per_arch=True)
 def gpiod_prefix(arch: str, api: int) -> pathlib.Path:
     """include/ + lib/ with gpiod.h and libgpiod.a of the requested API (v2: bookworm-backports'
     libgpiod-dev 2.x; arm64 v1: Debian's arm64 libgpiod-dev 1.6) and, for arm64, libi2c."""
@@ -69,7 +69,7 @@ def gpiod_prefix(arch: str, api: int) -> pathlib.Path:
     return prefix
 
 
-@vmlib.serialised
+@vmlib.serialised(per_arch=True)
 def shim_tests(arch: str, api: int) -> pathlib.Path:
     """Tests/vm/shimtests/shim_tests.c with both C shims, static, for `arch` against libgpiod
     `api` (1 or 2) and libi2c."""
@@ -137,7 +137,79 @@ def swift_gpiod2_checks() -> pathlib.Path:
     return binary
 
 
-@vmlib.serialised
+@vmlib.serialised(per_arch=True)
 def modules(k: vmlib.Kernel) -> list[pathlib.Path]:
     """The project's ssd1306-sim and upstream gpio-sim, built for the kernel."""
     return [vmlib.build_module(k, "Tests/vm/kmod/ssd1306-sim"), vmlib.gpio_sim_module(k)]
+
+
+# ------------------------------------------------------------------------------ ahead of the tests
+# scripts/test.sh prepares the VM tests' inputs in the background while it builds and tests the
+# Swift package (they take minutes on a clean machine: downloads, debootstrap, the install boot),
+# then runs Tests/vm/run, which finds them cached. Stage "host" needs no Swift binary; stage
+# "image" needs the built products (BIKE_BIN). Each step's failure is reported and the next goes
+# on: the VM tests then fail with the reason when they need what is missing.
+
+def prepare(stage: str) -> int:
+    import sys
+    import traceback
+    import system
+
+    def step(what: str, fn, *args) -> None:
+        try:
+            fn(*args)
+        except Exception as e:  # noqa: BLE001 - reported; the VM tests fail with it
+            failed.append(what)
+            vmlib.log(f"prepare: {what} failed: {e}")
+            traceback.print_exc(file=sys.stderr)
+
+    failed: list[str] = []
+    started = __import__("time").monotonic()
+    if stage == "host":
+        k = {}
+        step("the amd64 kernel", lambda: k.setdefault("amd64", vmlib.kernel("amd64")))
+        # The system image's rootfs first: the longest step (debootstrap) and on the critical path.
+        step("the system rootfs (debootstrap)", system.rootfs)
+        step("the bridge's wheels for the guest", system.bridge_wheels)
+        if "amd64" in k:
+            step("the amd64 modules", modules, k["amd64"])
+            step("the system initramfs", system.system_initramfs, k["amd64"])
+        step("the C shim tests (amd64, v1)", shim_tests, "amd64", 1)
+        step("the C shim tests (amd64, v2)", shim_tests, "amd64", 2)
+        step("the arm64 kernel", lambda: k.setdefault("arm64", vmlib.kernel("arm64")))
+        if "arm64" in k:
+            step("the arm64 modules", modules, k["arm64"])
+            step("busybox for arm64", vmlib.busybox_binary, vmlib.ARCHES["arm64"])
+        step("the C shim tests (arm64, v1)", shim_tests, "arm64", 1)
+        step("the C shim tests (arm64, v2)", shim_tests, "arm64", 2)
+        step("libgpiod 2 (amd64) for the second board-vm-checks build", gpiod_prefix, "amd64", 2)
+        step("the BLE test's host packages, btvirt and the bridge's venv", _prepare_ble)
+    elif stage == "image":
+        k = vmlib.kernel("amd64")
+        bin_dir = swift_products(["bikecomputer", "bikecompanion"])
+        step("the installed system image (install.sh in a guest)", system.installed_image, k, bin_dir, modules(k))
+        step("board-vm-checks against libgpiod 2", swift_gpiod2_checks)
+    else:
+        raise SystemExit(f"builds.py prepare: stage is host or image, not {stage}")
+    vmlib.log(f"prepare {stage}: {'done' if not failed else 'FAILED: ' + ', '.join(failed)} in "
+              f"{__import__('time').monotonic() - started:.0f} s")
+    print(vmlib.timing_summary(json_name=f"timings-prepare-{stage}.json"), file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _prepare_ble() -> None:
+    import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "ble"))
+    import btvirt
+    import test_vm_ble
+    with vmlib.cache_lock("ble"):
+        vmlib.ensure_packages(test_vm_ble.HOST_PACKAGES)
+        btvirt.build()
+        test_vm_ble.bridge_venv()
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) != 3 or sys.argv[1] != "prepare":
+        raise SystemExit("usage: python3 Tests/vm/builds.py prepare host|image   (image: BIKE_BIN=the bin dir)")
+    sys.exit(prepare(sys.argv[2]))

@@ -71,16 +71,38 @@ def launcher(module: str, order: int):
 
 @pytest.fixture(scope="session")
 def guests(request):
+    import system
     selected = {item.module.__name__ for item in request.session.items}
     started: dict[str, object] = {}
-    for name, (_, launch) in sorted(LAUNCHERS.items(), key=lambda kv: kv[1][0]):
-        if name in selected:
-            try:
-                with vmlib.timed(f"launching the guests of {name}", quiet=True):
-                    started[name] = launch(request)
-            except BaseException as e:  # noqa: BLE001 - reported by that module's tests
-                started[name] = e
+    system.launching_done.clear()
+    if LATE_GUEST_MODULE in selected and not LATE_GUESTS_DONE:
+        system.late_guests_done.clear()
+    try:
+        for name, (_, launch) in sorted(LAUNCHERS.items(), key=lambda kv: kv[1][0]):
+            if name in selected:
+                try:
+                    with vmlib.timed(f"launching the guests of {name}", quiet=True):
+                        started[name] = launch(request)
+                except BaseException as e:  # noqa: BLE001 - reported by that module's tests
+                    started[name] = e
+    finally:
+        system.launching_done.set()
     return started
+
+
+# The BLE guest starts from its module's own fixture (not a launcher); the system guests wait
+# until it has run (system.late_guests_done).
+LATE_GUEST_MODULE, LATE_GUEST_FIXTURE = "test_vm_ble", "ble_ride"
+LATE_GUESTS_DONE: list[bool] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    yield
+    if fixturedef.argname == LATE_GUEST_FIXTURE:
+        import system
+        LATE_GUESTS_DONE.append(True)
+        system.late_guests_done.set()
 
 
 def guest_result(guests: dict, module: str) -> vmlib.Result:

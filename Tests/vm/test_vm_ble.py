@@ -24,7 +24,7 @@ import sys
 import pytest
 
 import vmlib
-from conftest import prepared
+from conftest import guest_result, launcher, prepared
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "ble"))
 import btvirt  # noqa: E402
@@ -32,7 +32,10 @@ import btvirt  # noqa: E402
 BLE_MODULES = ["hci_vhci", "algif_skcipher", "algif_hash", "ecb", "cmac"]
 HOST_PACKAGES = ["bluez", "dbus"]
 BRIDGE = vmlib.REPO / "board" / "bridge"
-RECORD_S = 10
+# The recording window (CPU shares) and, for docs/performance.md, a capture of HCI and D-Bus
+# after it (bytes per notification on each hop: Tests/vm/ble/hops.py). CI: 10 s, no capture.
+RECORD_S = float(os.environ.get("BLE_RECORD_S", "10"))
+MEASURE_S = float(os.environ.get("BLE_MEASURE_S", "0"))
 TURN_MS = 100
 
 
@@ -61,6 +64,28 @@ def ride_values() -> pathlib.Path:
     return out
 
 
+@launcher(__name__, order=1)
+def launch(request):
+    """Started with the other VM tests' guests at the session's start (conftest.launcher), so
+    its ~100 s in the guest run beside theirs instead of after them."""
+    if os.environ.get("BLE_RUN"):
+        return None
+    amd64 = request.getfixturevalue("amd64")
+    swift_bin = request.getfixturevalue("swift_bin")
+    prepared("the BLE packages on the host", vmlib.ensure_packages, HOST_PACKAGES)
+    venv = prepared("the bridge's venv", bridge_venv)
+    ride = prepared("the ride values", ride_values)
+    btvirt_bin = prepared("btvirt (built from BlueZ's source)", btvirt.build)
+    vm = prepared("the amd64 guest", vmlib.Machine, amd64, BLE_MODULES, [])
+    script = f"""
+set -u
+mount -t tmpfs tmpfs /host/var/lib/bluetooth || {{ echo "no /var/lib/bluetooth on the host: install bluez"; exit 93; }}
+inhost /usr/bin/python3 Tests/vm/ble/guest_ble.py --bin {swift_bin / 'bikecomputer'} --venv {venv} --out /run/vm \\
+    --repo {vmlib.REPO} --ride {ride} --record-s {RECORD_S} --measure-s {MEASURE_S} --btvirt {btvirt_bin}
+"""
+    return vm.start(script, timeout_s=400 + RECORD_S + MEASURE_S, name="ble")
+
+
 @pytest.fixture(scope="module")
 def ble_ride(request):
     """The ride in the VM; BLE_RUN=.build/vm/runs/ble-XXXX checks an earlier run's record instead
@@ -71,22 +96,7 @@ def ble_ride(request):
         read = lambda n: (out / n).read_text(errors="replace") if (out / n).exists() else ""
         result = vmlib.Result(0, read("stdout"), read("stderr"), read("console.log"), 0.0, False, out, [])
         return result, json.loads(read("ble.json"))
-    return ride_in_the_vm(request.getfixturevalue("amd64"), request.getfixturevalue("swift_bin"))
-
-
-def ride_in_the_vm(amd64, swift_bin):
-    prepared("the BLE packages on the host", vmlib.ensure_packages, HOST_PACKAGES)
-    venv = prepared("the bridge's venv", bridge_venv)
-    ride = prepared("the ride values", ride_values)
-    btvirt_bin = prepared("btvirt (built from BlueZ's source)", btvirt.build)
-    vm = prepared("the amd64 guest", vmlib.Machine, amd64, BLE_MODULES, [])
-    script = f"""
-set -u
-mount -t tmpfs tmpfs /host/var/lib/bluetooth || {{ echo "no /var/lib/bluetooth on the host: install bluez"; exit 93; }}
-inhost /usr/bin/python3 Tests/vm/ble/guest_ble.py --bin {swift_bin / 'bikecomputer'} --venv {venv} --out /run/vm \\
-    --repo {vmlib.REPO} --ride {ride} --record-s {RECORD_S} --btvirt {btvirt_bin}
-"""
-    result = vm.run(script, timeout_s=400, name="ble")
+    result = prepared("the BLE ride", lambda: guest_result(request.getfixturevalue("guests"), __name__))
     rec_file = result.outdir / "ble.json"
     record = json.loads(rec_file.read_text()) if rec_file.exists() else None
     assert result.ok and record is not None and not record["errors"], \
@@ -314,8 +324,10 @@ def test_the_values_in_the_ride_are_the_ones_sent(ble_ride):
 def test_battery_levels_reach_ctl_status(ble_ride):
     _, r = ble_ride
     phase_ok(r, "battery")
-    assert r["battery_before"] == {"HR": 81, "PWR": 64, "SPD": 47, "CAD": 64} or \
-        r["battery_before"] == {"HR": 81, "PWR": 64, "SPD": 64, "CAD": 64}, r["battery_before"]
+    # The four sensor roles (ctl status lists the GPS's too, which has no battery).
+    before = {role: r["battery_before"][role] for role in ("HR", "PWR", "SPD", "CAD")}
+    assert before == {"HR": 81, "PWR": 64, "SPD": 47, "CAD": 64} or \
+        before == {"HR": 81, "PWR": 64, "SPD": 64, "CAD": 64}, r["battery_before"]
     assert r["battery_change_s"] < 5, r["battery_change_s"]
     # ctl status's per-role levels are the screen model's, which the idle screen draws. After the
     # app restarted, the bridge told it the levels again (they had not changed).
@@ -372,7 +384,7 @@ def test_the_app_restarting_is_survived(ble_ride):
     _, r = ble_ride
     phase_ok(r, "app restart")
     assert r["after_app_restart"] == {"state": "running", "recovered": True}, r["after_app_restart"]
-    assert r["app_restart_back_s"] < 30, r["app_restart_back_s"]
+    assert r["app_restart_back_s"] < 90, r["app_restart_back_s"]  # TCG, debug build: 10-30 s measured
     assert r["bridge_final"]["app_connections"] == 2
 
 
@@ -381,8 +393,13 @@ def test_cpu_shares_while_recording(ble_ride):
     each other; written to cpu.json for docs/performance.md."""
     result, r = ble_ride
     ticks = r["cpu"]["ticks"]
-    assert all(ticks[n] >= 0 for n in ticks) and ticks["app"] > 0 and ticks["bridge"] > 0, ticks
+    # The bridge may well use no tick at all: the app reads the notification sockets itself and
+    # the bridge only sends a heartbeat a second.
+    assert all(ticks[n] >= 0 for n in ticks) and ticks["app"] > 0, ticks
     print("cpu ticks over", r["cpu"]["seconds"], "s:", ticks)
+    if "capture" in r:  # BLE_MEASURE_S: the bytes on each hop
+        import hops
+        print("hops:", json.dumps(hops.summary(result.outdir)))
 
 
 def test_a_search_finds_the_three_sensors(ble_ride):

@@ -12,6 +12,7 @@ accepted, and the state (running/paused, laps) one the app had shown around that
 Results: .build/vm/logwrites-sweep.json (docs/journal.md quotes it)."""
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import pathlib
@@ -34,6 +35,7 @@ LOG_MB = 384
 POINTS_MAX = 400  # replay points checked with fsck + mount + inspect
 RESTARTS_MAX = 6  # of those, points where the app itself is restarted on the recovered data
 LOSS_MAX_MS = 1000
+SWEEP_WORKERS = 2  # points checked at once (the 2-core CI machine)
 MARKS_AFTER = 3  # marks after a point whose status may still be what the app showed at it
 SWEEP_REPORT = vmlib.CACHE / "logwrites-sweep.json"
 
@@ -135,12 +137,12 @@ def restart_status(bikecomputer: pathlib.Path, data_dir: pathlib.Path) -> dict:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def check_point(base: pathlib.Path, scratch: pathlib.Path, mount: pathlib.Path) -> tuple[int, int, dict | None, int]:
-    """fsck (journal replay and repair, as the boot would), a second read-only fsck that must be
-    clean, a read-only mount, `journal inspect` and the saved ride files. Returns the two fsck
-    statuses, the inspection (None when the app had not made its journal directory yet) and
-    the number of FIT files in rides/."""
-    shutil.copyfile(base, scratch)
+def check_point(scratch: pathlib.Path, mount: pathlib.Path) -> tuple[int, int, dict | None, int]:
+    """On `scratch` (a copy of the replayed device, changed here): fsck (journal replay and
+    repair, as the boot would), a second read-only fsck that must be clean, a read-only mount,
+    `journal inspect` and the saved ride files. Returns the two fsck statuses, the inspection
+    (None when the app had not made its journal directory yet) and the number of FIT files in
+    rides/."""
     fix = subprocess.run(["e2fsck", "-fy", str(scratch)], capture_output=True, text=True).returncode
     clean = subprocess.run(["e2fsck", "-fn", str(scratch)], capture_output=True, text=True).returncode
     subprocess.run(["mount", "-o", "loop,ro", str(scratch), str(mount)], check=True, capture_output=True)
@@ -168,9 +170,6 @@ def run_sweep(logged):
     log = logwrites.Log.open(str(log_disk))
     work = pathlib.Path(tempfile.mkdtemp(prefix="sweep-", dir=vmlib.CACHE / "runs"))
     base = system.make_data_disk(work / "replay.img", DATA_MB, fs=False)
-    scratch = work / "check.img"
-    mount = work / "mnt"
-    mount.mkdir()
     # The whole log replayed gives the device as the guest left it, byte for byte: the replayer
     # reads the kernel's format right.
     end_copy = system.make_data_disk(work / "end.img", DATA_MB, fs=False)
@@ -181,12 +180,13 @@ def run_sweep(logged):
 
     points = replay_points(log)
     marks = [(e.index, parse_mark(e.mark)) for e in log.marks() if parse_mark(e.mark)]
-    rows = []
     restart_at = set(points[:: max(1, len(points) // RESTARTS_MAX)][:RESTARTS_MAX])
-    with logwrites.Replayer(log, str(base)) as replayer:
-        for p in points:
-            replayer.replay_to(p)
-            fix, clean, found, fits = check_point(base, scratch, mount)
+
+    def check(p: int, scratch: pathlib.Path) -> dict:
+        mount = scratch.with_suffix(".mnt")
+        mount.mkdir()
+        try:
+            fix, clean, found, fits = check_point(scratch, mount)
             before = [m for i, m in marks if i < p]
             after = [m for i, m in marks if i > p]
             # A mark is logged some time after the status it holds was read (a dmsetup process to
@@ -208,7 +208,24 @@ def run_sweep(logged):
                 finally:
                     subprocess.run(["umount", str(mount)], check=True)
                 row["restart"] = {"state": st["state"], "timer_ms": st["timer_ms"], "recovered": st.get("recovered")}
-            rows.append(row)
+            return row
+        finally:
+            mount.rmdir()
+            scratch.unlink(missing_ok=True)
+
+    # The replay is sequential (forward only); each point's copy is checked on a worker
+    # (SWEEP_WORKERS: fsck, mount and the app's processes), at most 2 per worker waiting.
+    futures = []
+    with logwrites.Replayer(log, str(base)) as replayer, \
+            concurrent.futures.ThreadPoolExecutor(SWEEP_WORKERS) as pool:
+        for p in points:
+            replayer.replay_to(p)
+            while sum(1 for f in futures if not f.done()) >= 2 * SWEEP_WORKERS:
+                concurrent.futures.wait([f for f in futures if not f.done()], return_when=concurrent.futures.FIRST_COMPLETED)
+            scratch = work / f"point-{p}.img"
+            shutil.copyfile(base, scratch)
+            futures.append(pool.submit(check, p, scratch))
+    rows = [f.result() for f in futures]
     seconds = time.monotonic() - started
     shutil.rmtree(work, ignore_errors=True)
     report = {"entries": len(log.entries), "barriers": sum(1 for e in log.entries if e.is_barrier),

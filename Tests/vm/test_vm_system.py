@@ -106,3 +106,22 @@ def test_a_real_power_cut_mid_ride_is_recovered_after_boot(power_cut):
     assert after["going_on"]["timer_ms"] > a["timer_ms"], "the ride goes on"
     fit = sf.fit_records(outdir / "clock-cut.fit")
     assert fit["sessions"] == 1 and fit["laps"] >= 2, fit
+
+
+def test_pairing_from_the_shell_rewrites_the_config_and_the_bridge_unit_reads_it(ride):
+    """Issue 21: the bridge unit runs with --config /etc/bikecomputer/config.toml; `bikecomputer
+    sensors pair` asks the app, which (as `bike`, ProtectSystem=strict) writes a new file and
+    renames it over the old one in /etc/bikecomputer (root:bike 0775); the bridge (as
+    `bikebridge`) reads it again without a restart; `forget` gives the file back as it was."""
+    _, r = ride
+    p = r["pairing"]
+    assert "--config /etc/bikecomputer/config.toml" in p["bridge_args"], p["bridge_args"]
+    assert p["pair_output"].startswith("paired ble:C0:FF:EE:00:33:44"), p
+    added = p["after_pair"][len(p["before"]):]
+    assert p["after_pair"].startswith(p["before"]) and 'ble_address = "C0:FF:EE:00:33:44"' in added, added
+    assert p["inode_changed"] and p["owner_after"] == "bike", "written by the app as its user, renamed into place"
+    assert p["mode_after"] == p["mode_before"] and p["leftovers"] == [], p
+    assert p["dir_mode"] == "0o775" and p["dir_group"] == "bike", p
+    assert "C0:FF:EE:00:33:44" in p["reload_after_pair"] and "C0:FF:EE:00:33:44" not in p["reload_after_forget"], p
+    assert p["after_forget"] == p["before"], "pair then forget leaves the file as it was"
+    assert p["bridge_active"] == "active", p

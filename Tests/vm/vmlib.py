@@ -133,8 +133,8 @@ def guest_uptimes(outdir: pathlib.Path) -> tuple[float | None, float | None]:
     return start, (end - start) if start is not None and end is not None else None
 
 
-def timing_summary(wall_s: float | None = None) -> str:
-    """The table Tests/vm/run prints last; also written to .build/vm/timings.json."""
+def timing_summary(wall_s: float | None = None, json_name: str = "timings.json") -> str:
+    """The table Tests/vm/run prints last; also written to .build/vm/timings.json (json_name)."""
     import json
     with _timings_lock:
         entries = sorted(TIMINGS, key=lambda e: e.start_s)
@@ -155,7 +155,7 @@ def timing_summary(wall_s: float | None = None) -> str:
             lines.append(f"    {e.start_s:6.1f} +{e.seconds:6.1f} s  {e.name}{extra}{('  ' + e.note) if e.note else ''}")
     try:
         CACHE.mkdir(parents=True, exist_ok=True)
-        (CACHE / "timings.json").write_text(json.dumps({"wall_s": round(wall_s, 1), "loadavg": os.getloadavg(),
+        (CACHE / json_name).write_text(json.dumps({"wall_s": round(wall_s, 1), "loadavg": os.getloadavg(),
                                                         "entries": [dataclasses.asdict(e) for e in entries]}, indent=1))
     except OSError:
         pass
@@ -163,45 +163,78 @@ def timing_summary(wall_s: float | None = None) -> str:
 
 
 # ------------------------------------------------------------------------------ the cache
-# The system tests prepare and boot guests on several threads (system_fixtures.Background), so
-# two threads may ask for the same module, image or initramfs at once. Every function that
-# fills .build/vm/ runs under one lock: re-entrant within the process (builders call builders)
-# and an flock on .build/vm/.lock across processes. Without it two `make M=...` runs shared one
-# build directory and both failed ("fixdep: error opening file ... .o.d").
+# The VM tests prepare and boot guests on several threads (conftest.launcher,
+# system_fixtures.Background), so two threads may ask for the same module, image or initramfs at
+# once. Every function that fills .build/vm/ runs under a lock of its own (`@serialised`):
+# re-entrant within the process (builders call builders) and an flock on .build/vm/.lock-KEY
+# across processes. Without it two `make M=...` runs shared one build directory and both failed
+# ("fixdep: error opening file ... .o.d"). The locks are per function (and per architecture where
+# the function's output is: `per_arch=True`), not one for the whole cache: with one lock the
+# installed image's install boot (minutes under TCG) held up every other preparation, and the
+# host-root guests could not even build their initramfs while debootstrap ran. Host apt
+# (install, update, download) has its own lock, "apt". The locks nest only along the call graph
+# (a builder takes the locks of what it calls), and "apt" is a leaf, so they cannot deadlock.
 
-_cache_rlock = threading.RLock()
-_cache_depth = 0
-_cache_fd = -1
+
+class _KeyLock:
+    def __init__(self) -> None:
+        self.rlock = threading.RLock()
+        self.depth = 0  # only changed by the thread that holds rlock
+        self.fd = -1
+
+
+_key_locks: dict[str, _KeyLock] = {}
+_key_locks_guard = threading.Lock()
 
 
 @contextlib.contextmanager
-def cache_lock():
-    global _cache_depth, _cache_fd
-    with _cache_rlock:
-        if _cache_depth == 0:
+def cache_lock(key: str = "cache"):
+    """Holds the lock `key` (in this process and, through an flock, across processes)."""
+    with _key_locks_guard:
+        kl = _key_locks.setdefault(key, _KeyLock())
+    started = time.monotonic()
+    with kl.rlock:
+        if kl.depth == 0:
             CACHE.mkdir(parents=True, exist_ok=True)
-            _cache_fd = os.open(CACHE / ".lock", os.O_CREAT | os.O_RDWR, 0o644)
-            started = time.monotonic()
-            fcntl.flock(_cache_fd, fcntl.LOCK_EX)
+            kl.fd = os.open(CACHE / f".lock-{key}", os.O_CREAT | os.O_RDWR, 0o644)
+            fcntl.flock(kl.fd, fcntl.LOCK_EX)
             if time.monotonic() - started > 0.5:
-                record_timing("wait", "the .build/vm lock (another process)", started)
-        _cache_depth += 1
+                record_timing("wait", f"the .build/vm lock {key}", started)
+        kl.depth += 1
         try:
             yield
         finally:
-            _cache_depth -= 1
-            if _cache_depth == 0:
-                os.close(_cache_fd)
-                _cache_fd = -1
+            kl.depth -= 1
+            if kl.depth == 0:
+                os.close(kl.fd)
+                kl.fd = -1
 
 
-def serialised(fn):
-    """Decorator: fn fills the cache; it runs under cache_lock()."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with cache_lock():
-            return fn(*args, **kwargs)
-    return wrapper
+def _arch_of(value) -> str:
+    """The architecture a builder's first argument names (a Kernel, an Arch or "amd64")."""
+    if isinstance(value, Kernel):
+        return value.arch.name
+    if isinstance(value, Arch):
+        return value.name
+    return str(value)
+
+
+def serialised(fn=None, *, per_arch: bool = False):
+    """Decorator: fn fills the cache; it runs under its own cache_lock (named after it, and
+    with `per_arch=True` after the architecture its first argument names)."""
+    def decorate(fn):
+        name = f"{fn.__module__}.{fn.__qualname__}"
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            key = name
+            if per_arch:
+                first = args[0] if args else next(iter(kwargs.values()), "amd64")
+                key = f"{name}-{_arch_of(first)}"
+            with cache_lock(key):
+                return fn(*args, **kwargs)
+        return wrapper
+    return decorate(fn) if fn is not None else decorate
 
 
 def sh(cmd: list[str] | str, *, cwd=None, env=None, check=True, quiet=True, timeout=None) -> subprocess.CompletedProcess:
@@ -241,7 +274,7 @@ def apt_update() -> None:
     global _updated
     if _updated:
         return
-    with timed("apt-get update"):
+    with cache_lock("apt"), timed("apt-get update"):
         sh(["apt-get", *LOCK_TIMEOUT, "update", "-qq"], timeout=900)
     _updated = True
 
@@ -251,12 +284,16 @@ def ensure_packages(packages: list[str]) -> None:
     missing = [p for p in packages if not installed(p)]
     if not missing:
         return
+    with cache_lock("apt"):  # another thread may have installed them meanwhile
+        missing = [p for p in packages if not installed(p)]
+    if not missing:
+        return
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         raise VMUnavailable(f"missing Debian packages {' '.join(missing)}: install them with "
                             f"`sudo apt-get install {' '.join(missing)}` (the VM tests need them)")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     cmd = ["apt-get", *LOCK_TIMEOUT, "install", "-y", "-qq", "--no-install-recommends", *missing]
-    with timed(f"apt-get install {' '.join(missing)}"):
+    with cache_lock("apt"), timed(f"apt-get install {' '.join(missing)}"):
         r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
         if r.returncode != 0:
             apt_update()
@@ -266,7 +303,8 @@ def ensure_packages(packages: list[str]) -> None:
 def apt_download(apt: list[str], packages: list[str], dest: pathlib.Path) -> None:
     """`apt-get download` into dest (as root apt warns it cannot drop privileges: harmless)."""
     dest.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run(["apt-get", *apt, "download", *packages], cwd=dest, capture_output=True, text=True, timeout=1800)
+    with cache_lock("apt"):
+        r = subprocess.run(["apt-get", *apt, "download", *packages], cwd=dest, capture_output=True, text=True, timeout=1800)
     if r.returncode != 0:
         raise VMUnavailable(f"apt-get download {' '.join(packages)} failed:\n{r.stderr[-2000:]}")
 
@@ -392,6 +430,7 @@ class Kernel:
 _private_apt: PrivateApt | None = None
 
 
+@serialised
 def private_apt() -> PrivateApt:
     global _private_apt
     if _private_apt is None:
@@ -428,7 +467,7 @@ def resolve_abi(arch: str) -> tuple[str, str]:
     return name, version
 
 
-@serialised
+@serialised(per_arch=True)
 def kernel(arch: str = "amd64") -> Kernel:
     """Debian's kernel of the ABI linux-image-<arch> points at, extracted and depmod'ed under
     .build/vm/<arch>/<version>/ (downloaded once), with the headers to build modules."""
@@ -486,7 +525,7 @@ def kernel(arch: str = "amd64") -> Kernel:
     return k
 
 
-@serialised
+@serialised(per_arch=True)
 def build_module(k: Kernel, source: pathlib.Path | str, patch=None) -> pathlib.Path:
     """Builds an out-of-tree module (a directory with a Kbuild file and sources) against the
     kernel's headers; cached by the sources' hash. Returns the .ko path."""
@@ -629,7 +668,7 @@ sysw() { printf '%s' "$2" > "$1"; }
 """
 
 
-@serialised
+@serialised(per_arch=True)
 def busybox_binary(arch: Arch) -> pathlib.Path:
     if arch.name == "amd64":
         return pathlib.Path("/bin/busybox")
@@ -676,7 +715,7 @@ def module_closure(k: Kernel, names: list[str], extra_dir: pathlib.Path | None) 
     return [pathlib.Path(p) for p in need]
 
 
-@serialised
+@serialised(per_arch=True)
 def initramfs(k: Kernel, modules: list[str], extra: list[pathlib.Path] = (), host_root: bool = True,
               files: dict[str, pathlib.Path] | None = None, init: str | None = None) -> pathlib.Path:
     """A gzip'ed newc cpio: busybox, /init (INIT, or your own script), the modules (with what
@@ -845,6 +884,16 @@ def hidden_host_paths(candidates: list[str]) -> list[str]:
     return kept
 
 
+_host_root_runs: set = set()
+_host_root_lock = threading.Lock()
+
+
+def host_root_guests_running() -> int:
+    """How many guests sharing the host root (Machine with host_root=True) this process runs."""
+    with _host_root_lock:
+        return len(_host_root_runs)
+
+
 class GuestRun:
     """A guest that was started. A watcher thread kills it at its deadline (whether or not
     anybody is waiting yet); `wait()` returns its Result."""
@@ -853,11 +902,15 @@ class GuestRun:
                  interactive: bool = False) -> None:
         import threading
         self.cmd, self.outdir, self.timeout_s = cmd, outdir, timeout_s
+        self.host_root = any("mount_tag=hostroot" in c for c in cmd)
         self.started = time.monotonic()
         self.timing: TimingEntry | None = None
         self.proc = subprocess.Popen(cmd, stdin=None if interactive else subprocess.DEVNULL,
                                      stdout=None if console_to_stdout else subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, start_new_session=True)
+        if self.host_root:
+            with _host_root_lock:
+                _host_root_runs.add(self)
         self.timed_out = False
         self.qemu_err = b""
         self.seconds = 0.0
@@ -873,6 +926,8 @@ class GuestRun:
             self.proc.kill()
             _, self.qemu_err = self.proc.communicate()
         self.seconds = time.monotonic() - self.started
+        with _host_root_lock:
+            _host_root_runs.discard(self)
         boot, script = guest_uptimes(self.outdir)
         self.timing = record_timing("guest", self.outdir.name, self.started, self.seconds, boot_s=boot, script_s=script,
                                     note="timed out" if self.timed_out else "")

@@ -95,7 +95,8 @@ def bridge(args) -> int:
                                      stats=args.stats)
         runner = BenchRunner(opts, b, transport)
         transport.on_open, transport.on_close = runner.on_open, runner.on_close
-        b.send_fd = transport.send_with_fd  # an app that reads the sockets itself gets them, as on a board
+        if not args.forward:
+            b.send_fd = transport.send_with_fd  # an app that reads the sockets itself gets them, as on a board
         return await runner.run()
 
     try:
@@ -111,6 +112,9 @@ def main() -> int:
     ap.add_argument("--recording", required=True)
     ap.add_argument("--clock-file", default=f"/tmp/bridge_feed.clock.{os.getpid()}")
     ap.add_argument("--stats")
+    ap.add_argument("--forward", action="store_true",
+                    help="keep the sockets: the bridge reads and forwards every notification (as for an app of "
+                         "protocol version 1, or before the sockets were handed over)")
     ap.add_argument("--feed", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--fds", help=argparse.SUPPRESS)
     args = ap.parse_args()

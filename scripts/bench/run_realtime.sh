@@ -8,10 +8,13 @@
 #   - The bridge as on a board: board/bridge's Runner, NotifyReader, DataFramer, Bridge and
 #     SocketTransport (scripts/bench/bridge_feed.py), its notifications arriving on sockets as
 #     BlueZ's AcquireNotify hands them over, written at the recording's times by a child process
-#     that plays bluetoothd (not counted).
+#     that plays bluetoothd (not counted). The bridge hands the sockets to the app (protocol
+#     version 2), which then reads the values itself; BRIDGE_FORWARD=1 keeps them in the bridge,
+#     which forwards every value as a frame (an older app; before the hand-over).
 # Prints per process and summed: CPU share of one core, peak RSS, wake-ups (context switches)
 # per second and per notification; the app's bytes written per minute and start-up time; the
-# latency from a notification reaching the board to its page on the display bus; then the
+# latency to a value's page on the display bus (from the bridge's read of the notification when
+# it forwards it; from the app's own read of the socket when it reads it itself); then the
 # wake-up floor (scripts/bench/wakeup_floor.c).
 #     bash scripts/bench/run_realtime.sh [SECONDS]        (default 300)
 # Needs python3; a C compiler for the floor (optional). BIKE_BIN=DIR measures another build.
@@ -35,11 +38,18 @@ fi
     || { echo "run_realtime.sh: this bikecomputer has no \`run --measure-latency\`" >&2; exit 1; }
 python=$(command -v python3)
 tmp=$(mktemp -d)
+# (Never `kill 0`: that is the whole process group, whatever started this script included.)
 # The GPS feeder runs in its own process group (setsid below). SIGTERM makes gpsfake's library
 # stop its gpsd, but the feeder itself carries on (the library's handler does not exit), so the
-# group gets SIGKILL after it. (Without GPS there is nothing to kill: a bare `kill 0` would signal
-# this script's own process group, the caller included.)
-cleanup() { [ -n "${app:-}" ] && kill "$app" 2>/dev/null || true; [ -n "${bridge:-}" ] && kill "$bridge" 2>/dev/null || true; if [ -n "${gpsd_feeder:-}" ]; then kill -- -"$gpsd_feeder" 2>/dev/null; sleep 0.5; kill -KILL -- -"$gpsd_feeder" 2>/dev/null || true; fi; rm -rf "$tmp"; }
+# group gets SIGKILL after it.
+cleanup() {
+    [ -n "${app:-}" ] && kill "$app" 2>/dev/null || true
+    [ -n "${bridge:-}" ] && kill "$bridge" 2>/dev/null || true
+    if [ -n "${gpsd_feeder:-}" ]; then
+        kill -- -"$gpsd_feeder" 2>/dev/null; sleep 0.5; kill -KILL -- -"$gpsd_feeder" 2>/dev/null || true
+    fi
+    rm -rf "$tmp"
+}
 trap cleanup EXIT
 mkdir -p "$tmp/data"
 cat >"$tmp/config.toml" <<CONF
@@ -137,8 +147,10 @@ ready_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 if [ -n "${BRIDGE_CMD:-}" ]; then
     $BRIDGE_CMD --socket "$tmp/bridge.sock" --recording "$tmp/ride.jsonl" --stats "$tmp/bridge-stats.json" 2>"$tmp/bridge.log" &
 else
+    # BRIDGE_FORWARD=1: the bridge keeps the notification sockets and forwards every value (an
+    # app of protocol version 1; what a board did before the sockets were handed over).
     PYTHONPATH=board/bridge "$python" scripts/bench/bridge_feed.py --socket "$tmp/bridge.sock" --recording "$tmp/ride.jsonl" \
-        --clock-file "$tmp/clock" --stats "$tmp/bridge-stats.json" 2>"$tmp/bridge.log" &
+        --clock-file "$tmp/clock" --stats "$tmp/bridge-stats.json" ${BRIDGE_FORWARD:+--forward} 2>"$tmp/bridge.log" &
 fi
 bridge=$!
 sleep "$settle"
@@ -152,12 +164,23 @@ snap() {  # PID -> "on-CPU ns, wake-ups (voluntary context switches), preemption
     done
     echo "$(awk '{print $1}' /proc/"$pid"/schedstat) $cs $pre $(awk '/^VmHWM/ {print $2}' /proc/"$pid"/status)"
 }
-notes() { kill -USR1 "$bridge"; sleep 0.3; "$python" -c 'import json,sys; s=json.load(open(sys.argv[1])); print(sum(n for k, n in s["notifications"].items()))' "$tmp/bridge-stats.json"; }
+# Notifications that reached the app: those the bridge forwarded as frames plus those the app
+# read itself from the sockets the bridge handed it (an app that says so in its hello).
+notes() {
+    kill -USR1 "$bridge"; sleep 0.3
+    "$bin/bikecomputer" ctl --socket "$tmp/control.sock" status >"$tmp/status-notes.json" 2>/dev/null || echo '{}' >"$tmp/status-notes.json"
+    "$python" -c 'import json,sys
+s = json.load(open(sys.argv[1]))
+forwarded = sum(n for k, n in s["notifications"].items() if not k.endswith("/2a19"))
+app = json.load(open(sys.argv[2])).get("bridge", {})
+read = sum(v["values"] for v in app.get("socket_values", []))
+print(forwarded + read, forwarded, read)' "$tmp/bridge-stats.json" "$tmp/status-notes.json"
+}
 io0=$(awk '/^write_bytes/ {print $2}' "/proc/$app/io")
 journal_bytes() { "$bin/bikecomputer" ctl --socket "$tmp/control.sock" status 2>/dev/null | sed -n 's/.*"bytes_written":\([0-9]*\).*/\1/p'; }
 jb0=$(journal_bytes)
 pages0=$("$bin/bikecomputer" ctl --socket "$tmp/control.sock" status | sed -n 's/.*"pages_sent":\([0-9]*\).*/\1/p')
-n0=$(notes)
+read -r n0 fw0 rd0 <<<"$(notes)"
 read -r a_ns0 a_cs0 a_pre0 _ <<<"$(snap "$app")"
 read -r b_ns0 b_cs0 b_pre0 _ <<<"$(snap "$bridge")"
 [[ "${RUN_WRAPPER:-}" == *callgrind* ]] && command -v callgrind_control >/dev/null && callgrind_control --zero "$app" >/dev/null
@@ -165,7 +188,7 @@ sleep "$seconds"
 [[ "${RUN_WRAPPER:-}" == *callgrind* ]] && command -v callgrind_control >/dev/null && callgrind_control --dump=measured "$app" >/dev/null
 read -r a_ns1 a_cs1 a_pre1 a_hwm <<<"$(snap "$app")"
 read -r b_ns1 b_cs1 b_pre1 b_hwm <<<"$(snap "$bridge")"
-n1=$(notes)
+read -r n1 fw1 rd1 <<<"$(notes)"
 io1=$(awk '/^write_bytes/ {print $2}' "/proc/$app/io")
 jb1=$(journal_bytes)
 status=$("$bin/bikecomputer" ctl --socket "$tmp/control.sock" status 2>&1 | tr '\n' ' ')
@@ -173,6 +196,8 @@ pages1=$(echo "$status" | sed -n 's/.*"pages_sent":\([0-9]*\).*/\1/p')
 echo "at the end: $(echo "$status" | grep -o '"live":{[^}]*}') $(echo "$status" | grep -o '"counters":"[^"]*"')"
 [ "${GPS:-0}" = 1 ] && echo "gps: $(echo "$status" | grep -o '"gps":{[^}]*}')"
 echo "bridge: $(cat "$tmp/bridge-stats.json" | tr -d '\n' | cut -c1-400)"
+echo "notifications forwarded by the bridge $((fw1 - fw0)), read by the app from handed sockets $((rd1 - rd0))"
+[ $((n1 - n0)) -gt 0 ] || { echo "run_realtime.sh: no notification reached the app" >&2; exit 1; }
 awk -v s="$seconds" -v n=$((n1 - n0)) -v ans=$((a_ns1 - a_ns0)) -v bns=$((b_ns1 - b_ns0)) -v acs=$((a_cs1 - a_cs0)) \
     -v bcs=$((b_cs1 - b_cs0)) -v apre=$((a_pre1 - a_pre0)) -v bpre=$((b_pre1 - b_pre0)) -v ahwm="$a_hwm" -v bhwm="$b_hwm" -v io=$((io1 - io0)) -v jb=$(( ${jb1:-0} - ${jb0:-0} )) \
     -v ready="$ready_ms" -v pages=$(( ${pages1:-0} - ${pages0:-0} )) 'BEGIN {

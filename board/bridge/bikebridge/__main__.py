@@ -55,6 +55,7 @@ class Runner:
         self.transport = transport
         self.loop = asyncio.get_running_loop()
         self.ble = None
+        self.ble_start = None  # the task connecting to BlueZ
         self.ant = None
         self.watch = None
         self.paired = None
@@ -212,7 +213,10 @@ class Runner:
             from .ble import BleRadio
             self.ble = BleRadio(self.bridge, self.args.adapter)
             self.bridge.radios |= protocol.RADIO_BLE
-            await self.ble.start()
+            # BlueZ may come later, or never (a board without Bluetooth, no D-Bus): the paired
+            # sensors, the config file's watch and ANT+ do not wait for it; the BLE sensors and
+            # searches wait for the adapter (BleRadio.wait_adapter).
+            self.ble_start = self.loop.create_task(self.ble.start(), name="BlueZ")
         if not self.args.no_ant and ant_stick_present():
             self.start_ant()
 

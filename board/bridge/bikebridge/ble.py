@@ -34,6 +34,8 @@ RETRY_S = 1.0
 RETRY_MAX_S = 8.0
 UNUSABLE_RETRY_S = 60.0
 DISCOVER_S = 30.0
+SEARCH_ADAPTER_WAIT_S = 5.0  # a search waits this long for BlueZ's adapter, then ends
+BUS_RETRY_S = 10.0  # no system bus yet: tried again this often
 SERVICES_S = 30.0
 FOUND_REPORT_S = 2.0  # a device already reported in this search is reported again at most this often
 FOUND_RSSI_STEP_DB = 5
@@ -294,13 +296,20 @@ class BleRadio:
         self.found: Dict[str, tuple] = {}  # address -> (last report time, rssi) in the current search
 
     async def start(self) -> None:
+        """Connects to the system bus, trying again every BUS_RETRY_S until it is there (said
+        once in the log, and again when the reason changes)."""
+        said = None
         while True:
             try:
                 await self.bluez.start()
+                if said is not None:
+                    log.warning("the D-Bus system bus is there now")
                 return
             except (BlueZError, OSError) as e:
-                log.warning("no D-Bus system bus or BlueZ (%s); trying again in 10 s", e)
-                await asyncio.sleep(10)
+                if str(e) != said:
+                    log.warning("no D-Bus system bus or BlueZ (%s); trying again every %.0f s", e, BUS_RETRY_S)
+                    said = str(e)
+                await asyncio.sleep(BUS_RETRY_S)
 
     def on_bluez(self, path, iface, changed) -> None:
         self.changed.set()
@@ -309,19 +318,23 @@ class BleRadio:
         if self.search_task is not None and not self.search_task.done() and iface == DEVICE:
             self.seen(path)
 
-    async def wait_adapter(self) -> str:
+    async def wait_adapter(self, timeout_s: Optional[float] = None) -> Optional[str]:
+        """The adapter's object path once BlueZ has it (powered on); None after `timeout_s`."""
         warned = False
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             path = self.bluez.adapter(self.adapter_name) if self.bluez.present else None
             if path:
                 await self.bluez.power_on(path)
                 return path
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
             if not warned:
                 log.warning("waiting for bluetoothd and adapter %s", self.adapter_name or "(any)")
                 warned = True
             self.changed.clear()
             try:
-                await asyncio.wait_for(self.changed.wait(), 5.0)
+                await asyncio.wait_for(self.changed.wait(), 5.0 if deadline is None else max(0.05, min(5.0, deadline - time.monotonic())))
             except asyncio.TimeoutError:
                 pass
 
@@ -362,7 +375,14 @@ class BleRadio:
             self.search_task = asyncio.get_running_loop().create_task(self._search(seconds))
 
     async def _search(self, seconds: int) -> None:
-        adapter = await self.wait_adapter()
+        adapter = await self.wait_adapter(SEARCH_ADAPTER_WAIT_S)
+        if adapter is None:
+            # No BlueZ (or no adapter): the search is over at once, and the app says so.
+            log.warning("search: no Bluetooth adapter %s from BlueZ (is bluetoothd running?): no BLE search",
+                        self.adapter_name or "(any)")
+            self.found = {}
+            self.radio_state(False)
+            return
         self.found = {}
         self.search_adapter = adapter
         self.radio_state(True)

@@ -247,3 +247,44 @@ def test_the_bridge_process_end_to_end(tmp_path):
         app.close()
     assert proc.returncode == 0, err
     assert "C0:FF:EE:00:11:22" in err and "C0:FF:EE:00:11:33" in err, err  # read, then read again
+
+
+def test_without_a_system_bus_the_config_is_still_read_and_watched(tmp_path):
+    """A board without D-Bus or Bluetooth (or before they are up): BLE waits for the bus, but the
+    paired sensors are read and the config file's watch works at once (an ANT+ pairing from the
+    unit must reach the bridge); the missing bus is logged once, not every 10 s. Before the fix
+    the runner waited for the bus before it read the file: nothing was ever read."""
+    import dbus_fast  # noqa: F401  (the bridge's own requirement: a missing one fails here, with its name)
+    sock = str(tmp_path / "bridge.sock")
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(CONFIG)
+    app = App(sock)
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent), DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={tmp_path}/no-bus")
+    proc = subprocess.Popen([sys.executable, "-m", "bikebridge", "--socket", sock, "--config", str(cfg), "--no-ant", "-v"],
+                            env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        app.accept()
+        app.frames(1.5)
+        tmp = tmp_path / ".config.tmp"
+        tmp.write_text(CONFIG.replace("c0:ff:ee:00:11:22", "c0:ff:ee:00:11:33"))
+        os.replace(tmp, cfg)
+        app.frames(1.0)
+        # A search asked for now cannot use BLE: it ends at once instead of waiting for BlueZ.
+        app.conn.send(protocol.app_hello(1))
+        app.conn.send(protocol.scan_request(1, True, protocol.RADIO_BLE, 5))
+        scans = [f for f in app.frames(7.0) if f.kind == protocol.KIND_SCAN]
+        assert scans and not scans[-1].scanning, "no BlueZ to search with: the search ends (after 5 s)"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # (before the fix it never got past waiting for the bus, SIGTERM included)
+            _, err = proc.communicate()
+            err = "did not stop on SIGTERM\n" + err
+        app.close()
+    assert proc.returncode == 0, err
+    assert "no BLE search" in err, err
+    assert "paired sensors: BLE ['C0:FF:EE:00:11:22']" in err, err
+    assert "paired sensors: BLE ['C0:FF:EE:00:11:33']" in err, err
+    assert err.count("no D-Bus system bus") == 1, err
