@@ -45,7 +45,10 @@ public final class SegmentDirectory {
         }
     }
 
-    deinit { for f in open { f.fd.close() } }
+    deinit {
+        for f in open { f.fd.close() }
+        directoryFD?.close()
+    }
 
     func full(_ name: String) -> String { path + "/" + name }
 
@@ -109,6 +112,35 @@ public final class SegmentDirectory {
         if open.count >= Self.openFilesMax { open.removeFirst().fd.close() }
         open.append((name, fd))
         try syncDirectory()
+    }
+
+    /// Creates `name` (it must not exist) preallocated to `segmentBytes` of zeros, but does not
+    /// wait for it to be durable: the caller syncs the file and the directory
+    /// (`descriptorFor(_:)`, `directoryDescriptor()`) without blocking, through a `SyncRing`.
+    public func createWithoutSync(_ name: String) throws(SystemError) {
+        let fd = try FileDescriptor.open(full(name), O_RDWR | O_CREAT | O_EXCL, mode: 0o644)
+        var r: Int32
+        repeat { r = posix_fallocate(fd.rawValue, 0, off_t(segmentBytes)) } while r == EINTR
+        if r != 0 {
+            fd.close()
+            _ = unlink(full(name))
+            throw SystemError(errno: r, call: "posix_fallocate", context: "\(full(name)) (\(segmentBytes) bytes): free space on the card")
+        }
+        if open.count >= Self.openFilesMax { open.removeFirst().fd.close() }
+        open.append((name, fd))
+    }
+
+    /// The open descriptor of `name` (opened if needed; the directory owns and closes it).
+    public func descriptorFor(_ name: String) throws(SystemError) -> FileDescriptor { try descriptor(name) }
+
+    var directoryFD: FileDescriptor?
+
+    /// A descriptor of the directory itself, kept open (to fsync its entries without blocking).
+    public func directoryDescriptor() throws(SystemError) -> FileDescriptor {
+        if let fd = directoryFD { return fd }
+        let fd = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY)
+        directoryFD = fd
+        return fd
     }
 
     /// pwrite(2) of all of `bytes` at `offset`, looping over partial writes.

@@ -85,8 +85,10 @@ public final class BoardWiring {
     public let gps: GpsComponent
     public let barometer: BarometerComponent
     public let sensors: SensorsComponent
+    /// The journal's background syncs (the io_uring completion eventfd), issue 17 item 6.
+    public let journalSync: JournalSyncComponent
     /// Every component, in start order.
-    public var components: [BoardComponent] { [display, buzzer, bridge, buttons, control, companion, gps, barometer, sensors] }
+    public var components: [BoardComponent] { [display, buzzer, bridge, buttons, control, companion, gps, barometer, sensors, journalSync] }
     let rideFlag: RideActiveFlag?
     public let startMs: Int64
     public private(set) var recoveredRide: RideID?
@@ -142,6 +144,7 @@ public final class BoardWiring {
         gps = GpsComponent(devices.gps, log: self.log)
         barometer = BarometerComponent(devices.barometer, state: devices.barometerState, errors: devices.barometerErrors, log: self.log)
         sensors = SensorsComponent(configPath: options.configPath, initial: options.config, log: self.log)
+        journalSync = JournalSyncComponent(journal: opened.journal)
         if options.measureLatencyMs != nil { latency = LatencyRecorder() }
         try startComponents()
     }

@@ -71,6 +71,8 @@ public final class DeviceRuntime {
     /// The ride recovery rebuilt at boot, if any.
     public private(set) var recoveredRide: RideID?
     var reportedStorage: StorageCondition = .ok
+    /// Holds the screen's confirmation of a state change until its records are durable.
+    var gate = ConfirmationGate()
     var sensorRequests: [SensorsRequest] = []
     public static let sensorRequestsMax = 8
 
@@ -131,9 +133,32 @@ public final class DeviceRuntime {
         drain(at: now)
         sync(at: now)
         reportStorageIfChanged(at: now)
-        screenPort?.show(core.screen, at: now)
+        show(at: now)
         refreshDerived()
         if !stepsRideFiles { writeDueRideFiles(at: now) }
+    }
+
+    /// Shows the core's screen, a state change held back while its records are not durable.
+    func show(at now: MonotonicInstant) {
+        guard let port = screenPort else { return }
+        port.show(gate.screen(core.screen, awaiting: journal.awaitingDurable), at: now)
+    }
+
+    /// Screens shown with a state change held back until its records were durable.
+    public var screensHeldForDurability: UInt64 { gate.heldScreens }
+
+    /// A state change is on screen only once durable: true while one waits for its sync.
+    public var confirmationAwaitingDurability: Bool { journal.awaitingDurable }
+
+    /// The journal's background syncs finished (the board's completion eventfd): the durable
+    /// prefix advances, a held state change appears, a failed sync is reported as the storage
+    /// condition.
+    public func syncProgress(at now: MonotonicInstant) {
+        journal.syncProgress(at: now)
+        reportStorageIfChanged(at: now)
+        show(at: now)
+        refreshDerived()
+        if !stepsRideFiles && !rideFiles.isEmpty { writeDueRideFiles(at: now) }
     }
 
     public func addObserver(_ o: RideObserver) -> Bool {
@@ -314,7 +339,7 @@ public final class DeviceRuntime {
         drain(at: now)
         if case .tick = input { journal.tick(at: now) }
         reportStorageIfChanged(at: now)
-        screenPort?.show(core.screen, at: now)
+        show(at: now)
         refreshDerived()
         if !stepsRideFiles && !rideFiles.isEmpty { writeDueRideFiles(at: now) }
     }
@@ -435,7 +460,7 @@ public final class DeviceRuntime {
 
     /// Makes the journal durable (shutdown on SIGTERM).
     public func shutdown(at now: MonotonicInstant) {
-        sync(at: now)
+        journal.flush(at: now)
         log.log(.info, "journal synced for shutdown")
     }
 
@@ -493,6 +518,8 @@ public final class DeviceRuntime {
 
     func finished(_ id: RideID, saved: Bool, at now: MonotonicInstant) {
         lastFinishedRide = id
+        // Not waited for: the ride file is written from every record held (`recordsHeld`: the
+        // durable ones, then those still in flight or queued).
         sync(at: now)
         guard saved else {
             journal.rideFileIsDurable(id)

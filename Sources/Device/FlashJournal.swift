@@ -48,7 +48,9 @@ public final class FlashJournal: RideJournalPort {
     }
 
     public func append(_ record: RideRecord, at now: MonotonicInstant) { writer.append(record, at: now) }
-    public func syncNow(at now: MonotonicInstant) { writer.commit(at: now) }
+    /// A state change: committed at once. Over storage that syncs in the background this does
+    /// not wait; `awaitingDurable` holds the screen's confirmation until the sync completes.
+    public func syncNow(at now: MonotonicInstant) { writer.commit(at: now, confirm: true) }
     public func tick(at now: MonotonicInstant) {
         writer.tick(at: now)
         if compactionOwed && writer.pendingCount == 0 {
@@ -56,6 +58,12 @@ public final class FlashJournal: RideJournalPort {
             writer.compact()
         }
     }
+    public var awaitingDurable: Bool { writer.awaitingConfirmation }
+    public func syncProgress(at now: MonotonicInstant) {
+        lastInstant = max(lastInstant, now)
+        writer.pollCompletions(at: now)
+    }
+    public func flush(at now: MonotonicInstant) { writer.commitAndWait(at: now) }
 
     /// A ride's file became durable while the journal could not write its mark: once the
     /// retries got everything written, the journal is compacted (not only at the next start).

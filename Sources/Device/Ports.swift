@@ -22,10 +22,20 @@ public protocol RideJournalPort: AnyObject {
     /// storage fault loses nothing that was recorded. Nil when the journal cannot be read back
     /// whole now (a read error): a file from part of it would let the journal go; try later.
     func recordsHeld(of rideID: RideID) -> [RideRecord]?
+    /// A state change's records (the last `syncNow`) are not durable yet: the screen does not
+    /// confirm the change until they are (storage that syncs in the background).
+    var awaitingDurable: Bool { get }
+    /// Background syncs finished (the board's completion eventfd fired): takes their completions.
+    func syncProgress(at now: MonotonicInstant)
+    /// Makes everything durable and waits for it (shutdown only).
+    func flush(at now: MonotonicInstant)
 }
 
 extension RideJournalPort {
     public func recordsHeld(of rideID: RideID) -> [RideRecord]? { records(of: rideID) }
+    public var awaitingDurable: Bool { false }
+    public func syncProgress(at now: MonotonicInstant) {}
+    public func flush(at now: MonotonicInstant) { syncNow(at: now) }
 }
 
 /// The journal could not be read back whole to write a ride's file (retried like a failed write).

@@ -62,6 +62,15 @@ public struct JournalCounters: Sendable, Hashable {
     public var failedCommits: UInt64 = 0
     public var recordsDropped: UInt64 = 0
     public var pendingHighWater = 0
+    /// Deferred storage only: background syncs (and segment creations) begun, those that failed
+    /// (EIO: the records are written again), and the longest wait from begin to completion.
+    public var syncsBegun: UInt64 = 0
+    public var syncFailures: UInt64 = 0
+    public var syncWaitMaxMs: Int64 = 0
+    /// Items appended while a sync was in flight (queued, written once it completed).
+    public var recordsQueuedDuringSync: UInt64 = 0
+    /// Completions whose token matched nothing in flight (ignored; a bug if ever non-zero).
+    public var strayCompletions: UInt64 = 0
 }
 
 /// Appends ride records to the journal in group commits (pure: all I/O goes through
@@ -74,6 +83,14 @@ public struct JournalCounters: Sendable, Hashable {
 ///   does not fit starts the next segment (the old one is already synced).
 /// - A failed write or sync keeps the records, reports the condition and retries later; a retry
 ///   rewrites the same bytes at the same place, so a half-done commit is harmless.
+///
+/// Over a `DeferredSyncStorage` (the board's io_uring) nothing waits for the card: a commit
+/// writes its frames and begins a sync; at most one sync (or segment creation) is in flight, and
+/// records committed meanwhile wait in memory (bounded by `pendingRecordsMax`) until it
+/// completes, then are written and synced together. The durable
+/// prefix (`counters.recordsDurable`, `awaitingConfirmation`) advances only on a completion
+/// (`completed(_:at:)`); a failed completion rolls the write position back to the durable one
+/// and writes the records again after `retryIntervalMs`.
 public final class JournalWriter {
     public let storage: SegmentStorage
     public let policy: CommitPolicy
@@ -90,6 +107,39 @@ public final class JournalWriter {
     var pending: [Item] = []
     var pendingHasSampleRecord = false
     var retryAt: MonotonicInstant?
+
+    // Deferred syncs (nil: every commit waits for its sync, as over the simulated flash).
+    let deferred: DeferredSyncStorage?
+    struct InFlight {
+        enum Kind: Equatable { case create, header, data }
+        var kind: Kind
+        var token: UInt64
+        var segment: UInt32
+        /// pending[0..<items] (and `frames` frames) become durable with it.
+        var items: Int
+        var frames: Int
+        var endOffset: Int
+        var begunAt: MonotonicInstant
+    }
+    var inFlight: InFlight?
+    /// Encoder state at the end of what `inFlight` covers, and before the write being made.
+    var inFlightState = GroupDecoderState()
+    var writeStartState = GroupDecoderState()
+    /// pending[0..<writtenItems] are written (in `writtenFrames` frames) but not yet durable.
+    var writtenItems = 0
+    var writtenFrames = 0
+    /// The durable end of the current segment (`offset` is where the next write goes).
+    var durableOffset = 0
+    /// The next frame does not fit the current segment: a new one follows once it is durable.
+    var segmentFull = false
+    /// A commit was asked for and not everything pending is written yet.
+    var commitRequested = false
+    /// A ride's file became durable while records were in flight: compact once they are durable.
+    var compactWanted = false
+    var nextToken: UInt64 = 1
+    /// Items ever queued; those before `confirmSerial` must be durable before a confirmation.
+    var enqueuedSerial: UInt64 = 0
+    var confirmSerial: UInt64 = 0
 
     // Position.
     public private(set) var currentSegment: UInt32?
@@ -143,6 +193,9 @@ public final class JournalWriter {
             counts = last.counts
         }
         encoder.state = scan.tailState
+        durableState.copy(from: encoder.state)
+        durableOffset = offset
+        if let d = storage as? DeferredSyncStorage, d.defersSyncs { deferred = d } else { deferred = nil }
         out.reserveCapacity(16 * 1024)
         run.reserveCapacity(JournalFormat.groupEntriesMax)
         pending.reserveCapacity(1024)
@@ -169,6 +222,18 @@ public final class JournalWriter {
     }
     /// Appended records not yet durable are older than this (nil if none wait).
     public var oldestPendingInstant: MonotonicInstant? { pending.first?.appendedAt }
+    /// Whether syncs run in the background (the board's io_uring) rather than in `commit`.
+    public var defersSyncs: Bool { deferred != nil }
+    /// A sync or segment creation is in flight.
+    public var syncInFlight: Bool { inFlight != nil }
+    /// Records (and bookkeeping items) queued since the journal was opened, and how many of them
+    /// are durable: `durableSerial` reaching a serial means that item is on the card.
+    public var enqueuedCount: UInt64 { enqueuedSerial }
+    public var durableSerial: UInt64 { enqueuedSerial - UInt64(pending.count) }
+    /// A state change was committed (`commit(at:confirm: true)`) and its records are not yet
+    /// durable: the screen must not confirm it yet. False while storage is failing (the rider
+    /// is told STORAGE ERROR/FULL instead; the ride goes on).
+    public var awaitingConfirmation: Bool { durableSerial < confirmSerial && lastError == nil }
     public var segmentCount: Int { segmentRides.count }
 
     public var health: JournalHealth {
@@ -210,6 +275,8 @@ public final class JournalWriter {
             return
         }
         pending.append(item)
+        enqueuedSerial &+= 1
+        if inFlight != nil { counters.recordsQueuedDuringSync &+= 1 }
         if pending.count > counters.pendingHighWater { counters.pendingHighWater = pending.count }
     }
 
@@ -239,7 +306,7 @@ public final class JournalWriter {
     public func markRideFileDurable(_ id: RideID, at now: MonotonicInstant) {
         enqueue(Item(kind: .durable(id), ride: nil, appendedAt: now))
         durableRides.insert(id)
-        if commit(at: now) { compact() }
+        if commit(at: now) { compact() } else if deferred != nil { compactWanted = true }
     }
 
     // MARK: Committing
@@ -253,9 +320,18 @@ public final class JournalWriter {
             return
         }
         if policy.commitSampleRecordsAtOnce && pendingHasSampleRecord { _ = commit(at: now); return }
-        if let oldest = pending.first?.appendedAt, now.milliseconds(since: oldest) >= policy.commitIntervalMs - 1 {
+        let firstUnwritten = deferred == nil ? 0 : writtenItems
+        if firstUnwritten < pending.count, now.milliseconds(since: pending[firstUnwritten].appendedAt) >= policy.commitIntervalMs - 1 {
             _ = commit(at: now)
         }
+    }
+
+    /// Commits everything appended so far, as `commit(at:)`, and marks it as a state change the
+    /// screen confirms only once it is durable (`awaitingConfirmation`).
+    @discardableResult
+    public func commit(at now: MonotonicInstant, confirm: Bool) -> Bool {
+        if confirm { confirmSerial = enqueuedSerial }
+        return commit(at: now)
     }
 
     /// Writes and syncs everything pending. Returns whether all of it is durable.
@@ -266,6 +342,13 @@ public final class JournalWriter {
     @discardableResult
     public func commit(at now: MonotonicInstant) -> Bool {
         guard !pending.isEmpty else { return true }
+        if deferred != nil {
+            counters.commits &+= 1
+            retryAt = nil
+            commitRequested = true
+            pump(at: now)
+            return pending.isEmpty
+        }
         counters.commits &+= 1
         out.removeAll(keepingCapacity: true)
         durableState.copy(from: encoder.state)
@@ -405,6 +488,235 @@ public final class JournalWriter {
         try storage.sync(id)
         counters.syncs &+= 1
         offset = JournalFormat.segmentHeaderBytes
+    }
+
+    // MARK: Deferred syncs
+
+    /// Steps taken at most per `pump` (write, then begin the next operation; a header and its
+    /// first records take two).
+    static let pumpStepsMax = 4
+    /// Completions waited for at most by `commitAndWait` (shutdown).
+    public static let shutdownWaitsMax = 64
+
+    /// Moves the deferred commit on as far as it can without waiting: writes what a commit asked
+    /// for into the current segment, then begins the next operation if none is in flight (the
+    /// sync of what is written, a new segment, or its header).
+    func pump(at now: MonotonicInstant) {
+        guard let storage = deferred, retryAt == nil else { return }
+        for _ in 0..<Self.pumpStepsMax {
+            // Nothing is written while a sync is in flight: on a file system with stable pages
+            // (ext4 with journal checksums, the default) a write into the page being written
+            // back waits for the card, on the loop. Records queue in `pending` meanwhile.
+            guard inFlight == nil else { return }
+            do throws(StorageError) {
+                if commitRequested, currentSegment != nil, offset > 0, !segmentFull, writtenItems < pending.count {
+                    try writeAvailable()
+                }
+                if writtenItems > 0 {
+                    try begin(.data, storage, at: now)
+                    return
+                }
+                guard commitRequested, !pending.isEmpty else { return }
+                if currentSegment == nil || segmentFull {
+                    segmentFull = false
+                    let id = nextSegmentID
+                    let token = takeToken()
+                    try storage.beginCreate(id, token: token)
+                    counters.segmentsCreated &+= 1
+                    counters.syncsBegun &+= 1
+                    nextSegmentID &+= 1
+                    currentSegment = id
+                    offset = 0
+                    durableOffset = 0
+                    segmentRides.append((id, []))
+                    freeBytesReadAt = nil
+                    inFlight = InFlight(kind: .create, token: token, segment: id, items: 0, frames: 0, endOffset: 0, begunAt: now)
+                    return
+                }
+                if offset == 0 {
+                    let seg = currentSegment!
+                    let h = SegmentHeader(segmentID: seg, firstSequence: nextSequence, segmentBytes: UInt32(storage.segmentBytes)).encoded()
+                    try Self.write(storage, seg, at: 0, h, 0..<h.count)
+                    counters.writes &+= 1
+                    counters.bytesWritten &+= UInt64(h.count)
+                    offset = JournalFormat.segmentHeaderBytes
+                    encoder.resetStreams()
+                    try begin(.header, storage, at: now)
+                    return // its records are written once it is durable
+                }
+                return
+            } catch {
+                fail(error, at: now)
+                return
+            }
+        }
+    }
+
+    func takeToken() -> UInt64 {
+        defer { nextToken &+= 1 }
+        return nextToken
+    }
+
+    /// Begins the sync of everything written to the current segment.
+    func begin(_ kind: InFlight.Kind, _ storage: DeferredSyncStorage, at now: MonotonicInstant) throws(StorageError) {
+        let seg = currentSegment!
+        let token = takeToken()
+        try storage.beginSync(seg, token: token)
+        counters.syncsBegun &+= 1
+        inFlightState.copy(from: encoder.state)
+        inFlight = InFlight(kind: kind, token: token, segment: seg, items: writtenItems, frames: writtenFrames, endOffset: offset, begunAt: now)
+    }
+
+    /// Encodes and writes the pending items not yet written, as many whole frames as fit the
+    /// current segment (one write); a frame that does not fit marks the segment full.
+    func writeAvailable() throws(StorageError) {
+        let seg = currentSegment!
+        out.removeAll(keepingCapacity: true)
+        writeStartState.copy(from: encoder.state)
+        var next = writtenItems
+        var frames = 0
+        while next < pending.count {
+            savedState.copy(from: encoder.state)
+            let start = out.count
+            let n = encodeFrame(at: next, sequence: nextSequence &+ UInt32(writtenFrames + frames))
+            if offset + out.count <= storage.segmentBytes {
+                next += n
+                frames += 1
+                continue
+            }
+            out.removeSubrange(start...)
+            encoder.state.copy(from: savedState)
+            precondition(!(out.isEmpty && offset <= JournalFormat.segmentHeaderBytes), "a record larger than an empty segment")
+            segmentFull = true
+            break
+        }
+        guard !out.isEmpty else { return }
+        do throws(StorageError) {
+            try Self.write(storage, seg, at: offset, out, 0..<out.count)
+        } catch {
+            encoder.state.copy(from: writeStartState)
+            out.removeAll(keepingCapacity: true)
+            throw error
+        }
+        counters.writes &+= 1
+        counters.bytesWritten &+= UInt64(out.count)
+        offset += out.count
+        writtenItems = next
+        writtenFrames += frames
+        out.removeAll(keepingCapacity: true)
+        if writtenItems == pending.count {
+            commitRequested = false
+            pendingHasSampleRecord = false
+        }
+    }
+
+    /// A deferred operation finished: on success the durable prefix advances (and the next
+    /// operation begins); on failure the records are kept and written again later.
+    public func completed(_ c: SyncCompletion, at now: MonotonicInstant) {
+        guard let op = inFlight, op.token == c.token else {
+            counters.strayCompletions &+= 1
+            return
+        }
+        inFlight = nil
+        counters.syncWaitMaxMs = max(counters.syncWaitMaxMs, now.milliseconds(since: op.begunAt))
+        if let e = c.error {
+            counters.syncFailures &+= 1
+            if op.kind == .create {
+                // Give the half-made segment up (a later scan drops an empty one anyway).
+                try? deferred?.remove(op.segment)
+                if let i = segmentRides.lastIndex(where: { $0.id == op.segment }) { segmentRides.remove(at: i) }
+                currentSegment = nil
+                offset = 0
+                durableOffset = 0
+                writtenItems = 0
+                writtenFrames = 0
+            }
+            fail(e, at: now)
+            return
+        }
+        counters.syncs &+= 1
+        switch op.kind {
+        case .create:
+            break
+        case .header, .data:
+            durableOffset = op.endOffset
+            durableState.copy(from: inFlightState)
+            if op.items > 0 || op.frames > 0 {
+                let segIndex = segmentRides.lastIndex(where: { $0.id == op.segment })
+                for k in 0..<op.items {
+                    if let r = pending[k].ride, let i = segIndex, !segmentRides[i].rides.contains(r) { segmentRides[i].rides.insert(r) }
+                    if case .record = pending[k].kind { counters.recordsDurable &+= 1 }
+                }
+                counters.framesWritten &+= UInt64(op.frames)
+                nextSequence &+= UInt32(op.frames)
+                pending.removeFirst(op.items)
+                writtenItems -= op.items
+                writtenFrames -= op.frames
+            }
+        }
+        lastError = nil
+        pump(at: now)
+        if pending.isEmpty, compactWanted {
+            compactWanted = false
+            compact()
+        }
+        refreshFreeBytes(at: now)
+    }
+
+    /// Takes the completions the storage has (the board calls this when its eventfd fires).
+    /// Returns how many it took; at most `completionsPerPollMax`.
+    @discardableResult
+    public func pollCompletions(at now: MonotonicInstant) -> Int {
+        guard let d = deferred else { return 0 }
+        var n = 0
+        while n < Self.completionsPerPollMax, let c = d.nextCompletion() {
+            completed(c, at: now)
+            n += 1
+        }
+        return n
+    }
+
+    public static let completionsPerPollMax = 16
+
+    /// A write or a completion failed: keep the records, roll the write position back to what is
+    /// durable (or in flight), report the condition and try again after `retryIntervalMs`.
+    func fail(_ error: StorageError, at now: MonotonicInstant) {
+        if let op = inFlight {
+            offset = op.endOffset
+            writtenItems = op.items
+            writtenFrames = op.frames
+            encoder.state.copy(from: inFlightState)
+        } else {
+            offset = durableOffset
+            writtenItems = 0
+            writtenFrames = 0
+            encoder.state.copy(from: durableState)
+        }
+        segmentFull = false
+        commitRequested = true
+        pendingHasSampleRecord = pending.contains { if case .record(.sample) = $0.kind { true } else { false } }
+        lastError = error
+        counters.failedCommits &+= 1
+        retryAt = now.advanced(byMs: policy.retryIntervalMs)
+        refreshFreeBytes(at: now)
+    }
+
+    /// Commits and waits until everything is durable or a sync fails (shutdown: SIGTERM, a
+    /// failed loop). Over storage that does not defer syncs this is `commit(at:)`.
+    @discardableResult
+    public func commitAndWait(at now: MonotonicInstant) -> Bool {
+        guard let d = deferred else { return commit(at: now) }
+        if !pending.isEmpty {
+            retryAt = nil
+            commitRequested = true
+        }
+        for _ in 0..<Self.shutdownWaitsMax {
+            pump(at: now)
+            guard inFlight != nil, let c = d.waitForCompletion() else { break }
+            completed(c, at: now)
+            if lastError != nil { break }
+        }
+        return pending.isEmpty
     }
 
     // MARK: Compaction

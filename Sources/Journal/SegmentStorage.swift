@@ -67,3 +67,37 @@ public enum SegmentName {
         return UInt32(name.dropFirst(4).dropLast(4))
     }
 }
+
+/// A background sync that finished (see `DeferredSyncStorage`).
+public struct SyncCompletion: Sendable, Hashable {
+    /// The token `beginSync`/`beginCreate` was given.
+    public var token: UInt64
+    /// nil: durable. Else why not (EIO: the card may have lost the data; the journal rewrites it).
+    public var error: StorageError?
+
+    public init(token: UInt64, error: StorageError? = nil) {
+        self.token = token
+        self.error = error
+    }
+}
+
+/// Storage whose syncs finish later, so that the caller never waits for the card: `beginSync`
+/// and `beginCreate` return at once and each operation's completion comes back, with its token,
+/// from `nextCompletion()` (io_uring with an eventfd on the board, `DeferredSyncFlash` in tests).
+/// Writes may go on while a sync is in flight; a completed sync makes durable at least what was
+/// written before it began.
+public protocol DeferredSyncStorage: SegmentStorage {
+    /// Whether syncs are deferred now. False where the board fell back to blocking syncs (no
+    /// io_uring): the journal then commits as a plain `SegmentStorage`.
+    var defersSyncs: Bool { get }
+    /// Starts making the writes to segment `id` so far durable (fdatasync).
+    func beginSync(_ id: UInt32, token: UInt64) throws(StorageError)
+    /// Creates segment `id` (zero-filled, preallocated; fails if it exists) and starts making it
+    /// and its directory entry durable. Nothing may rely on it before the completion.
+    func beginCreate(_ id: UInt32, token: UInt64) throws(StorageError)
+    /// The next finished operation, or nil when none has finished since the last call.
+    func nextCompletion() -> SyncCompletion?
+    /// Blocks until an operation in flight finishes and returns it; nil if none is in flight.
+    /// Only for shutdown: never on a run-loop turn.
+    func waitForCompletion() -> SyncCompletion?
+}

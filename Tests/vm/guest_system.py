@@ -637,7 +637,8 @@ def scenario_latency(a) -> None:
                 samples.append(None)
             time.sleep(0.35 + (i % 5) * 0.07)  # presses land at different points of the 1 s sync cycle
         st = status()
-        record[f"latency_{label}"] = {"page_ms": samples, "loop": st.get("loop"), "journal": st.get("journal")}
+        record[f"latency_{label}"] = {"page_ms": samples, "loop": st.get("loop"), "journal": st.get("journal"),
+                                      "journal_sync": st.get("journal_sync")}
         end_ride()
         save()
 

@@ -173,7 +173,8 @@ def latency_run(k):
         report[label] = {"presses": len(x["page_ms"]), "missed": x["page_ms"].count(None),
                          "page_p50_ms": percentile(ms, 50), "page_p99_ms": percentile(ms, 99), "page_max_ms": max(ms),
                          "loop_turn_max_us": x["loop"]["turn_max_us"],
-                         "handlers_max_us": {h["name"]: h["max_us"] for h in x["loop"]["handlers"]}}
+                         "handlers_max_us": {h["name"]: h["max_us"] for h in x["loop"]["handlers"]},
+                         "journal_sync": x.get("journal_sync")}
     report["vm_seconds"] = round(result.seconds, 1)
     LATENCY_REPORT.write_text(json.dumps(report, indent=1))
     return report
@@ -184,11 +185,22 @@ def test_latency_on_a_stalling_card_is_measured(latency):
     assert latency["plain"]["missed"] == 0, latency["plain"]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="issue 17 item 6: fdatasync and the end-of-ride work still run on the loop")
 def test_no_button_waits_for_a_sync(latency):
     plain, delay = latency["plain"], latency["delay"]
     assert delay["missed"] == 0
+    # The syncs went through io_uring (not the blocking fallback) and the card did stall them.
+    sync = delay["journal_sync"] or {}
+    assert sync.get("mode") == "ok (io_uring)", sync
+    assert sync.get("sync_wait_max_ms", 0) >= 150, sync
+    # What the journal itself costs a loop turn on the stalling card (a write into the page
+    # cache, a sync's submission, a segment's open and fallocate): each well under one stalled
+    # write. Before the syncs left the loop each commit held it for a whole fdatasync.
+    for cost in ["slowest_write_us", "slowest_submit_us", "slowest_create_us"]:
+        assert sync.get(cost, 10**9) < 200_000, (cost, sync)
     # A 200 ms stall per write must not reach the buttons: the delayed card's p99 within 100 ms of
     # the plain card's, and no loop turn as long as one stalled write.
     assert delay["page_p99_ms"] <= plain["page_p99_ms"] + 100, latency
-    assert delay["loop_turn_max_us"] < 200_000, latency
+    loaded = "" if plain["loop_turn_max_us"] < 200_000 else (
+        f" (the host was too loaded to measure this: the plain card's own longest turn was "
+        f"{plain['loop_turn_max_us'] // 1000} ms; see handlers_max_us)")
+    assert delay["loop_turn_max_us"] < 200_000, f"{latency}{loaded}"

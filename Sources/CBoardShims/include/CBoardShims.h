@@ -8,6 +8,9 @@
 /// Every function returns -1 and leaves errno set on failure; none retries EINTR (Swift does).
 int cbs_fdatasync(int fd);
 
+// io_uring fsync (uring.c).
+#include "cbs_uring.h"
+
 // MARK: Clock
 
 /// clock_gettime(CLOCK_MONOTONIC) in nanoseconds.

@@ -1,0 +1,75 @@
+import BoardIO
+import Control
+import Device
+import DeviceAdapters
+import Journal
+
+/// The journal's background syncs on the run loop: watches the io_uring completion eventfd of
+/// the board's journal storage (`BoardSegmentStorage`) and hands each wake-up to the runtime
+/// (`DeviceRuntime.syncProgress`: the durable prefix advances, a held state change appears on
+/// screen, a failed sync becomes the storage condition). Without a ring (the simulated flash in
+/// tests, or io_uring refused) it has nothing to watch: syncs then happen inside the commit and
+/// `state` says why.
+public final class JournalSyncComponent: BoardComponent {
+    let journal: FlashJournal
+    weak var board: BoardWiring?
+    var registration: IORegistration?
+    /// Wake-ups of the completion eventfd handled.
+    public private(set) var wakeups: UInt64 = 0
+    public private(set) var state: String
+    public var hardwareErrors: UInt64 { 0 }
+
+    public init(journal: FlashJournal) {
+        self.journal = journal
+        if let s = journal.storage as? BoardSegmentStorage {
+            state = s.ring != nil ? "ok (io_uring)" : "blocking (\(s.fallbackReason ?? "no ring"))"
+        } else {
+            state = "in-commit (\(journal.writer.defersSyncs ? "deferred" : "blocking") storage)"
+        }
+    }
+
+    public func start(_ board: BoardWiring) throws {
+        self.board = board
+        guard let s = journal.storage as? BoardSegmentStorage else { return }
+        guard let ring = s.ring else {
+            board.log.log(.warning, "journal: \(s.fallbackReason ?? "io_uring unavailable"); buttons may wait for a slow card")
+            return
+        }
+        registration = try board.loop.register(ring.completionDescriptor, "journal.sync", interest: .read) { [unowned self] _ in
+            self.completionsArrived()
+        }
+    }
+
+    func completionsArrived() {
+        guard let board else { return }
+        wakeups &+= 1
+        board.runtime.syncProgress(at: board.now)
+        board.afterInputs()
+    }
+
+    public func writeStatus(into w: inout JSONWriter) {
+        let c = journal.writer.counters
+        w.beginObject("journal_sync")
+        w.string("mode", state)
+        w.bool("in_flight", journal.writer.syncInFlight)
+        w.bool("confirmation_waiting", journal.awaitingDurable)
+        w.int("syncs_begun", Int64(clamping: c.syncsBegun))
+        w.int("sync_failures", Int64(clamping: c.syncFailures))
+        w.int("sync_wait_max_ms", c.syncWaitMaxMs)
+        w.int("records_queued_during_sync", Int64(clamping: c.recordsQueuedDuringSync))
+        w.int("wakeups", Int64(clamping: wakeups))
+        if let s = journal.storage as? BoardSegmentStorage {
+            // What the journal still costs a loop turn: a write, a submission, a segment's creation.
+            w.int("slowest_write_us", s.directory.slowestWriteNs / 1000)
+            w.int("slowest_submit_us", s.slowestSubmitNs / 1000)
+            w.int("slowest_create_us", s.slowestCreateNs / 1000)
+            w.int("slowest_blocking_sync_us", s.directory.slowestSyncNs / 1000)
+        }
+        w.endObject()
+    }
+
+    public func close() {
+        if let r = registration, let board { board.loop.deregister(r) }
+        registration = nil
+    }
+}

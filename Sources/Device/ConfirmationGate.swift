@@ -1,0 +1,45 @@
+import AppCore
+
+/// "Durable before the screen confirms": while a state change's journal records (start, pause,
+/// resume, lap, end) are still being synced in the background, the screen keeps showing the
+/// state that is durable — its mode (countdown, running, paused, summary) and lap — while
+/// everything else (live values, timers, page changes within the same mode) moves on at once.
+/// When the sync completes the runtime shows the screen again and the change appears. Over
+/// storage that syncs in `commit` (the simulator) nothing is ever held.
+struct ConfirmationGate {
+    /// The last screen shown with nothing awaiting durability.
+    var confirmed: ScreenModel?
+    /// Screens shown with a state change held back (for tests and status).
+    private(set) var heldScreens: UInt64 = 0
+
+    /// What to show for `current`, given whether the last state change is still awaited.
+    mutating func screen(_ current: ScreenModel, awaiting: Bool) -> ScreenModel {
+        guard awaiting, let c = confirmed else {
+            confirmed = current
+            return current
+        }
+        let sameMode = Self.kind(current.mode) == Self.kind(c.mode)
+        guard !sameMode || current.lapNumber != c.lapNumber else { return current }
+        heldScreens &+= 1
+        var s = current
+        if !sameMode { s.mode = c.mode }
+        if current.lapNumber != c.lapNumber {
+            s.lapNumber = c.lapNumber
+            s.lapTimerMs = c.lapTimerMs
+        }
+        return s
+    }
+
+    /// The mode without its page: a page change is not a state change.
+    static func kind(_ m: ScreenMode) -> Int {
+        switch m {
+        case .idle: 0
+        case .countdown: 1
+        case .running: 2
+        case .paused: 3
+        case .summary: 4
+        case .confirmDiscard: 5
+        case .sensors: 6
+        }
+    }
+}

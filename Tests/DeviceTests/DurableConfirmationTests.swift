@@ -1,0 +1,178 @@
+import AppCore
+import BoardIO
+import Device
+import DeviceAdapters
+import Foundation
+import Journal
+import RideModel
+import Testing
+
+/// "Durable before the screen confirms" with syncs in the background (issue 17 item 6): the
+/// screen shows a state change only once its journal record is on the card, and a page change
+/// never waits for a sync.
+struct DurableConfirmationTests {
+    final class Screens: ScreenPort {
+        var shown: [ScreenMode] = []
+        func show(_ screen: ScreenModel, at now: MonotonicInstant) { shown.append(screen.mode) }
+    }
+
+    static func kind(_ m: ScreenMode?) -> String {
+        switch m {
+        case .running: "running"
+        case .paused: "paused"
+        case .countdown: "countdown"
+        case .idle: "idle"
+        case .summary: "summary"
+        default: "other"
+        }
+    }
+
+    /// Finishes every operation the card has, delivering each completion to the runtime.
+    static func cardCatchesUp(_ card: DeferredSyncFlash, _ d: DeviceRuntime, at now: MonotonicInstant) {
+        for _ in 0..<16 where card.inFlight > 0 {
+            card.finishNext()
+            d.syncProgress(at: now)
+        }
+    }
+
+    @Test func aStateChangeAppearsOnlyOnceDurableAndPagesNeverWait() {
+        let flash = SimulatedFlash(segmentBytes: 16 * 1024)
+        let card = DeferredSyncFlash(flash)
+        let opened = FlashJournal.open(storage: card, randomSeed: 3, deviceNow: .zero)
+        let screens = Screens()
+        let d = DeviceRuntime.boot((opened.journal, opened.core, opened.report), archive: DiscardingArchive(), screen: screens,
+                                   log: MemoryLog(), wall: nil, at: .zero)
+        d.buttonEdge(.startPause, pressed: true, at: ms(100))
+        d.buttonEdge(.startPause, pressed: false, at: ms(150))
+        var t: Int64 = 200
+        while d.state != .running, t < 10_000 {
+            d.tick(at: ms(t))
+            t += 100
+        }
+        #expect(d.state == .running)
+        #expect(d.confirmationAwaitingDurability, "the ride's start is being synced")
+        #expect(Self.kind(screens.shown.last) == "countdown", "running is not shown before the start is durable: \(screens.shown.last.map { "\($0)" } ?? "-")")
+        let syncsBefore = flash.syncCount
+        Self.cardCatchesUp(card, d, at: ms(t))
+        #expect(flash.syncCount > syncsBefore)
+        #expect(!d.confirmationAwaitingDurability)
+        #expect(Self.kind(screens.shown.last) == "running", "the start appears once durable")
+
+        // A page change while a 1 Hz sync is in flight is shown at once.
+        for _ in 0..<30 where card.inFlight == 0 {
+            t += 100
+            d.handle(.sample(Sample(.heartRate, 130, at: ms(t))))
+            d.tick(at: ms(t))
+        }
+        #expect(card.inFlight == 1, "the 1 Hz record's sync is in flight")
+        let page = screens.shown.last
+        d.buttonEdge(.page, pressed: true, at: ms(t + 10))
+        d.buttonEdge(.page, pressed: false, at: ms(t + 60))
+        #expect(screens.shown.last != page, "the page changed without waiting for the sync")
+        #expect(Self.kind(screens.shown.last) == "running")
+        Self.cardCatchesUp(card, d, at: ms(t + 100))
+
+        // Pause: the timer stops at once, PAUSED appears when the pause is durable.
+        t += 1_000
+        d.buttonEdge(.startPause, pressed: true, at: ms(t))
+        d.buttonEdge(.startPause, pressed: false, at: ms(t + 50))
+        #expect(d.state == .paused)
+        #expect(d.confirmationAwaitingDurability)
+        #expect(Self.kind(screens.shown.last) == "running", "PAUSED waits for the pause's record")
+        #expect(d.screensHeldForDurability > 0)
+        Self.cardCatchesUp(card, d, at: ms(t + 300))
+        #expect(Self.kind(screens.shown.last) == "paused")
+    }
+
+    /// A failed sync does not hold the screen: the state change is shown with the storage error.
+    @Test func aFailingCardDoesNotHoldTheScreen() {
+        let flash = SimulatedFlash(segmentBytes: 16 * 1024)
+        let card = DeferredSyncFlash(flash)
+        let opened = FlashJournal.open(storage: card, randomSeed: 3, deviceNow: .zero)
+        let screens = Screens()
+        let d = DeviceRuntime.boot((opened.journal, opened.core, opened.report), archive: DiscardingArchive(), screen: screens,
+                                   log: MemoryLog(), wall: nil, at: .zero)
+        d.buttonEdge(.startPause, pressed: true, at: ms(100))
+        d.buttonEdge(.startPause, pressed: false, at: ms(150))
+        var t: Int64 = 200
+        while d.state != .running, t < 10_000 {
+            d.tick(at: ms(t))
+            t += 100
+        }
+        #expect(Self.kind(screens.shown.last) == "countdown")
+        card.finishNext(error: StorageError(.io, "fsync: Input/output error"))
+        d.syncProgress(at: ms(t))
+        #expect(!d.confirmationAwaitingDurability)
+        #expect(Self.kind(screens.shown.last) == "running")
+        #expect(d.core.screen.storage == .failing, "the rider is told")
+    }
+}
+
+/// The board's journal storage on a real directory: syncs through io_uring, their completion on
+/// the eventfd, and the blocking fallback.
+struct BoardSyncRingTests {
+    func temporaryDirectory() throws -> String {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("syncring-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+        try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+        return d
+    }
+
+    /// Waits (poll(2)) for the eventfd to become readable.
+    func waitReadable(_ fd: FileDescriptor, timeoutMs: Int32) -> Bool {
+        var p = pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, timeoutMs) == 1
+    }
+
+    @Test func journalSyncsCompleteOnTheEventfd() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let opened = try BoardJournal.open(directory: dir, configuration: AppConfiguration(), randomSeed: 1, deviceNow: .zero,
+                                           wallNow: nil, policy: CommitPolicy())
+        let storage = try #require(opened.journal.storage as? BoardSegmentStorage)
+        let ring = try #require(storage.ring, "io_uring must work on this machine (Debian 12's kernel has it): \(storage.fallbackReason ?? "")")
+        #expect(opened.journal.writer.defersSyncs)
+        var core = opened.core
+        var appended = 0
+        for input in [AppInput.button(ButtonEvent(.startPause, .down, at: ms(0))), .button(ButtonEvent(.startPause, .up, at: ms(50))),
+                      .tick(ms(1_000)), .tick(ms(2_000)), .tick(ms(3_000)), .tick(ms(3_100))] {
+            core.handle(input)
+            while let e = core.drainEffect() {
+                if case .journal = e { appended += 1 }
+                _ = opened.journal.apply(e, at: input.instant)
+            }
+        }
+        #expect(core.state == .running)
+        #expect(appended > 3)
+        // Completions arrive on the eventfd; the loop takes them until all is durable.
+        var wakeups = 0
+        while opened.journal.writer.pendingCount > 0, wakeups < 20 {
+            #expect(waitReadable(ring.completionDescriptor, timeoutMs: 5_000), "no completion within 5 s")
+            opened.journal.syncProgress(at: ms(4_000))
+            wakeups += 1
+        }
+        #expect(Int(opened.journal.counters.recordsDurable) == appended)
+        #expect(!opened.journal.awaitingDurable)
+        #expect(ring.completed >= 3, "the segment's creation, its header and the records: \(ring.completed)")
+        #expect(ring.failed == 0)
+        let reread = JournalScan.scan(FileSystemSegmentStorage(JournalDirectoryFiles(try SegmentDirectory(path: dir, segmentBytes: BoardJournal.segmentBytes))), repair: false)
+        #expect(reread.rides(withRecords: true).rides.first?.records.count == appended)
+    }
+
+    @Test func withoutIoUringSyncsBlockAsBefore() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let opened = try BoardJournal.open(directory: dir, configuration: AppConfiguration(), randomSeed: 1, deviceNow: .zero,
+                                           wallNow: nil, policy: CommitPolicy(), blockingSyncs: "test: io_uring refused")
+        let storage = try #require(opened.journal.storage as? BoardSegmentStorage)
+        #expect(storage.ring == nil && !storage.defersSyncs)
+        #expect(storage.fallbackReason == "test: io_uring refused")
+        var core = opened.core
+        for input in [AppInput.button(ButtonEvent(.startPause, .down, at: ms(0))), .button(ButtonEvent(.startPause, .up, at: ms(50))),
+                      .tick(ms(3_100))] {
+            core.handle(input)
+            while let e = core.drainEffect() { _ = opened.journal.apply(e, at: input.instant) }
+        }
+        #expect(core.state == .running)
+        #expect(opened.journal.writer.pendingCount == 0, "durable inside the commit")
+    }
+}
