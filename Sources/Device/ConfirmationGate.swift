@@ -7,15 +7,22 @@ import AppCore
 /// When the sync completes the runtime shows the screen again and the change appears. Over
 /// storage that syncs in `commit` (the simulator) nothing is ever held.
 struct ConfirmationGate {
-    /// The last screen shown with nothing awaiting durability.
-    var confirmed: ScreenModel?
+    /// What the gate keeps of the last screen shown with nothing awaiting durability: only the
+    /// state it holds back. (Keeping the whole `ScreenModel` shared its arrays with the core's, so
+    /// the core's next change to one copied it: a heap allocation per sensor frame.)
+    struct Confirmed {
+        var mode: ScreenMode
+        var lapNumber: Int
+        var lapTimerMs: Int64
+    }
+    var confirmed: Confirmed?
     /// Screens shown with a state change held back (for tests and status).
     private(set) var heldScreens: UInt64 = 0
 
     /// What to show for `current`, given whether the last state change is still awaited.
     mutating func screen(_ current: ScreenModel, awaiting: Bool) -> ScreenModel {
         guard awaiting, let c = confirmed else {
-            confirmed = current
+            confirmed = Confirmed(mode: current.mode, lapNumber: current.lapNumber, lapTimerMs: current.lapTimerMs)
             return current
         }
         let sameMode = Self.kind(current.mode) == Self.kind(c.mode)
