@@ -385,7 +385,10 @@ def test_the_app_restarting_is_survived(ble_ride):
     phase_ok(r, "app restart")
     assert r["after_app_restart"] == {"state": "running", "recovered": True}, r["after_app_restart"]
     assert r["app_restart_back_s"] < 90, r["app_restart_back_s"]  # TCG, debug build: 10-30 s measured
-    assert r["bridge_final"]["app_connections"] == 2
+    # The bridge found the restarted app on its own: at least one connection after the first (a
+    # connection tried while the new app was still starting and closed by it counts as one more:
+    # 3 in a CI run where the app was back in 6 s).
+    assert r["bridge_final"]["app_connections"] >= 2, r["bridge_final"]
 
 
 def test_cpu_shares_while_recording(ble_ride):
