@@ -13,23 +13,7 @@ public enum AtomicFiles {
     /// file or the complete new one: write `path.<pid>.tmp`, fsync it, rename over `path`, fsync
     /// the directory so the rename itself is durable.
     public static func write(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o644) throws(SystemError) {
-        let tmp = path + "." + String(getpid()) + temporarySuffix
-        let fd = try FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode: mode)
-        do {
-            try fd.writeAll(bytes)
-            _ = try retryingOnInterrupt("fsync", tmp) { fsync(fd.rawValue) }
-        } catch {
-            fd.close()
-            unlink(tmp)
-            throw error
-        }
-        fd.close()
-        guard rename(tmp, path) == 0 else {
-            let e = SystemError.current("rename", "\(tmp) → \(path)")
-            unlink(tmp)
-            throw e
-        }
-        try syncDirectory(of: path)
+        try writeThroughTemporary(path, bytes, mode: mode) { _ in }
     }
 
     /// `write` over an existing file that keeps its permissions, owner and group (a config file
@@ -38,14 +22,21 @@ public enum AtomicFiles {
     /// fails (not root and not the owner) the new file keeps the writer's.
     public static func replace(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o644) throws(SystemError) {
         var st = stat()
-        let exists = stat(path, &st) == 0
+        guard stat(path, &st) == 0 else { return try write(path, bytes, mode: mode) }
+        try writeThroughTemporary(path, bytes, mode: st.st_mode & 0o7777) { fd in
+            _ = fchmod(fd.rawValue, st.st_mode & 0o7777)
+            _ = fchown(fd.rawValue, st.st_uid, st.st_gid)
+        }
+    }
+
+    /// The one sequence both use: `path.<pid>.tmp` created with `mode`, `prepare`d, written and
+    /// fsynced, renamed over `path`, the directory fsynced; the temporary removed on any failure.
+    static func writeThroughTemporary(_ path: String, _ bytes: [UInt8], mode: mode_t,
+                                      prepare: (FileDescriptor) -> Void) throws(SystemError) {
         let tmp = path + "." + String(getpid()) + temporarySuffix
-        let fd = try FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode: exists ? (st.st_mode & 0o7777) : mode)
+        let fd = try FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode: mode)
         do {
-            if exists {
-                _ = fchmod(fd.rawValue, st.st_mode & 0o7777)
-                _ = fchown(fd.rawValue, st.st_uid, st.st_gid)
-            }
+            prepare(fd)
             try fd.writeAll(bytes)
             _ = try retryingOnInterrupt("fsync", tmp) { fsync(fd.rawValue) }
         } catch {
