@@ -872,6 +872,19 @@ def scenario_clock_cut_2(a) -> None:
     record["end"] = end_ride()
     fits = wait_for(lambda: fit_files(), 30, "the ride file")
     run("cp", fits[-1], str(OUT / "clock-cut.fit"))
+    # The next ride in this boot, the clock still unsynchronised: it must be dated by the
+    # board's clock and kept for dating (undated/), not by the recovered ride's time line (which
+    # cannot know how long the board was off) as if that were trusted.
+    before = {e["id"] for e in rides_list()}
+    ride_running()
+    nxt: dict = {"start_true_ms": true_ms() - status()["timer_ms"], "start_board_ms": int(time.time() * 1000) - status()["timer_ms"],
+                 "unsynced": clock_unsynced()}
+    record["next_ride"] = nxt
+    time.sleep(4)
+    nxt["end"] = end_ride()
+    nxt["entry"] = wait_for(lambda: [e for e in rides_list() if e["id"] not in before], 30, "the next ride in the ride list")[0]
+    time.sleep(2)
+    nxt["undated"] = undated()
     record["journal_app"] = run("journalctl", "-u", "bikecomputer", "--no-pager", "-o", "cat", check=False)[-3000:]
 
 

@@ -218,3 +218,18 @@ def test_a_ride_waiting_for_its_date_across_a_reboot_keeps_the_boards_date(clock
     assert not after["synced_unsynced"]
     assert [x for x in after["list_after_sync"] if x["id"] == rid] == [e], "re-dated after the reboot by a meaningless offset"
     assert after["undated_after_sync"] == [] and f"ride {rid} dated" not in after["log_after_sync"]
+
+
+def test_the_next_ride_after_a_recovery_is_dated_by_the_boards_unset_clock(clock_cut):
+    """After the power cut the recovered ride goes on on its trusted time line (gap 0: how long
+    the board was off is unknown). A new ride started in that boot, the clock still
+    unsynchronised, must be treated as recorded on an unset clock: named by the board's clock
+    and kept in undated/ to be dated once the clock is set; not dated by the recovered ride's
+    time line as if it were trusted (that is off by the time the board was off, and would never
+    be corrected)."""
+    _, after, _ = clock_cut
+    nxt = after["next_ride"]
+    assert nxt["unsynced"]
+    e = nxt["entry"]
+    assert abs(name_ms(e["start_utc"]) - nxt["start_board_ms"]) <= 3000, (e["start_utc"], nxt)
+    assert f"{e['id']}.rec" in nxt["undated"], nxt["undated"]
