@@ -12,7 +12,9 @@ restarted; the clock is synchronised and the ride is stored again under its true
 list entry, USB drive, every FIT/GPX/TCX time moved by the offset); the trusted ride of the
 first part is left alone. Then a second stale-clock ride ends and the host pulls the plug before
 the clock is set; `clock-2` boots again on a stale clock: docs/journal.md's rule for a reboot
-(the ride keeps the board's date, logged, its kept records removed, a later sync changes nothing). Before issue 17 a clock after 2024 counted as trusted: the ride
+(the ride keeps the board's date, logged, its kept records removed, a later sync changes nothing).
+In `clock-cut-2`, after the recovered ride: the next ride on the still unsynchronised clock is
+kept for dating, not dated by the recovered ride's time line. Before issue 17 a clock after 2024 counted as trusted: the ride
 was dated 400 days early, and after the power cut re-anchored to the stale boot clock.""" 
 from __future__ import annotations
 
