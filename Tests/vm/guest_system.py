@@ -885,6 +885,12 @@ def scenario_clock_cut_2(a) -> None:
     nxt["entry"] = wait_for(lambda: [e for e in rides_list() if e["id"] not in before], 30, "the next ride in the ride list")[0]
     time.sleep(2)
     nxt["undated"] = undated()
+    # Then the clock is synchronised: the ride is dated by the true time.
+    synchronise(true_ms())
+    rid = nxt["entry"]["id"]
+    nxt["dated_entry"] = wait_for(lambda: [e for e in rides_list() if e["id"] == rid and e["version"] > nxt["entry"]["version"]],
+                                  30, "the next ride dated once the clock is set")[0]
+    nxt["undated_after_sync"] = undated()
     record["journal_app"] = run("journalctl", "-u", "bikecomputer", "--no-pager", "-o", "cat", check=False)[-3000:]
 
 

@@ -228,10 +228,13 @@ def test_the_next_ride_after_a_recovery_is_dated_by_the_boards_unset_clock(clock
     unsynchronised, must be treated as recorded on an unset clock: named by the board's clock
     and kept in undated/ to be dated once the clock is set; not dated by the recovered ride's
     time line as if it were trusted (that is off by the time the board was off, and would never
-    be corrected)."""
+    be corrected). Once the clock is synchronised it is dated by the true time."""
     _, after, _ = clock_cut
     nxt = after["next_ride"]
     assert nxt["unsynced"]
     e = nxt["entry"]
     assert abs(name_ms(e["start_utc"]) - nxt["start_board_ms"]) <= 3000, (e["start_utc"], nxt)
     assert f"{e['id']}.rec" in nxt["undated"], nxt["undated"]
+    d = nxt["dated_entry"]
+    assert abs(name_ms(d["start_utc"]) - nxt["start_true_ms"]) <= 3000, ("once the clock is set", d["start_utc"], nxt["start_true_ms"])
+    assert nxt["undated_after_sync"] == []
