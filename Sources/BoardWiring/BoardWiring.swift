@@ -63,6 +63,8 @@ public final class BoardWiring {
         /// and what it held at start (its [[sensor]] tables).
         public var configPath: String = DeviceConfig.defaultPath
         public var config: DeviceConfig = .defaults
+        /// How ride files are synced (`BoardRideFiles.syncMode`), for `status`.
+        public var rideFilesSyncMode: (() -> String)?
 
         public init() {}
     }
@@ -318,8 +320,12 @@ public final class BoardWiring {
         w.int("written", Int64(clamping: runtime.rideFilesWritten))
         w.int("failures", Int64(clamping: runtime.archiveFailures))
         w.string("last_error", runtime.lastRideFileError)
+        w.string("sync_mode", options.rideFilesSyncMode?())
         w.endObject()
         w.string("journal_disabled", journal.disabledReason)
+        // Control replies held until their state change was durable, and those sent without.
+        w.int("control_replies_delayed", Int64(clamping: runtime.repliesDelayedForDurability))
+        w.int("control_replies_not_durable", Int64(clamping: runtime.repliesNotDurable))
         w.string("slowest_handler", stats.slowestHandler?.name)
         w.int("log_errors", Int64(clamping: log.errors))
         w.endObject()

@@ -100,7 +100,9 @@ struct Run: ParsableCommand {
             options.configPath = config ?? DeviceConfig.defaultPath
             options.config = loaded
             // Rides saved on an unset clock are dated once it is set (docs/journal.md, "The clock").
-            let files = BoardRideFiles()
+            // Ride files' fsyncs leave the loop (io_uring), as the journal's do (issue 17 item 6).
+            let files = BoardRideFiles(backgroundSyncs: true)
+            options.rideFilesSyncMode = { files.syncMode }
             let archive = DatingRideArchive(library: RideLibrary(dataDirectory: settings.dataDirectory, ops: files), ops: files,
                                             dataDirectory: settings.dataDirectory, bootID: BootID.current(), wall: wall, at: now, log: log)
             wiring = try BoardWiring(loop: loop, opened: opened, archive: archive,
