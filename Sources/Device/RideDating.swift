@@ -108,7 +108,8 @@ public final class DatingRideArchive: RideArchivePort {
     /// After the files are durable: keeps an undated ride's records for its dating.
     func finish(_ plan: Plan, _ what: String) -> String {
         let (summary, keeping) = beginFinish(plan, what, background: false)
-        return keeping.map { completeFinish(plan, what, summary, $0, blocking: true) } ?? summary
+        guard let keeping else { return summary }
+        return completeFinish(plan, what, summary, keeping, blocking: true) ?? what
     }
 
     /// `finish`, with the records' file written through `beginWriteAtomically` when
@@ -117,12 +118,12 @@ public final class DatingRideArchive: RideArchivePort {
     func beginFinish(_ plan: Plan, _ what: String, background: Bool) -> (String, RideFilePendingWrite?) {
         if plan.dated {
             if !plan.note.isEmpty { ridesRedated &+= 1 }
-            return what + plan.note
+            return (what + plan.note, nil)
         }
         guard let r = reference, !r.anchor.wall.trusted else {
             ridesUndatable &+= 1
             log?.log(.warning, "ride \(plan.rideID) recorded on an unset clock and this start cannot tell by how much (boot unknown or clock set before): it keeps its date")
-            return what
+            return (what, nil)
         }
         let pending: RideFilePendingWrite?
         do {
