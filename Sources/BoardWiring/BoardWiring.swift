@@ -63,8 +63,9 @@ public final class BoardWiring {
         /// and what it held at start (its [[sensor]] tables).
         public var configPath: String = DeviceConfig.defaultPath
         public var config: DeviceConfig = .defaults
-        /// How ride files are synced (`BoardRideFiles.syncMode`), for `status`.
-        public var rideFilesSyncMode: (() -> String)?
+        /// The ride files' own status fields (`BoardRideFiles`: how they are synced, what a
+        /// background write costs a turn), written into `status`'s `ride_files`.
+        public var rideFilesStatus: ((inout JSONWriter) -> Void)?
 
         public init() {}
     }
@@ -320,7 +321,7 @@ public final class BoardWiring {
         w.int("written", Int64(clamping: runtime.rideFilesWritten))
         w.int("failures", Int64(clamping: runtime.archiveFailures))
         w.string("last_error", runtime.lastRideFileError)
-        w.string("sync_mode", options.rideFilesSyncMode?())
+        options.rideFilesStatus?(&w)
         w.endObject()
         w.string("journal_disabled", journal.disabledReason)
         // Control replies held until their state change was durable, and those sent without.

@@ -24,6 +24,13 @@ public final class BoardRideFiles: RideFileOperations {
     /// Writes whose syncs went through the ring, and those that blocked (no ring, ring full).
     public private(set) var backgroundWrites: UInt64 = 0
     public private(set) var blockingWrites: UInt64 = 0
+    /// What a background write still costs a loop turn (status: `ride_files.slowest_*_us`):
+    /// beginning it (the temporary file's creation and write into the page cache, the fsync's
+    /// submission) and one poll (a completion's reap, the rename, the directory's open and its
+    /// fsync's submission). Neither waits for the card's writes; a metadata change can wait for
+    /// the file system's journal.
+    public internal(set) var slowestBeginNs: UInt64 = 0
+    public internal(set) var slowestPollNs: UInt64 = 0
 
     public init(backgroundSyncs: Bool = false) { self.backgroundSyncs = backgroundSyncs }
 
@@ -56,6 +63,8 @@ public final class BoardRideFiles: RideFileOperations {
             try AtomicFiles.write(path, bytes)
             return nil
         }
+        let started = MonotonicClock.nowNs
+        defer { slowestBeginNs = max(slowestBeginNs, MonotonicClock.nowNs &- started) }
         let write = try BackgroundWrite(self, path: path, bytes: bytes)
         backgroundWrites &+= 1
         return write
@@ -133,6 +142,8 @@ final class BackgroundWrite: RideFilePendingWrite {
     }
 
     func poll() throws -> Bool {
+        let started = MonotonicClock.nowNs
+        defer { files.slowestPollNs = max(files.slowestPollNs, MonotonicClock.nowNs &- started) }
         switch stage {
         case .done:
             return true

@@ -243,8 +243,15 @@ def test_the_end_of_a_ride_does_not_wait_for_the_card(latency):
     # (which never waits for it) take 0.45-0.82 s a turn: the bound then stands on what the plain
     # card showed in the same guest, plus 100 ms; a segment's creation (once per segment, still on
     # the loop: docs/performance.md) is allowed for as there.
+    # What a ride file's background write still costs a turn on the stalling card (the temporary
+    # file's creation and write, a completion's reap, the rename, the directory's open): each
+    # well under one stalled write, as the journal's own costs in test_no_button_waits_for_a_sync.
+    for cost in ["slowest_begin_us", "slowest_poll_us"]:
+        assert delay["ride_files"].get(cost, 10**9) < 200_000, (cost, delay["ride_files"])
     create_us = max(delay.get("slowest_create_us") or 0, 0)
-    step_bound = max(200_000, (plain["ridefile_step_max_us"] or 0) + 100_000)
+    # A step (the journal scan, an encoder, the FIT's read-back) is CPU work: under a loaded host
+    # it is as slow as the plain card's own slowest turns, which wait for no card.
+    step_bound = max(200_000, (plain["ridefile_step_max_us"] or 0) + 100_000, plain["loop_turn_max_after_us"])
     assert (delay["ridefile_step_max_us"] or 0) < step_bound, latency
     turn_bound = max(200_000, plain["loop_turn_max_after_us"] + 100_000, create_us + 100_000)
     assert delay["loop_turn_max_after_us"] < turn_bound, latency
