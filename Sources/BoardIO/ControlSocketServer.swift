@@ -22,6 +22,9 @@ public final class ControlSocketServer {
         /// Queued stream bytes per subscriber (`broadcast`); a subscriber that lets more pile
         /// up has fallen behind and is dropped, so the loop never waits for it.
         public static let streamBufferBytesMax = 64 * 1024
+        /// Request bytes a client may send while its last command's reply waits for durability
+        /// (`Reply.awaiting`); they are read and handled, in order, once the reply is sent.
+        public static let heldBytesMax = 4 * requestLineBytesMax
     }
 
     /// Why a client was disconnected by the server.
@@ -34,6 +37,7 @@ public final class ControlSocketServer {
         case idle = "idle"
         case ioError = "io_error"
         case fellBehind = "fell_behind"
+        case tooMuchWhileWaiting = "too_much_while_waiting"
 
         public var explanation: String {
             switch self {
@@ -45,6 +49,7 @@ public final class ControlSocketServer {
             case .idle: "no request for \(Limits.idleTimeoutMs / 1000) s"
             case .ioError: "a read or write on the socket failed"
             case .fellBehind: "more than \(Limits.streamBufferBytesMax) stream bytes unread; read faster, then `subscribe LAST_SEQ` to catch up"
+            case .tooMuchWhileWaiting: "more than \(Limits.heldBytesMax) request bytes sent while a reply waited for the card; wait for each reply"
             }
         }
     }
@@ -57,9 +62,19 @@ public final class ControlSocketServer {
         /// Set: the client becomes a subscriber after this reply; these lines (a snapshot, a
         /// replay) go to it first, then everything `broadcast` sends.
         public var streamLines: [String]?
+        /// Set: nothing is sent now; the reply comes later through `complete(_:_:)` with this
+        /// id (a state change answered once it is durable). The client's further lines wait
+        /// for it, so its replies stay in order.
+        public var awaiting: UInt64?
         public init(_ line: String, isError: Bool = false) {
             self.line = line
             self.isError = isError
+        }
+        /// A reply that will come later (`complete`).
+        public static func later(_ id: UInt64) -> Reply {
+            var r = Reply("")
+            r.awaiting = id
+            return r
         }
         /// A reply that turns the connection into a stream (`subscribe`).
         public static func subscribing(_ line: String, then lines: [String]) -> Reply {
@@ -75,6 +90,9 @@ public final class ControlSocketServer {
         public var linesHandled: UInt64 = 0
         public var dropped: [DropReason: UInt64] = [:]
         public var closedByPeer: UInt64 = 0
+        /// Replies sent later (`complete`), and those whose client had gone by then.
+        public var repliesCompleted: UInt64 = 0
+        public var repliesForGoneClients: UInt64 = 0
     }
 
     private final class Client {
@@ -86,6 +104,13 @@ public final class ControlSocketServer {
         var lastActivityMs: Int64
         var closeWhenFlushed = false
         var subscribed = false
+        /// The id of the reply this client waits for (`Reply.awaiting`), if any.
+        var awaiting: UInt64?
+        /// Bytes read while waiting, handled once the reply is sent (at most `heldBytesMax`).
+        var held: [UInt8] = []
+        /// The peer shut down its sending side while a reply waited: it is sent, then the
+        /// connection closes.
+        var peerClosed = false
         init(fd: FileDescriptor, nowMs: Int64) {
             self.fd = fd
             lastActivityMs = nowMs
@@ -98,6 +123,8 @@ public final class ControlSocketServer {
     private let listener: FileDescriptor
     private var listenerRegistration: IORegistration?
     private var clients: [Int32: Client] = [:]
+    /// Waiting reply id → the client's descriptor.
+    private var awaitingClients: [UInt64: Int32] = [:]
     private var sweepTimer: TimerID?
     private let lineHandler: (String) -> Reply
     private let ownerUID: uid_t
@@ -172,14 +199,18 @@ public final class ControlSocketServer {
             }
             let client = Client(fd: fd, nowMs: loop.nowMs)
             do {
-                client.registration = try loop.register(fd, "control.client", interest: .read) { [unowned self, unowned client] readiness in
-                    self.service(client, readiness)
-                }
+                try register(client, .read)
             } catch {
                 refuse(fd, .tooManyClients)
                 continue
             }
             clients[raw] = client
+        }
+    }
+
+    private func register(_ client: Client, _ interest: IOInterest) throws(EventLoopError) {
+        client.registration = try loop.register(client.fd, "control.client", interest: interest) { [unowned self, unowned client] readiness in
+            self.service(client, readiness)
         }
     }
 
@@ -215,6 +246,15 @@ public final class ControlSocketServer {
             return
         }
         if n == 0 { // the peer closed (or shut down its side): finish writing, then close
+            if client.awaiting != nil {
+                // A reply is still to come and a half-closed peer (`socat`, `nc -N`) waits for
+                // it: the descriptor leaves the epoll set (its end of file would wake every
+                // turn) until `complete` sends the reply and closes. A peer gone altogether
+                // shows then as a failed send.
+                client.peerClosed = true
+                updateInterest(client)
+                return
+            }
             if client.output.isEmpty {
                 counters.closedByPeer += 1
                 disconnect(client)
@@ -225,19 +265,68 @@ public final class ControlSocketServer {
             return
         }
         client.lastActivityMs = loop.nowMs
-        for i in 0..<n {
-            let byte = scratch[i]
+        guard consume(scratch[0..<n], from: client) else { return }
+        _ = flush(client)
+    }
+
+    /// Splits `bytes` into lines and handles them; once a line's reply is to come later the
+    /// rest is held for then. False when the client was dropped.
+    private func consume(_ bytes: ArraySlice<UInt8>, from client: Client) -> Bool {
+        var i = bytes.startIndex
+        while i < bytes.endIndex {
+            if client.awaiting != nil {
+                if client.held.count + (bytes.endIndex - i) > Limits.heldBytesMax {
+                    drop(client, .tooMuchWhileWaiting)
+                    return false
+                }
+                client.held.append(contentsOf: bytes[i...])
+                return true
+            }
+            let byte = bytes[i]
+            i += 1
             if byte == UInt8(ascii: "\n") {
                 if client.input.last == UInt8(ascii: "\r") { client.input.removeLast() }
                 let line = String(decoding: client.input, as: UTF8.self)
                 client.input.removeAll(keepingCapacity: true)
-                guard handle(line, from: client) else { return }
+                guard handle(line, from: client) else { return false }
             } else if client.input.count >= Limits.requestLineBytesMax {
                 drop(client, .lineTooLong)
-                return
+                return false
             } else {
                 client.input.append(byte)
             }
+        }
+        return true
+    }
+
+    /// Sends the reply that `Reply.later(id)` promised (the state change is durable, or it
+    /// says why not). Then the lines the client sent meanwhile are handled, on a later turn
+    /// (never inside the caller, which is the runtime). A client gone by then is counted.
+    public func complete(_ id: UInt64, _ reply: Reply) {
+        guard let raw = awaitingClients.removeValue(forKey: id), let client = clients[raw], client.awaiting == id else {
+            counters.repliesForGoneClients &+= 1
+            return
+        }
+        client.awaiting = nil
+        counters.repliesCompleted &+= 1
+        if client.registration == nil {
+            do { try register(client, .write) } catch {
+                drop(client, .ioError)
+                return
+            }
+        }
+        guard queue(reply, to: client) else { return }
+        if !client.held.isEmpty {
+            _ = loop.scheduleTimer("control.held", atMs: loop.nowMs, periodMs: nil) { [weak self, weak client] in
+                guard let self, let client, self.clients[client.fd.rawValue] === client, client.awaiting == nil else { return }
+                let held = client.held
+                client.held.removeAll(keepingCapacity: true)
+                guard self.consume(held[...], from: client) else { return }
+                if client.peerClosed && client.awaiting == nil { client.closeWhenFlushed = true }
+                _ = self.flush(client)
+            }
+        } else if client.peerClosed {
+            client.closeWhenFlushed = true
         }
         _ = flush(client)
     }
@@ -246,6 +335,17 @@ public final class ControlSocketServer {
     private func handle(_ line: String, from client: Client) -> Bool {
         let reply = lineHandler(line)
         counters.linesHandled += 1
+        if let id = reply.awaiting {
+            client.consecutiveErrors = 0
+            client.awaiting = id
+            awaitingClients[id] = client.fd.rawValue
+            return true
+        }
+        return queue(reply, to: client)
+    }
+
+    /// Queues a reply (and a subscription's first lines); false when the client was dropped.
+    private func queue(_ reply: Reply, to client: Client) -> Bool {
         client.consecutiveErrors = reply.isError ? client.consecutiveErrors + 1 : 0
         let bufferMax = client.subscribed || reply.streamLines != nil ? Limits.streamBufferBytesMax : Limits.replyBufferBytesMax
         if client.output.count + reply.line.utf8.count + 1 > bufferMax {
@@ -287,8 +387,16 @@ public final class ControlSocketServer {
     }
 
     private func updateInterest(_ client: Client) {
+        var interest: IOInterest = client.closeWhenFlushed || client.peerClosed ? [] : .read
+        if !client.output.isEmpty { interest.insert(.write) }
+        if interest.isEmpty && client.peerClosed {
+            // Half-closed, waiting for a reply: out of the epoll set (its end of file is always
+            // reported) until `complete` registers it again to send the reply.
+            if let r = client.registration { loop.deregister(r) }
+            client.registration = nil
+            return
+        }
         guard let r = client.registration else { return }
-        let interest: IOInterest = client.output.isEmpty ? .read : (client.closeWhenFlushed ? .write : [.read, .write])
         do { try loop.setInterest(r, interest) } catch { drop(client, .ioError) }
     }
 
@@ -340,6 +448,8 @@ public final class ControlSocketServer {
     }
 
     private func disconnect(_ client: Client) {
+        if let id = client.awaiting { awaitingClients[id] = nil }
+        client.awaiting = nil
         if let r = client.registration { loop.deregister(r) }
         client.registration = nil
         clients[client.fd.rawValue] = nil

@@ -63,6 +63,9 @@ public final class BoardWiring {
         /// and what it held at start (its [[sensor]] tables).
         public var configPath: String = DeviceConfig.defaultPath
         public var config: DeviceConfig = .defaults
+        /// The ride files' own status fields (`BoardRideFiles`: how they are synced, what a
+        /// background write costs a turn), written into `status`'s `ride_files`.
+        public var rideFilesStatus: ((inout JSONWriter) -> Void)?
 
         public init() {}
     }
@@ -318,8 +321,12 @@ public final class BoardWiring {
         w.int("written", Int64(clamping: runtime.rideFilesWritten))
         w.int("failures", Int64(clamping: runtime.archiveFailures))
         w.string("last_error", runtime.lastRideFileError)
+        options.rideFilesStatus?(&w)
         w.endObject()
         w.string("journal_disabled", journal.disabledReason)
+        // Control replies held until their state change was durable, and those sent without.
+        w.int("control_replies_delayed", Int64(clamping: runtime.repliesDelayedForDurability))
+        w.int("control_replies_not_durable", Int64(clamping: runtime.repliesNotDurable))
         w.string("slowest_handler", stats.slowestHandler?.name)
         w.int("log_errors", Int64(clamping: log.errors))
         w.endObject()

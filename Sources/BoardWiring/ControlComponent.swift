@@ -22,10 +22,13 @@ public final class ControlComponent: BoardComponent {
         try AtomicFiles.makeDirectories(AtomicFiles.directoryName(of: path))
         let s = try ControlSocketServer(path: path, loop: board.loop) { [unowned board] line in
             let a = board.controlLine(line)
+            if let id = a.awaitingDurability { return .later(id) }
             if let lines = a.subscription { return .subscribing(a.line, then: lines) }
             return .init(a.line, isError: a.isError)
         }
         s.onDrop = { [unowned self] reason in self.log.log(.warning, "control client dropped: \(reason.rawValue)") }
+        // A state change is answered once durable (the journal's sync completion settles it).
+        board.runtime.durableReplySink = { [weak s] id, a in s?.complete(id, .init(a.line, isError: a.isError)) }
         server = s
         log.log(.info, "control socket \(path)")
     }

@@ -222,6 +222,23 @@ public enum ControlProtocol {
 
     public static func format(_ status: StatusReport) -> String { "ok " + status.json() }
 
+    /// Ends an `ok` reply whose state change is not durable yet (docs/board.md, "Control from
+    /// a shell"): `ok running: started (not yet durable: STORAGE ERROR: ...)`.
+    public static let notDurableMarker = "(not yet durable: "
+
+    /// Whether a reply says its change is not durable yet (and why), for clients.
+    public static func notDurableReason(_ line: String) -> String? {
+        let text = Array(line.utf8), marker = Array(notDurableMarker.utf8)
+        guard text.count >= marker.count else { return nil }
+        for start in stride(from: text.count - marker.count, through: 0, by: -1)
+        where text[start..<start + marker.count].elementsEqual(marker) {
+            var why = text[(start + marker.count)...]
+            if why.last == UInt8(ascii: ")") { why.removeLast() }
+            return String(decoding: why, as: UTF8.self)
+        }
+        return nil
+    }
+
     /// Splits a reply line into its verdict and body (the `ctl` client).
     public static func parseReply(_ line: String) -> (ok: Bool, body: String) {
         if line.hasPrefix("ok ") { return (true, String(line.dropFirst(3))) }

@@ -61,6 +61,9 @@ public final class DeviceRuntime {
     /// `rideFileRetryMsMax` (a card that heals is used within that long, without a restart).
     public static let rideFileRetryMsMin: Int64 = 1_000
     public static let rideFileRetryMsMax: Int64 = 8_000
+    /// While a ride file's fsync runs in the background (the board's io_uring), its completion
+    /// is looked for this often: a few cheap turns per stalled write, none of them waiting.
+    public static let rideFilePollMs: Int64 = 10
     /// Whether ride files are written one bounded step per call of `workOnRideFiles` (the
     /// board's loop, between its turns) or all at once after the input that ended the ride (the
     /// simulator, tests).
@@ -75,6 +78,32 @@ public final class DeviceRuntime {
     var gate = ConfirmationGate()
     var sensorRequests: [SensorsRequest] = []
     public static let sensorRequestsMax = 8
+
+    /// A control reply held until the command's state change is durable (`control`).
+    struct WaitingReply {
+        var id: UInt64
+        var mark: UInt64
+        var answer: ControlAnswer
+        var since: MonotonicInstant
+    }
+    /// Replies that wait for the journal's sync, oldest first (bounded: `controlRepliesWaitingMax`).
+    var waitingReplies: [WaitingReply] = []
+    var lastReplyID: UInt64 = 0
+    /// Control replies waiting for durability at most (the control socket serves 8 clients,
+    /// each waiting for one reply at a time); past it a reply goes out at once, saying so.
+    public static let controlRepliesWaitingMax = 16
+    /// The longest a control reply waits for its change to become durable before it goes out
+    /// with "(not yet durable: ...)". Checked on every input (ticks come at least once a
+    /// second), so a reply leaves within about 2.5 s: inside the companion's 3 s command timeout.
+    public static let controlReplyWaitMsMax: Int64 = 1_500
+    /// Where a reply that waited for durability goes (the board's control socket server), with
+    /// the id its `ControlAnswer.awaitingDurability` carried. Without a sink nothing waits: the
+    /// reply goes out at once, saying the change is not durable yet.
+    public var durableReplySink: ((UInt64, ControlAnswer) -> Void)?
+    /// Control replies that waited for durability, and those sent without it (a failing or
+    /// disabled journal, a card slower than `controlReplyWaitMsMax`, too many waiting).
+    public private(set) var repliesDelayedForDurability: UInt64 = 0
+    public private(set) var repliesNotDurable: UInt64 = 0
 
     /// - Parameters:
     ///   - sensors: the data source's pairing (the simulator's and the board's bridge sensors).
@@ -159,6 +188,7 @@ public final class DeviceRuntime {
         show(at: now)
         refreshDerived()
         if !stepsRideFiles && !rideFiles.isEmpty { writeDueRideFiles(at: now) }
+        if !waitingReplies.isEmpty { settleWaitingReplies(at: now) }
     }
 
     public func addObserver(_ o: RideObserver) -> Bool {
@@ -316,10 +346,64 @@ public final class DeviceRuntime {
         case .success(.status):
             return ControlAnswer("ok " + status())
         case .success(.command(let c)):
+            let markBefore = journal.confirmationMark
             let reply = command(c, at: now)
-            return answer(for: c, reply)
+            let a = answer(for: c, reply)
+            let mark = journal.confirmationMark
+            guard mark != markBefore, !a.isError else { return a }
+            return awaitingDurability(a, mark: mark, at: now)
         }
     }
+
+    /// A command that changed the ride's state (it synced the journal) is answered only once
+    /// its records are durable, as the screen confirms it only then ("ok" must survive a power
+    /// cut). Where that cannot be waited for, the reply goes now and says why.
+    func awaitingDurability(_ a: ControlAnswer, mark: UInt64, at now: MonotonicInstant) -> ControlAnswer {
+        if journal.isDurable(mark) { return a }
+        if let why = journal.notDurableReason { return notDurable(a, why) }
+        guard durableReplySink != nil else { return notDurable(a, "the journal's sync is still running") }
+        guard waitingReplies.count < Self.controlRepliesWaitingMax else {
+            return notDurable(a, "\(waitingReplies.count) replies already wait for the card")
+        }
+        lastReplyID &+= 1
+        waitingReplies.append(WaitingReply(id: lastReplyID, mark: mark, answer: a, since: now))
+        repliesDelayedForDurability &+= 1
+        var held = a
+        held.awaitingDurability = lastReplyID
+        return held
+    }
+
+    func notDurable(_ a: ControlAnswer, _ why: String) -> ControlAnswer {
+        repliesNotDurable &+= 1
+        log.log(.warning, "control: reply sent before its change was durable (\(why))")
+        return ControlAnswer(a.line + " " + ControlProtocol.notDurableMarker + why + ")", isError: a.isError)
+    }
+
+    /// Control replies that wait for durability: those whose change is durable go out as they
+    /// are; those that cannot become durable now (a failing or disabled journal) or waited
+    /// `controlReplyWaitMsMax` go out saying so. Each goes to `durableReplySink` outside any
+    /// iteration, so the sink may feed the runtime again (a client's next line).
+    func settleWaitingReplies(at now: MonotonicInstant) {
+        for _ in 0..<Self.controlRepliesWaitingMax {
+            var found: (Int, ControlAnswer)?
+            for (i, w) in waitingReplies.enumerated() {
+                if journal.isDurable(w.mark) {
+                    found = (i, w.answer)
+                } else if let why = journal.notDurableReason {
+                    found = (i, notDurable(w.answer, why))
+                } else if now.milliseconds(since: w.since) >= Self.controlReplyWaitMsMax {
+                    found = (i, notDurable(w.answer, "the card has not confirmed the write within \(Self.controlReplyWaitMsMax) ms; the screen shows the change once it has"))
+                }
+                if found != nil { break }
+            }
+            guard let (i, answer) = found else { return }
+            let id = waitingReplies.remove(at: i).id
+            durableReplySink?(id, answer)
+        }
+    }
+
+    /// Control replies waiting for their change to become durable.
+    public var controlRepliesWaiting: Int { waitingReplies.count }
 
     func answer(for c: ControlCommand, _ reply: CommandReply?) -> ControlAnswer {
         log.log(reply?.ok == false ? .warning : .info, "control: \(ControlProtocol.word(c)) → \(reply.map { $0.message } ?? "accepted")")
@@ -342,6 +426,7 @@ public final class DeviceRuntime {
         show(at: now)
         refreshDerived()
         if !stepsRideFiles && !rideFiles.isEmpty { writeDueRideFiles(at: now) }
+        if !waitingReplies.isEmpty { settleWaitingReplies(at: now) }
     }
 
     // MARK: Effects
@@ -402,7 +487,12 @@ public final class DeviceRuntime {
             return true
         }
         do {
-            guard try job.write!.step() else { return true }
+            guard try job.write!.step() else {
+                guard job.write!.waitsForStorage else { return true }
+                job.dueAt = now.advanced(byMs: Self.rideFilePollMs)
+                rideFiles[0] = job
+                return false
+            }
         } catch {
             rideFileFailed(&job, error, at: now)
             return false

@@ -50,7 +50,21 @@ public final class FlashJournal: RideJournalPort {
     public func append(_ record: RideRecord, at now: MonotonicInstant) { writer.append(record, at: now) }
     /// A state change: committed at once. Over storage that syncs in the background this does
     /// not wait; `awaitingDurable` holds the screen's confirmation until the sync completes.
-    public func syncNow(at now: MonotonicInstant) { writer.commit(at: now, confirm: true) }
+    public func syncNow(at now: MonotonicInstant) {
+        confirmationMark = writer.enqueuedCount
+        writer.commit(at: now, confirm: true)
+    }
+    /// Items queued up to the last state change (`syncNow`): durable once `durableSerial` reaches it.
+    public private(set) var confirmationMark: UInt64 = 0
+    public func isDurable(_ mark: UInt64) -> Bool {
+        // A disabled journal drops what a written ride file holds (`discardPending`): gone, not durable.
+        disabledReason == nil && writer.durableSerial >= mark
+    }
+    public var notDurableReason: String? {
+        if let d = disabledReason { return "journal disabled: \(d)" }
+        guard let e = writer.lastError else { return nil }
+        return e.kind == .noSpace ? "STORAGE FULL: \(e.message)" : "STORAGE ERROR: \(e.message)"
+    }
     public func tick(at now: MonotonicInstant) {
         writer.tick(at: now)
         if compactionOwed && writer.pendingCount == 0 {

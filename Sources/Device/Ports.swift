@@ -29,6 +29,13 @@ public protocol RideJournalPort: AnyObject {
     func syncProgress(at now: MonotonicInstant)
     /// Makes everything durable and waits for it (shutdown only).
     func flush(at now: MonotonicInstant)
+    /// Where the last state change (`syncNow`) stands in the journal: it is durable once
+    /// `isDurable(confirmationMark)` (control replies wait for that, as the screen does).
+    var confirmationMark: UInt64 { get }
+    func isDurable(_ mark: UInt64) -> Bool
+    /// Why records appended now will not become durable soon (the journal is disabled, the
+    /// card reported an error or is full); nil while syncs work.
+    var notDurableReason: String? { get }
 }
 
 extension RideJournalPort {
@@ -36,6 +43,10 @@ extension RideJournalPort {
     public var awaitingDurable: Bool { false }
     public func syncProgress(at now: MonotonicInstant) {}
     public func flush(at now: MonotonicInstant) { syncNow(at: now) }
+    /// Storage that syncs in `syncNow` (the simulator's): every change is durable at once.
+    public var confirmationMark: UInt64 { 0 }
+    public func isDurable(_ mark: UInt64) -> Bool { true }
+    public var notDurableReason: String? { nil }
 }
 
 /// The journal could not be read back whole to write a ride's file (retried like a failed write).
@@ -65,6 +76,13 @@ public protocol RideArchiveJob: AnyObject {
     func retry()
     /// For the log once done.
     var summary: String { get }
+    /// The last step left the work waiting for the card (a background fsync): the next step
+    /// is worth taking a little later (`DeviceRuntime.rideFilePollMs`), not at once.
+    var waitsForStorage: Bool { get }
+}
+
+extension RideArchiveJob {
+    public var waitsForStorage: Bool { false }
 }
 
 /// What a failed ride-file write says about the storage, for the alert and the retry.

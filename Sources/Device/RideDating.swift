@@ -107,23 +107,53 @@ public final class DatingRideArchive: RideArchivePort {
 
     /// After the files are durable: keeps an undated ride's records for its dating.
     func finish(_ plan: Plan, _ what: String) -> String {
+        let (summary, keeping) = beginFinish(plan, what, background: false)
+        guard let keeping else { return summary }
+        return completeFinish(plan, what, summary, keeping, blocking: true) ?? what
+    }
+
+    /// `finish`, with the records' file written through `beginWriteAtomically` when
+    /// `background` (the board's loop: its fsyncs do not hold a turn). A pending write is then
+    /// polled by `completeFinish` until durable.
+    func beginFinish(_ plan: Plan, _ what: String, background: Bool) -> (String, RideFilePendingWrite?) {
         if plan.dated {
             if !plan.note.isEmpty { ridesRedated &+= 1 }
-            return what + plan.note
+            return (what + plan.note, nil)
         }
         guard let r = reference, !r.anchor.wall.trusted else {
             ridesUndatable &+= 1
             log?.log(.warning, "ride \(plan.rideID) recorded on an unset clock and this start cannot tell by how much (boot unknown or clock set before): it keeps its date")
-            return what
+            return (what, nil)
         }
+        let pending: RideFilePendingWrite?
         do {
-            try keepForDating(plan.rideID, plan.records, r)
+            pending = try keepForDating(plan.rideID, plan.records, r, background: background)
         } catch {
-            datingFailures &+= 1
-            log?.log(.error, "ride \(plan.rideID): cannot keep its records for dating (\(error)); it keeps the date the board guessed")
+            keepingFailed(plan, error)
+            return (what, nil)
+        }
+        return (what + ", dated by an unset clock: re-dated once the clock is set", pending)
+    }
+
+    /// The records' file `beginFinish` began: the summary once durable, nil while it waits
+    /// (never waits unless `blocking`).
+    func completeFinish(_ plan: Plan, _ what: String, _ summary: String, _ keeping: RideFilePendingWrite, blocking: Bool) -> String? {
+        do {
+            var budget = 1_000_000
+            while try !keeping.poll() {
+                guard blocking, budget > 0 else { return nil }
+                budget -= 1
+            }
+        } catch {
+            keepingFailed(plan, error)
             return what
         }
-        return what + ", dated by an unset clock: re-dated once the clock is set"
+        return summary
+    }
+
+    func keepingFailed(_ plan: Plan, _ error: any Error) {
+        datingFailures &+= 1
+        log?.log(.error, "ride \(plan.rideID): cannot keep its records for dating (\(error)); it keeps the date the board guessed")
     }
 
     public func delete(rideID: RideID) throws {
@@ -260,13 +290,17 @@ public final class DatingRideArchive: RideArchivePort {
         return Int64(text.dropFirst("offset_ms ".count).prefix { $0 != "\n" })
     }
 
-    func keepForDating(_ id: RideID, _ records: [RideRecord], _ r: ClockReference) throws {
+    func keepForDating(_ id: RideID, _ records: [RideRecord], _ r: ClockReference, background: Bool) throws -> RideFilePendingWrite? {
         try ops.makeDirectories(directory)
         let pending = pendingRides()
         if pending.count >= Self.pendingRidesMax, let oldest = pending.first {
             giveUp(oldest, "more than \(Self.pendingRidesMax) rides wait for the clock to be set")
         }
-        try ops.writeAtomically(path(id, "rec"), Self.encode(records, r))
+        guard background else {
+            try ops.writeAtomically(path(id, "rec"), Self.encode(records, r))
+            return nil
+        }
+        return try ops.beginWriteAtomically(path(id, "rec"), Self.encode(records, r))
     }
 
     // `.rec`: "BIKEUND1", the boot id (u8 length, bytes), the reference anchor (i64 monotonic
@@ -362,11 +396,29 @@ final class DatingArchiveJob: RideArchiveJob {
         self.inner = inner
     }
 
+    /// The records' file kept for dating, while its fsyncs run (`beginFinish`).
+    var keeping: (summary: String, write: RideFilePendingWrite)?
+
     func step() throws -> Bool {
+        if let k = keeping {
+            guard let s = archive.completeFinish(plan, inner.summary, k.summary, k.write, blocking: false) else { return false }
+            keeping = nil
+            summary = s
+            return true
+        }
         guard try inner.step() else { return false }
-        summary = archive.finish(plan, inner.summary)
+        let (s, pending) = archive.beginFinish(plan, inner.summary, background: true)
+        if let pending {
+            keeping = (s, pending)
+            return false
+        }
+        summary = s
         return true
     }
 
-    func retry() { inner.retry() }
+    func retry() {
+        keeping = nil
+        inner.retry()
+    }
+    var waitsForStorage: Bool { keeping != nil || inner.waitsForStorage }
 }

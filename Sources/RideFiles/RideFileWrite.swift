@@ -16,6 +16,8 @@ public final class RideFileWrite {
         case encode(Int)
         case plan
         case write(Int)
+        /// The file `write(i)` began waits for the card (its fsync, the directory's).
+        case awaitWrite(Int)
         case verify
         case cleanUp
         case done
@@ -30,6 +32,10 @@ public final class RideFileWrite {
     var stem = ""
     var version = 0
     var older: [String] = []
+    var inFlight: RideFilePendingWrite?
+    /// The last step left the work waiting for the card (`RideFilePendingWrite`): the caller
+    /// polls again a little later instead of at once.
+    public private(set) var waitsForStorage = false
     /// A short description for the log once done ("<stem>.fit (N bytes, version V)").
     public private(set) var result: String?
     /// Steps taken so far (all attempts).
@@ -53,12 +59,15 @@ public final class RideFileWrite {
     /// new version); what was encoded is kept.
     public func retry() {
         guard phase != .done else { return }
+        inFlight = nil
+        waitsForStorage = false
         phase = isEncoded ? .plan : .export
     }
 
     /// Does the next piece of work; true once the files are durable and verified.
     public func stepTyped() throws(RideLibraryError) -> Bool {
         steps += 1
+        waitsForStorage = false
         let ops = library.ops
         let directory = library.directory
         switch phase {
@@ -97,7 +106,27 @@ public final class RideFileWrite {
         case .write(let i):
             let (format, bytes) = files[i]
             let p = directory + "/" + stem + "." + format.rawValue
-            do { try ops.writeAtomically(p, bytes) } catch { throw .storage("cannot write \(p): \(error)", fault: ops.fault(of: error)) }
+            do { inFlight = try ops.beginWriteAtomically(p, bytes) } catch {
+                throw .storage("cannot write \(p): \(error)", fault: ops.fault(of: error))
+            }
+            if inFlight != nil {
+                phase = .awaitWrite(i)
+                waitsForStorage = true
+                return false
+            }
+            phase = i + 1 < files.count ? .write(i + 1) : .verify
+        case .awaitWrite(let i):
+            let p = directory + "/" + stem + "." + files[i].0.rawValue
+            let durable: Bool
+            do { durable = try inFlight?.poll() ?? true } catch {
+                inFlight = nil
+                throw .storage("cannot write \(p): \(error)", fault: ops.fault(of: error))
+            }
+            guard durable else {
+                waitsForStorage = true
+                return false
+            }
+            inFlight = nil
             phase = i + 1 < files.count ? .write(i + 1) : .verify
         case .verify:
             let fitPath = directory + "/" + stem + "." + RideFileFormat.fit.rawValue

@@ -8,6 +8,10 @@ public protocol RideFileOperations: AnyObject {
     func read(_ path: String) throws -> [UInt8]
     /// Replaces `path` atomically and durably (a crash leaves the old file or the new one).
     func writeAtomically(_ path: String, _ bytes: [UInt8]) throws
+    /// The same write, its waits for the card (the file's fsync, the directory's) done in the
+    /// background: nil when it is already durable (the default: `writeAtomically`), else an
+    /// operation to `poll` until it is. The board's loop uses it so no turn waits for a slow card.
+    func beginWriteAtomically(_ path: String, _ bytes: [UInt8]) throws -> RideFilePendingWrite?
     /// Removes `path` durably; a missing file is fine.
     func remove(_ path: String) throws
     func makeDirectories(_ path: String) throws
@@ -19,6 +23,17 @@ public protocol RideFileOperations: AnyObject {
 
 extension RideFileOperations {
     public func fault(of error: any Error) -> RideFileFault { .other }
+    public func beginWriteAtomically(_ path: String, _ bytes: [UInt8]) throws -> RideFilePendingWrite? {
+        try writeAtomically(path, bytes)
+        return nil
+    }
+}
+
+/// A `beginWriteAtomically` under way.
+public protocol RideFilePendingWrite: AnyObject {
+    /// Never waits: true once the file and its name are durable; throws when a step failed
+    /// (the temporary file is removed, the old file stays).
+    func poll() throws -> Bool
 }
 
 /// Why a ride file could not be written, as far as the storage says.

@@ -5,7 +5,9 @@ import Control
 import Device
 
 /// `bikecomputer ctl start|pause|resume|lap|end|discard|dismiss|page|marker ...|status`: sends
-/// one command over the control socket and prints the reply. A refusal (e.g. `start` while a
+/// one command over the control socket and prints the reply. A state change is answered once
+/// it is durable on the card; one that could not be made durable (a failing card, a disabled
+/// journal, a card slower than 1.5 s) is printed and exits 3. A refusal (e.g. `start` while a
 /// ride is in progress) prints the message and exits 1; no connection exits 2.
 struct Ctl: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -60,7 +62,12 @@ struct Ctl: ParsableCommand {
             throw ExitCode(2)
         }
         let (ok, body) = ControlProtocol.parseReply(reply)
-        if ok {
+        if ok, let why = ControlProtocol.notDurableReason(reply) {
+            // Done, but a power cut now could lose it: say so, and let scripts tell (exit 3).
+            print(body)
+            printError("bikecomputer ctl: done, but not yet durable on the card (\(why)); a power cut now could undo it")
+            throw ExitCode(3)
+        } else if ok {
             print(body)
         } else {
             printError(body)

@@ -100,7 +100,13 @@ struct Run: ParsableCommand {
             options.configPath = config ?? DeviceConfig.defaultPath
             options.config = loaded
             // Rides saved on an unset clock are dated once it is set (docs/journal.md, "The clock").
-            let files = BoardRideFiles()
+            // Ride files' fsyncs leave the loop (io_uring), as the journal's do (issue 17 item 6).
+            let files = BoardRideFiles(backgroundSyncs: true)
+            options.rideFilesStatus = { w in
+                w.string("sync_mode", files.syncMode)
+                w.int("slowest_begin_us", Int64(clamping: files.slowestBeginNs / 1000))
+                w.int("slowest_poll_us", Int64(clamping: files.slowestPollNs / 1000))
+            }
             let archive = DatingRideArchive(library: RideLibrary(dataDirectory: settings.dataDirectory, ops: files), ops: files,
                                             dataDirectory: settings.dataDirectory, bootID: BootID.current(), wall: wall, at: now, log: log)
             wiring = try BoardWiring(loop: loop, opened: opened, archive: archive,

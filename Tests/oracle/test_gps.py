@@ -488,7 +488,9 @@ def test_a_ride_through_gpsd_in_bikecomputer_run(bikecomputer, shared, tmp_path)
         assert {s["role"]: s["state"] for s in status["sensors"]}.get("GPS") == "connected", status["sensors"]
         time.sleep(2.5)
         app.ctl("end")
-        app.wait_for(lambda s: s["state"] in ("ended", "idle"), timeout=10, what="the ride ended")
+        # RIDE SAVED: the file's fsyncs run in the background after the end (issue 17 item 6).
+        app.wait_for(lambda s: s["state"] in ("ended", "idle") and s["ride_files"]["written"] >= 1, timeout=20,
+                     what="the ride ended and its file saved")
     finally:
         app.terminate()
         feeder.stop()

@@ -260,7 +260,9 @@ def test_ride_through_the_control_socket_with_a_live_bridge(bikecomputer, run_di
         time.sleep(1.2)
         end = app.ctl("end")
         assert "ended" in end or "saved" in end, end
-        st = app.wait_for(lambda s: s["state"] == "ended", what="ended")
+        # The ride file is written after the end, its fsyncs in the background (issue 17 item 6):
+        # RIDE SAVED (ride_files.written) is when it is listed.
+        st = app.wait_for(lambda s: s["state"] == "ended" and s["ride_files"]["written"] >= 1, what="ended and saved")
         ride_id = st["ride_id"]
         assert ride_id
         assert not app.ride_active.exists(), "the ride-active file must go when the ride ends"
@@ -435,7 +437,7 @@ def test_sigkill_mid_ride_then_restart_recovers_the_ride(bikecomputer, run_dir):
                                timeout=10, what="timer continuing and the bridge back")
             assert st["live"]["heart_rate"] == 150
             app2.ctl("end")
-            app2.wait_for(lambda s: s["state"] == "ended", what="ended after recovery")
+            app2.wait_for(lambda s: s["state"] == "ended" and s["ride_files"]["written"] >= 1, what="ended and saved after recovery")
             rides = subprocess.run([str(bikecomputer), "rides", "list", "--json", "--data-dir", str(run_dir / "data")],
                                    capture_output=True, text=True, timeout=30)
             assert ride_id in rides.stdout

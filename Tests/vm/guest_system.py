@@ -641,8 +641,39 @@ def scenario_latency(a) -> None:
         st = status()
         record[f"latency_{label}"] = {"page_ms": samples, "loop": st.get("loop"), "journal": st.get("journal"),
                                       "journal_sync": st.get("journal_sync")}
-        end_ride()
+        record[f"save_{label}"] = end_and_save_measured(st)
         save()
+
+
+def end_and_save_measured(before: dict) -> dict:
+    """The end of the ride on the card as it is: from the ride's end (state `ended`) until its
+    file is durable (status `ride_files.written` grows: RIDE SAVED), PAGE is pressed again and
+    again on the summary screen and each press's edge-to-changed-page time recorded. The loop's
+    longest turn and the ride-file step's longest call come from the status after the save."""
+    written0 = before["ride_files"]["written"]
+    end = end_ride()
+    t_ended = time.monotonic()
+    samples = []
+    saved_ms = None
+    while time.monotonic() - t_ended < 60:
+        st = status()
+        if st["ride_files"]["written"] > written0:
+            saved_ms = round((time.monotonic() - t_ended) * 1000)
+            break
+        shown = gddram()
+        t = time.monotonic()
+        press(PAGE, hold_s=0.05)
+        try:
+            wait_for(lambda: gddram() != shown, 3, "page change while saving", poll_s=0.002)
+            samples.append(round((time.monotonic() - t) * 1000, 1))
+        except TimeoutError:
+            samples.append(None)
+        time.sleep(0.05)
+    after = status()
+    step = next((h for h in after["loop"]["handlers"] if h["name"] == "ridefile.step"), None)
+    return {"end": end, "saved_ms": saved_ms, "page_ms": samples, "loop_before": before.get("loop"),
+            "loop_after": after.get("loop"), "ridefile_step": step, "ride_files": after.get("ride_files"),
+            "journal_sync": after.get("journal_sync")}
 
 
 # ------------------------------------------------------------------------------ clock

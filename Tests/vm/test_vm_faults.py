@@ -175,6 +175,15 @@ def latency_run(k):
                          "loop_turn_max_us": x["loop"]["turn_max_us"],
                          "handlers_max_us": {h["name"]: h["max_us"] for h in x["loop"]["handlers"]},
                          "journal_sync": x.get("journal_sync")}
+        y = record[f"save_{label}"]
+        save_ms = [m for m in y["page_ms"] if m is not None]
+        report[label]["save"] = {
+            "saved_ms": y["saved_ms"], "presses": len(y["page_ms"]), "missed": y["page_ms"].count(None),
+            "page_p99_ms": percentile(save_ms, 99) if save_ms else None, "page_max_ms": max(save_ms, default=None),
+            "ridefile_step_max_us": (y["ridefile_step"] or {}).get("max_us"),
+            "loop_turn_max_before_us": y["loop_before"]["turn_max_us"], "loop_turn_max_after_us": y["loop_after"]["turn_max_us"],
+            "handlers_max_us": {h["name"]: h["max_us"] for h in y["loop_after"]["handlers"]},
+            "ride_files": y["ride_files"], "slowest_create_us": (y["journal_sync"] or {}).get("slowest_create_us")}
     report["vm_seconds"] = round(result.seconds, 1)
     LATENCY_REPORT.write_text(json.dumps(report, indent=1))
     return report
@@ -213,3 +222,37 @@ def test_no_button_waits_for_a_sync(latency):
         f" (the host was loaded: the plain card's own longest turn was "
         f"{plain['loop_turn_max_us'] // 1000} ms; see handlers_max_us)")
     assert delay["loop_turn_max_us"] < max(200_000, plain["loop_turn_max_us"] + 100_000, create_us + 100_000), f"{latency}{loaded}"
+
+
+def test_the_end_of_a_ride_does_not_wait_for_the_card(latency):
+    """The end of a ride on the 200 ms/write card (journal scan, encoders, each file's fsync,
+    rename and the directory's fsync, the FIT's read-back): RIDE SAVED only once durable, and
+    meanwhile the summary screen pages at every press and no loop turn is as long as one stalled
+    write. Before the ride files' fsyncs went to their io_uring, each file's write step held the
+    loop for its fsync and the directory's (two stalled writes and more: 0.4-1.3 s a turn)."""
+    plain, delay = latency["plain"]["save"], latency["delay"]["save"]
+    for s in (plain, delay):
+        assert s["saved_ms"] is not None, f"the ride file was not written within 60 s: {s}"
+        assert s["ride_files"]["sync_mode"] == "io_uring", s["ride_files"]
+        assert s["missed"] == 0, f"a press during the save changed no page: {s}"
+    # The card did stall the save (a file's fsync and its directory's are two delayed writes each).
+    assert delay["saved_ms"] >= 400, delay
+    assert delay["presses"] >= 1, f"no press landed during the save: {delay}"
+    # No step of the save and no loop turn as long as one stalled write (200 ms). As in
+    # test_no_button_waits_for_a_sync, TCG on a loaded host has shown the plain card's own loop
+    # (which never waits for it) take 0.45-0.82 s a turn: the bound then stands on what the plain
+    # card showed in the same guest, plus 100 ms; a segment's creation (once per segment, still on
+    # the loop: docs/performance.md) is allowed for as there.
+    # What a ride file's background write still costs a turn on the stalling card (the temporary
+    # file's creation and write, a completion's reap, the rename, the directory's open): each
+    # well under one stalled write, as the journal's own costs in test_no_button_waits_for_a_sync.
+    for cost in ["slowest_begin_us", "slowest_poll_us"]:
+        assert delay["ride_files"].get(cost, 10**9) < 200_000, (cost, delay["ride_files"])
+    create_us = max(delay.get("slowest_create_us") or 0, 0)
+    # A step (the journal scan, an encoder, the FIT's read-back) is CPU work: under a loaded host
+    # it is as slow as the plain card's own slowest turns, which wait for no card.
+    step_bound = max(200_000, (plain["ridefile_step_max_us"] or 0) + 100_000, plain["loop_turn_max_after_us"])
+    assert (delay["ridefile_step_max_us"] or 0) < step_bound, latency
+    turn_bound = max(200_000, plain["loop_turn_max_after_us"] + 100_000, create_us + 100_000)
+    assert delay["loop_turn_max_after_us"] < turn_bound, latency
+    assert delay["page_max_ms"] <= max(plain["page_max_ms"] or 0, plain["loop_turn_max_after_us"] / 1000) + 200 + create_us / 1000, latency
