@@ -205,6 +205,10 @@ public struct AppCore: Sendable {
     /// Feeds one input. Afterwards read `screen` and drain the effects.
     public mutating func handle(_ input: AppInput) {
         let now = input.instant.advanced(byMs: instantOffsetMs)
+        // A record due before this input is taken first, with what was known at its instant: a
+        // tick that comes late (a loop turn held up) must not let a later frame into an earlier
+        // record, nor a later button skip it.
+        if case .tick = input {} else if let due = nextRecordInstant, now > due { takeDueRecord(at: now) }
         switch input {
         case .button(let e): handleButton(e.button, e.edge, at: now)
         case .sensor(let e): handleSensorEvent(e, at: now)
@@ -686,18 +690,23 @@ public struct AppCore: Sendable {
             let end = c.advanced(byMs: Int64(configuration.countdownSeconds) * 1000)
             if now >= end { beginRide(at: end) }
         }
-        if let due = nextRecordInstant, now >= due, let start = builder?.startInstant {
-            let aligned = start.advanced(byMs: (now.milliseconds(since: start) / 1000) * 1000)
-            let missed = aligned.milliseconds(since: due) / 1000
-            if missed > 0 { recordsSkipped &+= UInt64(missed) }
-            takeRecord(at: aligned)
-            nextRecordInstant = aligned.advanced(byMs: 1000)
-        }
+        takeDueRecord(at: now)
         builder?.advance(to: now)
         if let until = overlayUntil, now >= until {
             screen.overlay = nil
             overlayUntil = nil
         }
+    }
+
+    /// The 1 Hz record due at or before `now`, at its whole second of the ride (records missed
+    /// while the loop was held up are counted, not made up).
+    mutating func takeDueRecord(at now: MonotonicInstant) {
+        guard let due = nextRecordInstant, now >= due, let start = builder?.startInstant else { return }
+        let aligned = start.advanced(byMs: (now.milliseconds(since: start) / 1000) * 1000)
+        let missed = aligned.milliseconds(since: due) / 1000
+        if missed > 0 { recordsSkipped &+= UInt64(missed) }
+        takeRecord(at: aligned)
+        nextRecordInstant = aligned.advanced(byMs: 1000)
     }
 
     /// The 1 Hz record: every enabled quantity with a fresh live value, as a sample at `instant`,

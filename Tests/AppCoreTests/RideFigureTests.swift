@@ -36,6 +36,38 @@ struct RideFigureTests {
         }
     }
 
+    /// A loop turn held up (a VM run showed 1.6 s): the tick for the record due at 6 s comes
+    /// only after frames of 6.4 and 6.8 s were read. Each record carries what was known at its
+    /// instant — never a value received after it — and a pause pressed late does not swallow the
+    /// record that was due before it. Failed before the fix: the record at 6 s held 151 bpm (a
+    /// frame of 6.8 s). The pause case held before and guards the reordering.
+    @Test func aLateTickNeverPutsALaterFrameIntoAnEarlierRecord() throws {
+        func samples(_ h: Harness, _ q: Quantity) -> [(Int64, Double)] {
+            h.records.compactMap { if case .sample(let s) = $0, s.quantity == q { (s.instant.milliseconds, s.value) } else { nil } }
+        }
+        var h = Harness()
+        h.startRide()
+        Self.ride(&h, from: 3_000, to: 6_000) { _ in [(.heartRate, 120)] }
+        h.sample(.heartRate, 130, at: 5_900)
+        // No tick at 6.0 s: the loop was held up; frames read late carry their own instants.
+        h.sample(.heartRate, 150, at: 6_400)
+        h.sample(.heartRate, 151, at: 6_800)
+        h.tick(6_900)
+        let hr = samples(h, .heartRate)
+        let at6 = try #require(hr.first { $0.0 == 6_000 }, "\(hr)")
+        #expect(at6.1 == 130, "the record at 6 s holds a frame received after it: \(hr)")
+        for (t, v) in hr where v >= 150 { #expect(t >= 6_400, "\(v) bpm recorded at \(t) ms, received at 6400 ms or later") }
+        // The same with a pause read before the late tick: the record at 6 s is still taken, as
+        // it stood then (running, 130 bpm).
+        var p = Harness()
+        p.startRide()
+        Self.ride(&p, from: 3_000, to: 6_000) { _ in [(.heartRate, 120)] }
+        p.sample(.heartRate, 130, at: 5_900)
+        p.command(.pause, at: 6_300)
+        p.tick(6_900)
+        #expect(samples(p, .heartRate).contains { $0 == (6_000, 130) }, "\(samples(p, .heartRate))")
+    }
+
     /// A table filled by markers (a script, a companion): markers are refused with a clear reply
     /// before the last places; when even pauses no longer fit, a pause is refused and BOTH the
     /// screen and the ride's timer keep running; the end always works.
