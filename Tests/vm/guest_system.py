@@ -336,8 +336,12 @@ def scenario_logwrites(a) -> None:
     for what, hold in plan:
         if what == "lap":
             LAPS[1] += 1  # pressed: the app may journal it from now on
+            lap_before = status()["lap"]
             press(LAP, hold_s=0.5)
-            time.sleep(1.0)
+            # Taken for sure once the screen shows it: the screen's lap number changes only once
+            # the lap is durable (ConfirmationGate). A fixed second was not always enough under TCG
+            # on a loaded host (a lap "sure" after 1 s was not yet in the log).
+            wait_for(lambda: status()["lap"] > lap_before, 10, "the lap on the screen", poll_s=0.05)
             LAPS[0] += 1  # taken for sure
         elif what in ("pause", "resume"):
             want = "paused" if what == "pause" else "running"
