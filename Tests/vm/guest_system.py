@@ -472,7 +472,10 @@ def card_reinserted() -> dict:
     succeeds), fsck, mounted afresh at the same place. The app must have closed everything it
     held on the card (else the old, aborted superblock lives on and the new mount gets it back
     read-only), and its mount namespace must follow the host's mounts."""
-    heal: dict = {}
+    # Whether ext4 gave up (always for `readonly`; for dm-flakey's intermittent errors almost
+    # always: a failed journal commit aborts it). A file system that did not is still usable,
+    # and the app may then rightly hold its segment open.
+    heal: dict = {"read_only_before": mounted_read_only()}
     n = vdb_sectors()
     data_device(f"0 {n} linear /dev/vdb 0")
     pid = app_pid()

@@ -117,6 +117,13 @@ def test_the_app_lets_go_of_a_failed_card(faults, name):
     heal = r.get("heal")
     if heal is None:
         raise HarnessError(f"{name}: the heal recorded nothing")
+    if name == "readonly" and not heal["read_only_before"]:
+        raise HarnessError(f"the card's ext4 was not read-only before the heal: {heal}")
+    if not heal["read_only_before"]:
+        # dm-flakey's errors did not make ext4 give up this time: nothing to heal; the ride
+        # file's own tests still check that it was written.
+        assert heal["host_writable"], heal
+        return
     assert not heal["app_files_on_card"], f"files the app still held on the failed card: {heal}"
     assert heal["umount"].startswith("plain"), f"the card could not be unmounted while the app ran: {heal}"
     assert heal["fsck_exit"] in (0, 1), heal  # 1: errors corrected
