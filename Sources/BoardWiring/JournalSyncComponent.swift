@@ -32,9 +32,11 @@ public final class JournalSyncComponent: BoardComponent {
         self.board = board
         guard let s = journal.storage as? BoardSegmentStorage else { return }
         // A failure closes every descriptor the journal holds on the card (so a card unmounted,
-        // checked and mounted again is reached by path): said once per release, not per retry
-        // (a retry that cannot even open holds nothing to release).
-        s.onDescriptorsReleased = { [weak board] n, error in
+        // checked and mounted again is reached by path). Said at the first failure after the
+        // journal last worked; the retries' closes (each retry may open, write and fail its
+        // sync again) are only counted (`descriptors_released`).
+        s.onDescriptorsReleased = { [weak board, unowned journal] n, error in
+            guard journal.writer.lastError == nil else { return }
             board?.log.log(.warning, "journal: \(error); closed the \(n) file(s) it held on the card, the next try opens them again")
         }
         guard let ring = s.ring else {

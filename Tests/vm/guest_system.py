@@ -587,7 +587,10 @@ def fault_case(name: str, inject, heal, setup=None) -> None:
         r["end"] = end_ride()
         time.sleep(2)
         r["files_before_heal"] = fit_files()
-        r["log_during"] = log_since(cursor)[-4000:]
+        log = log_since(cursor)
+        r["log_during"] = log[-4000:]
+        r["alerts_during"] = [l for l in log.splitlines() if "alert: " in l]
+        r["journal_closes"] = [l for l in log.splitlines() if "closed the" in l and "held on the card" in l]
         healed = heal()
         if isinstance(healed, dict):
             r["heal"] = healed
