@@ -8,6 +8,14 @@ import Glibc
 ///
 /// Durability: `create` preallocates the whole file (posix_fallocate) and fsyncs it and the
 /// directory, so later appends change no metadata and `sync` can be fdatasync.
+///
+/// Descriptors: the segments being written (at most `openFilesMax`) and the directory itself
+/// stay open between calls; everything else is opened and closed per call. After a failure the
+/// owner calls `releaseDescriptors()`: a card whose file system went read-only (ext4
+/// errors=remount-ro) or failed with EIO is only healed by unmounting it, fsck and mounting it
+/// again, and a descriptor held on the old mount keeps its aborted superblock alive, so the new
+/// mount would get the same read-only file system back (issue 17). Released, the next call opens
+/// by path and so reaches whatever is mounted there now.
 public final class SegmentDirectory {
     public let path: String
     public let segmentBytes: Int
@@ -45,9 +53,29 @@ public final class SegmentDirectory {
         }
     }
 
-    deinit {
+    /// Descriptors closed by `releaseDescriptors()` so far, and the calls that closed any.
+    public private(set) var descriptorsReleased: UInt64 = 0
+    public private(set) var releases: UInt64 = 0
+
+    deinit { releaseDescriptors() }
+
+    /// Descriptors held open on the directory now (segments and the directory itself).
+    public var descriptorsHeld: Int { open.count + (directoryFD == nil ? 0 : 1) }
+
+    /// Closes every descriptor held on the directory (segments and the directory itself; syncs
+    /// already submitted to io_uring hold their own reference and complete as before). The next
+    /// operation opens by path again. Returns how many were closed.
+    @discardableResult
+    public func releaseDescriptors() -> Int {
+        let n = descriptorsHeld
+        guard n > 0 else { return 0 }
         for f in open { f.fd.close() }
+        open.removeAll(keepingCapacity: true)
         directoryFD?.close()
+        directoryFD = nil
+        descriptorsReleased &+= UInt64(n)
+        releases &+= 1
+        return n
     }
 
     func full(_ name: String) -> String { path + "/" + name }

@@ -31,6 +31,14 @@ public final class JournalSyncComponent: BoardComponent {
     public func start(_ board: BoardWiring) throws {
         self.board = board
         guard let s = journal.storage as? BoardSegmentStorage else { return }
+        // A failure closes every descriptor the journal holds on the card (so a card unmounted,
+        // checked and mounted again is reached by path). Said at the first failure after the
+        // journal last worked; the retries' closes (each retry may open, write and fail its
+        // sync again) are only counted (`descriptors_released`).
+        s.onDescriptorsReleased = { [weak board, unowned journal] n, error in
+            guard journal.writer.lastError == nil else { return }
+            board?.log.log(.warning, "journal: \(error); closed the \(n) file(s) it held on the card, the next try opens them again")
+        }
         guard let ring = s.ring else {
             board.log.log(.warning, "journal: \(s.fallbackReason ?? "io_uring unavailable"); buttons may wait for a slow card")
             return
@@ -64,6 +72,9 @@ public final class JournalSyncComponent: BoardComponent {
             w.int("slowest_submit_us", s.slowestSubmitNs / 1000)
             w.int("slowest_create_us", s.slowestCreateNs / 1000)
             w.int("slowest_blocking_sync_us", s.directory.slowestSyncNs / 1000)
+            // Descriptors held on the card now, and those closed after failures (issue 17).
+            w.int("descriptors_held", Int64(s.directory.descriptorsHeld))
+            w.int("descriptors_released", Int64(clamping: s.directory.descriptorsReleased))
         }
         w.endObject()
     }

@@ -24,11 +24,28 @@ public final class JournalDirectoryFiles: SegmentFileSystem {
     public func copy(_ name: String, toFreeNameLike newBase: String) throws -> String { try directory.copy(name, toFreeNameLike: newBase) }
     public func availableBytes() -> Int? { directory.availableBytes() }
 
+    /// Told how many descriptors a failure released, and the failure (the board logs it).
+    public var onDescriptorsReleased: ((Int, StorageError) -> Void)?
+
+    /// Classifies a failure of this directory (every failure of the journal's storage, blocking
+    /// or through io_uring, comes through here) and releases every descriptor held on the card:
+    /// a card that went read-only or failed with EIO heals only by a fresh mount (unmount, fsck,
+    /// mount), which a held descriptor would defeat by keeping the old, aborted file system
+    /// alive. The next attempt (the writer retries after `retryIntervalMs`) opens by path.
     public func storageError(_ error: any Error, _ doing: String) -> StorageError {
+        let classified = Self.classify(error, doing)
+        let released = directory.releaseDescriptors()
+        if released > 0 { onDescriptorsReleased?(released, classified) }
+        return classified
+    }
+
+    static func classify(_ error: any Error, _ doing: String) -> StorageError {
         guard let e = error as? SystemError else { return StorageError(.other, "\(doing): \(error)") }
         if e.isNoSpace { return StorageError(.noSpace, "\(doing): \(e) — the card is full: delete old rides") }
         if e.isNotFound { return StorageError(.notFound, "\(doing): \(e)") }
-        if e.isPermissionDenied || e.errno == EROFS { return StorageError(.permissionDenied, "\(doing): \(e) — make the data directory writable") }
+        if e.isPermissionDenied || e.errno == EROFS {
+            return StorageError(.permissionDenied, "\(doing): \(e) — make the data directory writable, or remount the card (fsck first)")
+        }
         if e.errno == EIO { return StorageError(.io, "\(doing): \(e) — the card may be failing: copy your rides off it") }
         return StorageError(.other, "\(doing): \(e)")
     }
@@ -85,6 +102,13 @@ public final class BoardSegmentStorage: DeferredSyncStorage {
     }
 
     public var defersSyncs: Bool { ring != nil }
+
+    /// Told how many descriptors on the card a failure released (see
+    /// `JournalDirectoryFiles.storageError`); the board logs it.
+    public var onDescriptorsReleased: ((Int, StorageError) -> Void)? {
+        get { files.onDescriptorsReleased }
+        set { files.onDescriptorsReleased = newValue }
+    }
     public var segmentBytes: Int { base.segmentBytes }
 
     func storageError(_ errno: Int32, _ call: String, _ doing: String) -> StorageError {

@@ -8,15 +8,11 @@ import RideModel
 /// The board's segment directory as the journal's file system, with every system error
 /// classified into what the rider should do about it.
 extension SegmentDirectory: SegmentFileSystem {
+    /// As `JournalDirectoryFiles.storageError`: classified, and every descriptor held on the
+    /// card released so that the next attempt opens by path (a card remounted after fsck).
     public func storageError(_ error: any Error, _ doing: String) -> StorageError {
-        guard let e = error as? SystemError else { return StorageError(.other, "\(doing): \(error)") }
-        if e.isNoSpace { return StorageError(.noSpace, "\(doing): \(e) — the card is full: delete old rides") }
-        if e.isNotFound { return StorageError(.notFound, "\(doing): \(e)") }
-        if e.isPermissionDenied || e.errno == EROFS {
-            return StorageError(.permissionDenied, "\(doing): \(e) — make the data directory writable")
-        }
-        if e.errno == EIO { return StorageError(.io, "\(doing): \(e) — the card may be failing: copy your rides off it") }
-        return StorageError(.other, "\(doing): \(e)")
+        releaseDescriptors()
+        return JournalDirectoryFiles.classify(error, doing)
     }
 }
 

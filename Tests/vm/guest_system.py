@@ -436,27 +436,77 @@ def card_errors_until_read_only() -> None:
     record.setdefault("readonly_after_s", []).append(round(time.monotonic() - t0, 1))
 
 
-def card_reinserted() -> None:
-    """The card healthy again: the rider takes it out and puts it back (the mapping linear again,
-    the old mount detached, fsck, mounted afresh at the same place) while the app runs on."""
-    n = vdb_sectors()
-    data_device(f"0 {n} linear /dev/vdb 0")
-    run("umount", "-l", str(DATA))
-    subprocess.run(["e2fsck", "-fy", "/dev/mapper/card"], capture_output=True)
-    run("mount", "-o", "errors=remount-ro", "/dev/mapper/card", str(DATA))
-    # What the app's own mount namespace sees there now (ProtectSystem=strict, ReadWritePaths).
-    # Diagnostics only (a read-only card's heal does not reach the running unit, issue 17).
-    pid = run("systemctl", "show", "-p", "MainPID", "--value", "bikecomputer", check=False).strip()
+def app_pid() -> str:
+    return run("systemctl", "show", "-p", "MainPID", "--value", "bikecomputer", check=False).strip()
+
+
+def app_files_on_card(pid: str) -> list[str]:
+    """The app's open descriptors under the data directory (`ls -l /proc/PID/fd`)."""
+    out = []
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith(str(DATA)):
+                out.append(f"{fd} -> {target}")
+    except OSError as e:
+        out.append(f"error: {e}")
+    return sorted(out)
+
+
+def namespace_view(pid: str) -> str:
+    """What the app's own mount namespace (ProtectSystem=strict, ReadWritePaths) has at the data
+    directory (its mountinfo lines there) and whether a root write there works."""
     seen = f"MainPID={pid}\n"
     for cmd in (["nsenter", "-t", pid, "-m", "cat", "/proc/self/mountinfo"],
                 ["nsenter", "-t", pid, "-m", "touch", f"{DATA}/.ns-probe"]):
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
             seen += f"$ {' '.join(cmd)}: exit {r.returncode}\n" + "".join(
-                l + "\n" for l in (r.stdout + r.stderr).splitlines() if "/var/lib" in l or "exit" in l or "touch" in l)
+                l + "\n" for l in (r.stdout + r.stderr).splitlines() if "/var/lib" in l or "touch" in l)
         except (OSError, subprocess.SubprocessError) as e:
             seen += f"$ {' '.join(cmd)}: {e}\n"
+    return seen
+
+
+def card_reinserted() -> dict:
+    """The card healthy again, healed the way a maintainer (or a reboot) does it while the app
+    runs on: the mapping linear again, the old mount unmounted (a plain umount, which fails with
+    EBUSY while any process still holds a file on the card; `umount -l` only if it never
+    succeeds), fsck, mounted afresh at the same place. The app must have closed everything it
+    held on the card (else the old, aborted superblock lives on and the new mount gets it back
+    read-only), and its mount namespace must follow the host's mounts."""
+    # Whether ext4 gave up (always for `readonly`; for dm-flakey's intermittent errors almost
+    # always: a failed journal commit aborts it). A file system that did not is still usable,
+    # and the app may then rightly hold its segment open.
+    heal: dict = {"read_only_before": mounted_read_only()}
+    n = vdb_sectors()
+    data_device(f"0 {n} linear /dev/vdb 0")
+    pid = app_pid()
+    heal["app_files_on_card"] = app_files_on_card(pid)
+    heal["namespace_before"] = namespace_view(pid)
+    heal["umount"] = "lazy"
+    for attempt in range(1, 11):
+        r = subprocess.run(["umount", str(DATA)], capture_output=True, text=True)
+        if r.returncode == 0:
+            heal["umount"] = f"plain (attempt {attempt})"
+            break
+        heal.setdefault("umount_errors", []).append(r.stderr.strip())
+        heal.setdefault("app_files_on_card_busy", []).append(app_files_on_card(pid))
+        time.sleep(0.5)
+    else:
+        run("umount", "-l", str(DATA))
+    fsck = subprocess.run(["e2fsck", "-fy", "/dev/mapper/card"], capture_output=True, text=True)
+    heal["fsck_exit"] = fsck.returncode
+    heal["fsck"] = (fsck.stdout + fsck.stderr)[-800:]
+    run("mount", "-o", "errors=remount-ro", "/dev/mapper/card", str(DATA))
+    heal["host_writable"] = not mounted_read_only()
+    seen = namespace_view(pid)
+    heal["namespace_after"] = seen
     record.setdefault("namespace_after_heal", []).append(seen)
+    return heal
 
 
 def ride_alive(seconds: float) -> dict:
@@ -543,8 +593,13 @@ def fault_case(name: str, inject, heal, setup=None) -> None:
         r["end"] = end_ride()
         time.sleep(2)
         r["files_before_heal"] = fit_files()
-        r["log_during"] = log_since(cursor)[-4000:]
-        heal()
+        log = log_since(cursor)
+        r["log_during"] = log[-4000:]
+        r["alerts_during"] = [l for l in log.splitlines() if "alert: " in l]
+        r["journal_closes"] = [l for l in log.splitlines() if "closed the" in l and "held on the card" in l]
+        healed = heal()
+        if isinstance(healed, dict):
+            r["heal"] = healed
         try:
             wait_for(lambda: fit_files(), 20, "the ride file after the card healed")
         except TimeoutError:
