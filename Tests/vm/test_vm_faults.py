@@ -185,6 +185,11 @@ def test_latency_on_a_stalling_card_is_measured(latency):
     assert latency["plain"]["missed"] == 0, latency["plain"]
 
 
+# The most any of the journal's own loop costs may take on the 200 ms/write card (a quarter of
+# one stalled write; docs/performance.md "Latency under a stalling card").
+JOURNAL_LOOP_COST_MAX_US = 50_000
+
+
 def test_no_button_waits_for_a_sync(latency):
     plain, delay = latency["plain"], latency["delay"]
     assert delay["missed"] == 0
@@ -192,24 +197,25 @@ def test_no_button_waits_for_a_sync(latency):
     sync = delay["journal_sync"] or {}
     assert sync.get("mode") == "ok (io_uring)", sync
     assert sync.get("sync_wait_max_ms", 0) >= 150, sync
-    # What the journal itself costs a loop turn on the stalling card (a write into the page
-    # cache, a sync's submission, a segment's open and fallocate): each well under one stalled
-    # write. Before the syncs left the loop each commit held it for a whole fdatasync.
-    for cost in ["slowest_write_us", "slowest_submit_us"]:
-        assert sync.get(cost, 10**9) < 200_000, (cost, sync)
-    # A new segment's open + posix_fallocate still waits for the card's metadata write: 285 ms
-    # once on the 200 ms/write card in a CI run (1-43 ms in others). Once per segment, not per
-    # commit; left open in issue 17 (docs/performance.md). Bounded here, and allowed for below.
-    create_us = sync.get("slowest_create_us", 10**9)
-    assert create_us < 1_000_000, ("slowest_create_us", sync)
+    assert sync.get("removal_failures", 0) == 0, sync
+    # What the journal itself costs a loop turn on the stalling card: a write into the page
+    # cache, a sync's submission, a segment's creation (submitting its openat, then its linked
+    # fallocate/fsync/fsync chain: the open and preallocation run in the kernel's io_uring
+    # worker), a compaction's unlink. Each well under one stalled write (200 ms): below 50 ms,
+    # a quarter of it, leaving room for a TCG guest on a loaded host (a submission measures
+    # tens of microseconds there). Before the creation left the loop, its open + posix_fallocate
+    # took up to 285 ms on this card.
+    for cost in ["slowest_write_us", "slowest_submit_us", "slowest_create_us", "slowest_remove_us"]:
+        assert cost in sync, (cost, sync)
+        assert sync[cost] < JOURNAL_LOOP_COST_MAX_US, (cost, sync)
     # A 200 ms stall per write must not reach the buttons: the delayed card's p99 within 100 ms of
     # the plain card's, and no loop turn as long as one stalled write. Under TCG on a loaded host
     # the plain card's own loop (which never touches the card) has shown turns of 0.45-0.82 s; the
     # bounds then stand on what the same guest showed without the stall (the journal's own costs
     # above, and the io_uring mode, still hold absolutely).
     plain_turn_ms = plain["loop_turn_max_us"] / 1000
-    assert delay["page_p99_ms"] <= max(plain["page_p99_ms"], plain_turn_ms) + 100 + create_us / 1000, latency
+    assert delay["page_p99_ms"] <= max(plain["page_p99_ms"], plain_turn_ms) + 100, latency
     loaded = "" if plain["loop_turn_max_us"] < 200_000 else (
         f" (the host was loaded: the plain card's own longest turn was "
         f"{plain['loop_turn_max_us'] // 1000} ms; see handlers_max_us)")
-    assert delay["loop_turn_max_us"] < max(200_000, plain["loop_turn_max_us"] + 100_000, create_us + 100_000), f"{latency}{loaded}"
+    assert delay["loop_turn_max_us"] < max(200_000, plain["loop_turn_max_us"] + 100_000), f"{latency}{loaded}"
