@@ -64,6 +64,7 @@ public final class JournalSyncComponent: BoardComponent {
             // What the journal still costs a loop turn: a write, a submission, a segment's creation
             // (submitting its openat and its fallocate/fsync chain), a compaction's removal.
             w.int("slowest_write_us", s.directory.slowestWriteNs / 1000)
+            w.int("slowest_write_offset", Int64(s.slowestWriteOffset))
             w.int("slowest_submit_us", s.slowestSubmitNs / 1000)
             w.int("slowest_create_us", s.slowestCreateNs / 1000)
             w.int("slowest_remove_us", s.slowestRemoveNs / 1000)

@@ -115,6 +115,10 @@ public final class BoardSegmentStorage: DeferredSyncStorage {
     public private(set) var slowestSubmitNs: Int64 = 0
     public private(set) var slowestCreateNs: Int64 = 0
     public private(set) var slowestRemoveNs: Int64 = 0
+    /// The slowest write of a segment and its offset (0: a new segment's header), to tell which
+    /// write waited.
+    public private(set) var slowestWriteNs: Int64 = 0
+    public private(set) var slowestWriteOffset = 0
 
     /// Opens a ring unless `blockingSyncs` (tests of the fallback, or the reason it was refused).
     /// `blockingFileOperations` keeps creation and removal blocking with syncs deferred (tests;
@@ -345,7 +349,17 @@ public final class BoardSegmentStorage: DeferredSyncStorage {
 
     public func list() throws(StorageError) -> [UInt32] { try base.list() }
     public func create(_ id: UInt32) throws(StorageError) { try base.create(id) }
-    public func write(_ id: UInt32, at offset: Int, _ bytes: UnsafeRawBufferPointer) throws(StorageError) { try base.write(id, at: offset, bytes) }
+    public func write(_ id: UInt32, at offset: Int, _ bytes: UnsafeRawBufferPointer) throws(StorageError) {
+        let start = MonotonicClock.nowNs
+        defer {
+            let ns = Int64(MonotonicClock.nowNs &- start)
+            if ns > slowestWriteNs {
+                slowestWriteNs = ns
+                slowestWriteOffset = offset
+            }
+        }
+        try base.write(id, at: offset, bytes)
+    }
     public func sync(_ id: UInt32) throws(StorageError) { try base.sync(id) }
     public func read(_ id: UInt32) throws(StorageError) -> [UInt8] { try base.read(id) }
     public func truncate(_ id: UInt32, at offset: Int) throws(StorageError) { try base.truncate(id, at: offset) }
