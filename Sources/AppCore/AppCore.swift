@@ -140,6 +140,14 @@ public struct AppCore: Sendable {
     /// Journaled training settings that could not be read back (ignored, counted).
     public internal(set) var unreadableSettings: UInt64 = 0
     var wallAnchor: WallClockAnchor?
+    /// The wall clock's latest reading in this start of the app (ride instants), trusted or not.
+    var observedWall: WallClockAnchor?
+    /// Set by a recovery: `wallAnchor` is the recovered ride's, on that ride's own time line,
+    /// which cannot know how long the device was down (gap 0 without a trusted clock). It dates
+    /// that ride; a new ride takes the clock's own reading instead (untrusted until the clock is:
+    /// the ride is then dated by the offset, docs/journal.md "The clock") unless a trusted
+    /// reading has come since.
+    var anchorFromRecovery = false
     var randomState: UInt64
     /// Ride instants = device instants + this (non-zero after recovery from a crash).
     public internal(set) var instantOffsetMs: Int64 = 0
@@ -423,6 +431,10 @@ public struct AppCore: Sendable {
         guard transition(.start, at: start) == nil else { return }
         countdownStart = nil
         let id = RideID(random: nextRandom(), nextRandom())
+        if anchorFromRecovery, let observed = observedWall {
+            wallAnchor = observed
+            anchorFromRecovery = false
+        }
         let anchor = (wallAnchor ?? WallClockAnchor(monotonic: .zero, wall: WallClockTime(unixMs: 0, trusted: false)))
         let startAnchor = WallClockAnchor(monotonic: start, wall: anchor.wallTime(at: start))
         let settings = rideSettingsForNextRide
@@ -635,6 +647,8 @@ public struct AppCore: Sendable {
     /// ride is journaled (the ride is dated by it); the clock's first becoming trusted is
     /// announced (`clockTrusted`) so rides already saved on the untrusted clock are dated.
     mutating func handleWallClock(_ w: WallClockTime, at now: MonotonicInstant) {
+        observedWall = WallClockAnchor(monotonic: now, wall: w)
+        if w.trusted { anchorFromRecovery = false }
         let wasTrusted = wallAnchor?.wall.trusted ?? false
         let updated = wallAnchor.map { $0.updated(observed: w, at: now) } ?? WallClockAnchor(monotonic: now, wall: w)
         let changed = updated != wallAnchor

@@ -126,6 +126,7 @@ extension AppCore {
         let gap = max(0, gapMs)
         let rideNow = last.advanced(byMs: gap)
         instantOffsetMs = rideNow.milliseconds - deviceNow.milliseconds
+        anchorFromRecovery = wallAnchor != nil
         recovered = true
         screen.recovered = true
         switch lifecycle.state {

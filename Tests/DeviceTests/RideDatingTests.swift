@@ -52,11 +52,12 @@ struct RideDatingTests {
 
     /// A start of the app at device instant `at` (CLOCK_MONOTONIC: it carries on across a restart
     /// of the app, and starts again at a reboot) with the wall clock reading `wall`.
-    static func start(_ files: Files, boot: String = boot, wall: WallClockTime, at t: Int64) -> Device {
+    static func start(_ files: Files, boot: String = boot, wall: WallClockTime, at t: Int64,
+                      flash: SimulatedFlash = SimulatedFlash(), seed: UInt64 = 11) -> Device {
         let log = MemoryLog()
         let archive = DatingRideArchive(library: RideLibrary(dataDirectory: data, ops: files), ops: files, dataDirectory: data,
                                         bootID: boot, wall: wall, at: ms(t), log: log)
-        let opened = FlashJournal.open(storage: SimulatedFlash(), randomSeed: 11, deviceNow: ms(t), wallNow: wall)
+        let opened = FlashJournal.open(storage: flash, randomSeed: seed, deviceNow: ms(t), wallNow: wall)
         let runtime = DeviceRuntime.boot((opened.journal, opened.core, opened.report), archive: archive, log: log, wall: wall, at: ms(t))
         return Device(runtime: runtime, archive: archive, log: log)
     }
@@ -218,6 +219,46 @@ struct RideDatingTests {
         #expect(Self.logged(after.log, "cannot be dated: the board restarted before its clock was set"))
         after.runtime.wallClock(Self.trueTime(700_000), at: ms(10_000))
         try Self.expectDated(after, true: false, version: 1)
+    }
+
+    /// A power cut mid-ride on a trusted clock; the board is off for an hour and boots again on
+    /// its stale saved clock (unsynchronised), its monotonic clock from 0. The recovered ride goes
+    /// on on its own trusted time line (gap 0: the time off is unknown) and ends. The next ride in
+    /// that boot is recorded on the unset clock: named by the board's clock and kept for dating,
+    /// then dated by the true time once the clock is set. (Found by Tests/vm/test_vm_clock.py: it
+    /// took the recovered ride's time line as trusted, off by the hour the board was off, and was
+    /// never corrected.)
+    @Test func theNextRideAfterARecoveryWaitsForTheClockToBeSet() throws {
+        let files = Files()
+        let flash = SimulatedFlash()
+        let first = Self.start(files, wall: Self.trueTime(0), at: 0, flash: flash)
+        _ = first.runtime.control("start", at: ms(60_000), status: { "{}" })
+        for t in stride(from: Int64(60_000), through: 120_000, by: 1000) {
+            first.runtime.handle(.tick(ms(t)))
+            if t >= 63_000 { first.runtime.handle(.sensor(.sample(Sample(.power, 200, at: ms(t))))) }
+        }
+        // The plug pulled at 120 s; back an hour later, at device instant 5 s of the new boot.
+        let offMs: Int64 = 3_600_000
+        let boardAt = { (t: Int64) in Self.stale(120_000 + offMs + t) } // the new boot's clock at its instant t
+        let second = Self.start(files, boot: "0b5e2a7e-0000-4000-8000-000000000004", wall: boardAt(5_000), at: 5_000,
+                                flash: flash, seed: 12)
+        #expect(second.runtime.core.state == .running, "the ride recovered and going on")
+        second.runtime.wallClock(boardAt(8_000), at: ms(8_000))
+        _ = second.runtime.control("end", at: ms(10_000), status: { "{}" })
+        let recovered = try #require(try second.library.list().first).rideID
+        #expect(files.pending.isEmpty, "the recovered ride holds its trusted anchor")
+        _ = second.runtime.control("dismiss", at: ms(15_000), status: { "{}" })
+        Self.ride(second, from: 20_000, to: 80_000) { t in second.runtime.wallClock(boardAt(t), at: ms(t)) }
+        let next = try #require(try second.library.list().first { $0.rideID != recovered })
+        #expect(next.startText == RideLibrary.startText(unixMs: boardAt(Self.rideStart - 40_000).unixMs), "named by the board's clock")
+        #expect(files.pending == ["/data/undated/\(next.rideID).rec"], "kept for dating")
+        second.runtime.wallClock(Self.trueTime(120_000 + offMs + 100_000), at: ms(100_000))
+        let dated = try #require(try second.library.list().first { $0.rideID == next.rideID })
+        #expect(dated.version == 2)
+        #expect(dated.startText == RideLibrary.startText(unixMs: Self.trueAtZeroMs + 120_000 + offMs + Self.rideStart - 40_000),
+                "dated by the true time, the hour off included")
+        #expect(files.pending.isEmpty)
+        #expect(try second.library.list().first { $0.rideID == recovered }?.version == 1, "the recovered ride is not re-dated")
     }
 
     /// The clock is set, the offset is written, and the power goes before the ride's files are

@@ -7,7 +7,9 @@ reads the kernel's SSD1306 and the app's status, and writes what it saw to /out.
 
 Scenarios: ride (end to end with unit crashes), logwrites (a ride on dm-log-writes with marks),
 clock-cut-1 / clock-cut-2 (a ride, the plug pulled by the host, the board booted on a stale
-clock, the ride recovered), clock (stale and stepped clocks mid-ride), faults (storage faults),
+clock, the ride recovered), clock (stale and stepped clocks mid-ride, a ride dated after it
+ended, a ride waiting for its date when the plug is pulled) and clock-2 (the boot after that
+cut), faults (storage faults),
 latency (buttons on a card stalled by dm-delay).
 """
 from __future__ import annotations
@@ -693,7 +695,9 @@ def true_ms() -> int:
 def scenario_clock(a) -> None:
     """A board without an RTC: the ride starts on a stale, unsynchronised clock (400 days
     behind); mid-ride the clock is synchronised (stepped forward), then stepped back 2 minutes
-    by a correction; the ride ends. The host checks how the FIT file is dated."""
+    by a correction; the ride ends. The host checks how the FIT file is dated. Then the rides
+    after it: one dated after it ended (after_the_ride_dated), one waiting for its date when the
+    plug is pulled (undated_ride_then_the_plug; scenario clock-2 is the next boot)."""
     record["boot_clock_unsynced"] = clock_unsynced()
     configure(companion=False)
     run("systemctl", "stop", "systemd-timesyncd", check=False)
@@ -715,6 +719,122 @@ def scenario_clock(a) -> None:
     fits = wait_for(lambda: fit_files(), 30, "the ride file")
     run("cp", fits[-1], str(OUT / "clock.fit"))
     record["journal_app"] = run("journalctl", "-u", "bikecomputer", "--no-pager", "-o", "cat", check=False)[-3000:]
+    trusted_ride = rides_list()
+    after_the_ride_dated()
+    # The ride that was trusted mid-ride has no kept records: the later dating leaves it alone.
+    record["trusted_ride_before"] = trusted_ride
+    record["trusted_ride_after"] = [e for e in rides_list() if e["id"] in {t["id"] for t in trusted_ride}]
+    undated_ride_then_the_plug()
+
+
+STALE_BY_MS = 400 * 86_400_000
+
+
+def rides_list() -> list[dict]:
+    """`bikecomputer rides list --json` as a rider runs it (id, version, start_utc, files)."""
+    return json.loads(run("bikecomputer", "rides", "list", "--json", "--data-dir", str(DATA)))
+
+
+def undated() -> list[str]:
+    """What waits for a date in <data dir>/undated/ (docs/journal.md, "The clock")."""
+    d = DATA / "undated"
+    return sorted(os.listdir(d)) if d.is_dir() else []
+
+
+def app_restarted(what: str) -> None:
+    """`systemctl restart bikecomputer`, then the control socket and the bridge's sensors back."""
+    run("systemctl", "restart", "bikecomputer.service")
+    wait_for(status, 60, f"the control socket answers ({what})")
+    wait_for(lambda: sensor_state(status(), "HR") == "connected", 30, f"the bridge reconnected ({what})")
+
+
+def ride_on_a_stale_clock(name: str) -> dict:
+    """The clock stepped 400 days back (unsynchronised: what a Pi boots with), the app restarted
+    so that this start of it reads that clock; a ride started and ended on it. Returns the new
+    ride's list entry, its true start and end (the host's time, guest_system.true_ms) and what
+    was seen; the ride's files are copied to /out/NAME-stale.*."""
+    before = {e["id"] for e in rides_list()}
+    set_clock(true_ms() - STALE_BY_MS)
+    r: dict = {"unsynced": clock_unsynced()}
+    app_restarted("a start on the stale clock")
+    ride_running()
+    r["start_true_ms"] = true_ms() - status()["timer_ms"]
+    time.sleep(5)
+    r["end"] = end_ride()
+    r["end_true_ms"] = true_ms()
+    new = wait_for(lambda: [e for e in rides_list() if e["id"] not in before], 30, "the new ride in the ride list")
+    r["entry"] = new[0]
+    rid = r["entry"]["id"]
+    # Its records kept for dating once the ride file is durable (.rec).
+    r["undated"] = wait_for(lambda: [n for n in undated() if n.startswith(rid)], 30, "the ride's kept records in undated/")
+    r["entry"] = [e for e in rides_list() if e["id"] == rid][0]
+    r["wall_ms_at_end"] = int(time.time() * 1000)
+    for ext, f in r["entry"]["files"].items():
+        run("cp", str(DATA / "rides" / f["name"]), str(OUT / f"{name}-stale.{ext}"))
+    return r
+
+
+def after_the_ride_dated() -> None:
+    """Issue 17 item 4, after the ride: a ride started and ended on a stale, unsynchronised
+    clock is saved at once under the stale date (its records kept in undated/); the app is
+    restarted (same boot: what it kept must survive); then the clock is synchronised: the ride
+    is stored again, named and listed by its true start, its files' times moved by the offset,
+    and nothing is left in undated/."""
+    cursor = "/tmp/cursor-after"
+    log_since(cursor)
+    r = ride_on_a_stale_clock("after")
+    record["after"] = r
+    run("bikecomputer", "usb-image", "--data-dir", str(DATA), "--out", str(OUT / "usb-stale.img"))
+    app_restarted("after the ride, before the clock is set")
+    r["undated_after_restart"] = undated()
+    save()
+    rid = r["entry"]["id"]
+    synchronise(true_ms())
+    t = time.monotonic()
+    dated = wait_for(lambda: [e for e in rides_list() if e["id"] == rid and e["start_utc"] != r["entry"]["start_utc"]], 30,
+                     "the ride listed again under its true start")
+    r["dated_after_s"] = round(time.monotonic() - t, 2)
+    wait_for(lambda: not undated(), 10, "undated/ emptied")
+    r["dated_entry"] = dated[0]
+    r["dated_list"] = rides_list()
+    r["undated_after"] = undated()
+    r["rides_files"] = sorted(os.listdir(DATA / "rides"))
+    for ext, f in r["dated_entry"]["files"].items():
+        run("cp", str(DATA / "rides" / f["name"]), str(OUT / f"after-dated.{ext}"))
+    run("bikecomputer", "usb-image", "--data-dir", str(DATA), "--out", str(OUT / "usb-dated.img"))
+    r["log"] = log_since(cursor)[-4000:]
+    save()
+
+
+def undated_ride_then_the_plug() -> None:
+    """Issue 17 item 4 across a reboot: a ride on a stale clock ends, its records kept for
+    dating, and the plug is pulled before the clock was set (the host kills QEMU as soon as
+    /out/pull-the-plug appears); scenario clock-2 boots the board again."""
+    r = ride_on_a_stale_clock("reboot")
+    record["reboot"] = r
+    save()
+    os.sync()
+    note("pulling the plug with a ride waiting for its date", undated=undated())
+    (OUT / "pull-the-plug").write_text("")
+    time.sleep(60)
+
+
+def scenario_clock_2(a) -> None:
+    """The board booted again on a stale clock after the plug was pulled with a ride waiting for
+    its date: docs/journal.md's rule, the offset cannot be known (how long the board was off is
+    unknown), so the ride keeps the date the board guessed, the start logs why, its kept records
+    are removed; synchronising the clock afterwards changes nothing."""
+    record["boot_clock_unsynced"] = clock_unsynced()
+    wait_for(status, 60, "the app after the power cut")
+    r: dict = {"undated": undated(), "list": rides_list()}
+    record["after_reboot"] = r
+    r["log"] = run("journalctl", "-u", "bikecomputer", "-b", "--no-pager", "-o", "cat", check=False)[-4000:]
+    synchronise(true_ms())
+    time.sleep(4)  # the app looks at the kernel's sync state every second
+    r["synced_unsynced"] = clock_unsynced()
+    r["list_after_sync"] = rides_list()
+    r["undated_after_sync"] = undated()
+    r["log_after_sync"] = run("journalctl", "-u", "bikecomputer", "-b", "--no-pager", "-o", "cat", check=False)[-4000:]
 
 
 def scenario_clock_cut_1(a) -> None:
@@ -752,19 +872,38 @@ def scenario_clock_cut_2(a) -> None:
     record["end"] = end_ride()
     fits = wait_for(lambda: fit_files(), 30, "the ride file")
     run("cp", fits[-1], str(OUT / "clock-cut.fit"))
+    # The next ride in this boot, the clock still unsynchronised: it must be dated by the
+    # board's clock and kept for dating (undated/), not by the recovered ride's time line (which
+    # cannot know how long the board was off) as if that were trusted.
+    before = {e["id"] for e in rides_list()}
+    ride_running()
+    nxt: dict = {"start_true_ms": true_ms() - status()["timer_ms"], "start_board_ms": int(time.time() * 1000) - status()["timer_ms"],
+                 "unsynced": clock_unsynced()}
+    record["next_ride"] = nxt
+    time.sleep(4)
+    nxt["end"] = end_ride()
+    nxt["entry"] = wait_for(lambda: [e for e in rides_list() if e["id"] not in before], 30, "the next ride in the ride list")[0]
+    time.sleep(2)
+    nxt["undated"] = undated()
+    # Then the clock is synchronised: the ride is dated by the true time.
+    synchronise(true_ms())
+    rid = nxt["entry"]["id"]
+    nxt["dated_entry"] = wait_for(lambda: [e for e in rides_list() if e["id"] == rid and e["version"] > nxt["entry"]["version"]],
+                                  30, "the next ride dated once the clock is set")[0]
+    nxt["undated_after_sync"] = undated()
     record["journal_app"] = run("journalctl", "-u", "bikecomputer", "--no-pager", "-o", "cat", check=False)[-3000:]
 
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("scenario", choices=["ride", "logwrites", "faults", "latency", "clock", "clock-cut-1", "clock-cut-2"])
+    p.add_argument("scenario", choices=["ride", "logwrites", "faults", "latency", "clock", "clock-2", "clock-cut-1", "clock-cut-2"])
     p.add_argument("--mark-interval", type=float, default=0.25)
     p.add_argument("--cases", default="full,readonly,flakey,dropped,unusable")
     p.add_argument("--delay-ms", type=int, default=200)
     p.add_argument("--presses", type=int, default=40)
     a = p.parse_args()
     fn = {"ride": scenario_ride, "logwrites": scenario_logwrites, "faults": scenario_faults, "latency": scenario_latency, "clock": scenario_clock,
-          "clock-cut-1": scenario_clock_cut_1, "clock-cut-2": scenario_clock_cut_2}[a.scenario]
+          "clock-2": scenario_clock_2, "clock-cut-1": scenario_clock_cut_1, "clock-cut-2": scenario_clock_cut_2}[a.scenario]
     try:
         fn(a)
     except Exception as e:
