@@ -158,6 +158,17 @@ public final class SegmentDirectory {
         open.append((name, fd))
     }
 
+    /// Takes `fd`, a descriptor of `name` opened elsewhere (a `SyncRing` openat), as the one the
+    /// directory uses and closes for `name`.
+    public func adopt(_ name: String, _ fd: FileDescriptor) {
+        forget(name)
+        if open.count >= Self.openFilesMax { open.removeFirst().fd.close() }
+        open.append((name, fd))
+    }
+
+    /// Closes the descriptor kept for `name`, if any (before it is unlinked elsewhere).
+    public func release(_ name: String) { forget(name) }
+
     /// The open descriptor of `name` (opened if needed; the directory owns and closes it).
     public func descriptorFor(_ name: String) throws(SystemError) -> FileDescriptor { try descriptor(name) }
 

@@ -1,10 +1,15 @@
 import CBoardShims
 import Glibc
 
-/// fsync/fdatasync that do not block the caller: submitted to an io_uring (IORING_OP_FSYNC,
-/// IORING_FSYNC_DATASYNC for fdatasync), run by the kernel's own worker, and completed later:
-/// the ring's eventfd (`completionDescriptor`) becomes readable, and `reap()` hands back each
-/// completion with the token it was submitted with. Single-threaded, like the run loop.
+/// File operations that do not block the caller: submitted to an io_uring (IORING_OP_FSYNC,
+/// IORING_FSYNC_DATASYNC for fdatasync; OPENAT, FALLOCATE and UNLINKAT for the journal's segment
+/// creation and compaction), run by the kernel's own worker, and completed later: the ring's
+/// eventfd (`completionDescriptor`) becomes readable, and `reap()` hands back each completion
+/// with the token it was submitted with. Single-threaded, like the run loop.
+///
+/// A name passed to `openFile`/`unlink` is copied at submission; a chain
+/// (`allocateAndSync`) is linked (IOSQE_IO_LINK): its steps run in order, and a failed step
+/// cancels the rest (their completions carry ECANCELED).
 ///
 /// Where io_uring is unavailable (an old kernel: ENOSYS; a seccomp filter or
 /// `kernel.io_uring_disabled`: EPERM) `open` throws, and the caller falls back to plain,
@@ -12,7 +17,14 @@ import Glibc
 public final class SyncRing {
     let ring: OpaquePointer
     /// Submissions the ring holds at most (the journal keeps one or two in flight).
-    public static let entriesMax: UInt32 = 8
+    /// Submissions the ring holds at most: the journal keeps one operation in flight (a sync, or
+    /// a segment's creation: three linked steps), compaction's unlinks use what is left.
+    public static let entriesMax: UInt32 = 16
+    /// Whether the kernel runs OPENAT, FALLOCATE and UNLINKAT (5.11 and later; Debian 12's 6.1
+    /// does): without them a segment's creation and removal block, as before.
+    public let runsFileOperations: Bool
+    /// Flags a segment is created with through `openFile` (O_EXCL: it must not exist).
+    public static let createFlags = O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC
 
     public private(set) var submitted: UInt64 = 0
     public private(set) var completed: UInt64 = 0
@@ -20,8 +32,17 @@ public final class SyncRing {
 
     public struct Completion: Sendable, Hashable {
         public var token: UInt64
-        /// nil when the sync succeeded, else the errno it failed with (EIO: the data may be lost).
+        /// nil when the operation succeeded, else the errno it failed with (EIO: the data may be
+        /// lost; ECANCELED: an earlier step of its chain failed).
         public var errno: Int32?
+        /// The kernel's result when it succeeded (OPENAT: the new descriptor; otherwise 0).
+        public var result: Int32 = 0
+
+        public init(token: UInt64, errno: Int32?, result: Int32 = 0) {
+            self.token = token
+            self.errno = errno
+            self.result = result
+        }
     }
 
     public init() throws(SystemError) {
@@ -30,6 +51,7 @@ public final class SyncRing {
             throw SystemError(errno: error, call: "io_uring_setup", context: "the journal's syncs will block the loop")
         }
         ring = r
+        runsFileOperations = cbs_uring_supports_file_ops(r) == 1
     }
 
     deinit { cbs_uring_close(ring) }
@@ -48,6 +70,42 @@ public final class SyncRing {
         submitted &+= 1
     }
 
+    /// Starts openat(`directory`, `name`, `createFlags`, 0644): a new, empty file. Its completion's
+    /// `result` is the descriptor (the caller owns it); EEXIST if the name is taken.
+    public func openFile(in directory: FileDescriptor, _ name: String, token: UInt64) throws(SystemError) {
+        let r = name.withCString { cbs_uring_prep_openat(ring, directory.rawValue, $0, Self.createFlags, 0o644, token) }
+        if r != 0 { throw SystemError.current("io_uring_enter", "openat \(name)") }
+        try submit("openat \(name)")
+    }
+
+    /// Starts, linked in this order: fallocate(`fd`, 0, 0, `bytes`) (the file's blocks, zeros),
+    /// fsync(`fd`) (its size and blocks durable) and fsync(`directory`) (its entry durable).
+    /// Three completions, with `tokens` in that order.
+    public func allocateAndSync(_ fd: FileDescriptor, bytes: Int, directory: FileDescriptor,
+                                tokens: (allocate: UInt64, file: UInt64, directory: UInt64)) throws(SystemError) {
+        guard cbs_uring_prep_fallocate(ring, fd.rawValue, 0, 0, UInt64(bytes), tokens.allocate, 1) == 0,
+              cbs_uring_prep_fsync(ring, fd.rawValue, 0, tokens.file, 1) == 0,
+              cbs_uring_prep_fsync(ring, directory.rawValue, 0, tokens.directory, 0) == 0 else {
+            let e = SystemError.current("io_uring_enter", "fallocate and fsync")
+            cbs_uring_discard(ring)
+            throw e
+        }
+        try submit("fallocate and fsync")
+    }
+
+    /// Starts unlinkat(`directory`, `name`, 0).
+    public func unlink(in directory: FileDescriptor, _ name: String, token: UInt64) throws(SystemError) {
+        let r = name.withCString { cbs_uring_prep_unlinkat(ring, directory.rawValue, $0, 0, token, 0) }
+        if r != 0 { throw SystemError.current("io_uring_enter", "unlinkat \(name)") }
+        try submit("unlinkat \(name)")
+    }
+
+    func submit(_ what: String) throws(SystemError) {
+        let queued = cbs_uring_submit(ring)
+        if queued < 0 { throw SystemError.current("io_uring_enter", what) }
+        submitted &+= UInt64(queued)
+    }
+
     /// The next completion, or nil when none waits. Clears the eventfd's readiness first, so a
     /// completion posted while reaping makes it readable again.
     public func reap() -> Completion? {
@@ -57,7 +115,7 @@ public final class SyncRing {
         guard cbs_uring_reap(ring, &token, &result) == 1 else { return nil }
         completed &+= 1
         if result < 0 { failed &+= 1 }
-        return Completion(token: token, errno: result < 0 ? -result : nil)
+        return Completion(token: token, errno: result < 0 ? -result : nil, result: max(result, 0))
     }
 
     /// Blocks until a completion is there, then takes it (shutdown only, never on a loop turn);

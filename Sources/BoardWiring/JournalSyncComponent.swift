@@ -22,7 +22,9 @@ public final class JournalSyncComponent: BoardComponent {
     public init(journal: FlashJournal) {
         self.journal = journal
         if let s = journal.storage as? BoardSegmentStorage {
-            state = s.ring != nil ? "ok (io_uring)" : "blocking (\(s.fallbackReason ?? "no ring"))"
+            state = s.ring == nil ? "blocking (\(s.fallbackReason ?? "no ring"))"
+                : s.fileOperationsBlock ? "ok (io_uring; segment creation and removal block: the kernel lacks io_uring openat/fallocate/unlinkat)"
+                : "ok (io_uring)"
         } else {
             state = "in-commit (\(journal.writer.defersSyncs ? "deferred" : "blocking") storage)"
         }
@@ -67,10 +69,16 @@ public final class JournalSyncComponent: BoardComponent {
         w.int("records_queued_during_sync", Int64(clamping: c.recordsQueuedDuringSync))
         w.int("wakeups", Int64(clamping: wakeups))
         if let s = journal.storage as? BoardSegmentStorage {
-            // What the journal still costs a loop turn: a write, a submission, a segment's creation.
+            // What the journal still costs a loop turn: a write, a submission, a segment's creation
+            // (submitting its openat and its fallocate/fsync chain), a compaction's removal.
             w.int("slowest_write_us", s.directory.slowestWriteNs / 1000)
+            w.int("slowest_write_offset", Int64(s.slowestWriteOffset))
             w.int("slowest_submit_us", s.slowestSubmitNs / 1000)
             w.int("slowest_create_us", s.slowestCreateNs / 1000)
+            w.int("slowest_remove_us", s.slowestRemoveNs / 1000)
+            w.int("removals_begun", Int64(clamping: s.removalsBegun))
+            w.int("removal_failures", Int64(clamping: s.removalFailures))
+            if let e = s.lastRemovalError { w.string("last_removal_error", e) }
             w.int("slowest_blocking_sync_us", s.directory.slowestSyncNs / 1000)
             // Descriptors held on the card now, and those closed after failures (issue 17).
             w.int("descriptors_held", Int64(s.directory.descriptorsHeld))

@@ -51,16 +51,30 @@ public final class JournalDirectoryFiles: SegmentFileSystem {
     }
 }
 
-/// The journal's segments on the board with syncs that never block the run loop: fdatasync
-/// (and a new segment's fsync and its directory's) go through a `SyncRing` (io_uring), their
-/// completions arrive on its eventfd, which BoardWiring watches in the loop's epoll set
-/// (`JournalSyncComponent`) and hands to `DeviceRuntime.syncProgress`. Everything else
-/// (writes, reads, compaction) is the directory's, as before.
+/// The journal's segments on the board with file operations that never wait for the card on the
+/// run loop: fdatasync, a new segment's creation (openat, fallocate, fsync of the file and of
+/// its directory) and compaction's unlinks (then one fsync of the directory) go through a
+/// `SyncRing` (io_uring); their completions arrive on its eventfd, which BoardWiring watches in
+/// the loop's epoll set (`JournalSyncComponent`) and hands to `DeviceRuntime.syncProgress`.
+/// Writes and reads are the directory's, as before (page-cache copies); recovery's repairs at
+/// start (truncate, set aside) block, before the loop runs.
+///
+/// A creation is two submissions: openat(O_CREAT|O_EXCL), and on its completion the linked
+/// chain fallocate → fsync(file) → fsync(directory); its one `SyncCompletion` comes when all
+/// are done, carrying the first failure (ENOSPC from fallocate: `.noSpace`). The files a crash
+/// can leave are those a blocking creation could: none, an empty or a preallocated file, each
+/// with no header, which the scan removes as empty (docs/journal.md).
+///
+/// A removal (compaction) closes the segment's descriptor and queues an unlinkat; once no
+/// unlink is queued or in flight the directory is fsynced. The journal does not wait for them:
+/// a removal lost in a crash leaves a segment of rides whose files are durable, compacted again
+/// later. Failures are counted (`removalFailures`, `lastRemovalError`) and shown in `ctl status`.
 ///
 /// Where io_uring is refused (no kernel support: ENOSYS; a seccomp filter or
 /// `kernel.io_uring_disabled`: EPERM) `defersSyncs` is false and the journal falls back to
-/// blocking fdatasync on the loop; `fallbackReason` says why (logged once and shown in
-/// `ctl status` as `journal_sync`).
+/// blocking fdatasync, creation and unlink on the loop; `fallbackReason` says why (logged once
+/// and shown in `ctl status` as `journal_sync`). A kernel with io_uring but without OPENAT,
+/// FALLOCATE or UNLINKAT (before 5.11) defers syncs only (`fileOperationsBlock`).
 public final class BoardSegmentStorage: DeferredSyncStorage {
     public let directory: SegmentDirectory
     let files: JournalDirectoryFiles
@@ -68,20 +82,65 @@ public final class BoardSegmentStorage: DeferredSyncStorage {
     public let ring: SyncRing?
     /// Why syncs block (nil: they go through io_uring).
     public let fallbackReason: String?
-    /// Creations waiting for both of their fsyncs (the file's, then the directory's).
-    var creations: [(token: UInt64, id: UInt32, left: Int, error: StorageError?)] = []
+
+    /// What a ring completion is for: the low bits of its token (the journal's token, or for a
+    /// removal the segment number, above them).
+    enum Step: UInt64 {
+        case dataSync = 0, open, allocate, fileSync, directorySync, unlink, removalDirectorySync
+    }
+    static let stepBits: UInt64 = 3
+    static func ringToken(_ token: UInt64, _ step: Step) -> UInt64 { token << stepBits | step.rawValue }
+
+    struct Creation {
+        var token: UInt64
+        var id: UInt32
+        /// Ring completions still to come.
+        var left: Int
+        var error: StorageError?
+        /// `error` is only a cancellation (a later completion may say why).
+        var errorIsCancellation = false
+    }
+    /// Creations begun and not yet complete.
+    var creations: [Creation] = []
     var done: [SyncCompletion] = []
+    /// A segment whose openat failed (EEXIST included): not ours, so the journal's `remove` of
+    /// the half-made segment must leave it.
+    var notCreated: UInt32?
+    /// Segments waiting for their unlink to be submitted, those submitted, and whether the
+    /// directory needs (or has in flight) its fsync after them.
+    var removals: [UInt32] = []
+    var unlinksInFlight = 0
+    var removalSyncWanted = false
+    var removalSyncInFlight = false
+    /// Removals queued at most; beyond it one blocks (compaction removes a ride's worth at a time).
+    public static let removalsQueuedMax = 256
+    /// Ring entries kept free of removals for the journal's own operations (a creation's three).
+    static let journalEntriesReserved = 4
+
     /// Background operations whose fsync failed (EIO on a failing card), counted for status.
     public private(set) var failedSyncs: UInt64 = 0
     /// Completions taken that matched nothing begun (ignored).
     public private(set) var strayCompletions: UInt64 = 0
-    /// The longest the loop spent submitting a sync, and creating a segment (open and
-    /// posix_fallocate, then submitting its fsyncs), ns: what the journal still costs a turn.
+    /// Segments removed in the background, removals (unlink or the directory's fsync) that
+    /// failed, and the last failure.
+    public private(set) var removalsBegun: UInt64 = 0
+    public private(set) var removalFailures: UInt64 = 0
+    public private(set) var lastRemovalError: String?
+    /// The longest the loop spent submitting a sync, beginning a segment's creation (submitting
+    /// its openat, later its chain), and removing a segment, ns: what the journal still costs a
+    /// turn (a blocking creation or removal, without io_uring's file operations, counts here).
     public private(set) var slowestSubmitNs: Int64 = 0
     public private(set) var slowestCreateNs: Int64 = 0
+    public private(set) var slowestRemoveNs: Int64 = 0
+    /// The slowest write of a segment and its offset (0: a new segment's header), to tell which
+    /// write waited.
+    public private(set) var slowestWriteNs: Int64 = 0
+    public private(set) var slowestWriteOffset = 0
 
     /// Opens a ring unless `blockingSyncs` (tests of the fallback, or the reason it was refused).
-    public init(_ directory: SegmentDirectory, blockingSyncs: String? = nil) {
+    /// `blockingFileOperations` keeps creation and removal blocking with syncs deferred (tests;
+    /// a kernel without OPENAT/FALLOCATE/UNLINKAT in io_uring does so by itself).
+    public init(_ directory: SegmentDirectory, blockingSyncs: String? = nil, blockingFileOperations: Bool = false) {
         self.directory = directory
         files = JournalDirectoryFiles(directory)
         base = FileSystemSegmentStorage(files)
@@ -97,8 +156,10 @@ public final class BoardSegmentStorage: DeferredSyncStorage {
                 fallbackReason = "io_uring unavailable (\(error)): fdatasync blocks the run loop"
             }
         }
+        fileOperationsBlock = blockingFileOperations || !(ring?.runsFileOperations ?? false)
         creations.reserveCapacity(2)
         done.reserveCapacity(Int(SyncRing.entriesMax))
+        removals.reserveCapacity(16)
     }
 
     public var defersSyncs: Bool { ring != nil }
@@ -109,7 +170,11 @@ public final class BoardSegmentStorage: DeferredSyncStorage {
         get { files.onDescriptorsReleased }
         set { files.onDescriptorsReleased = newValue }
     }
+    /// Creation and removal block on the loop (no ring, or one without file operations).
+    public let fileOperationsBlock: Bool
     public var segmentBytes: Int { base.segmentBytes }
+    /// Removals queued or in flight (the directory's fsync after them included).
+    public var removalsOutstanding: Int { removals.count + unlinksInFlight + (removalSyncInFlight || removalSyncWanted ? 1 : 0) }
 
     func storageError(_ errno: Int32, _ call: String, _ doing: String) -> StorageError {
         files.storageError(SystemError(errno: errno, call: call), doing)
@@ -121,7 +186,7 @@ public final class BoardSegmentStorage: DeferredSyncStorage {
         let start = MonotonicClock.nowNs
         defer { slowestSubmitNs = max(slowestSubmitNs, Int64(MonotonicClock.nowNs &- start)) }
         do throws(SystemError) {
-            try ring.sync(try directory.descriptorFor(name), dataOnly: true, token: token << 1)
+            try ring.sync(try directory.descriptorFor(name), dataOnly: true, token: Self.ringToken(token, .dataSync))
         } catch {
             throw files.storageError(error, "syncing \(name)")
         }
@@ -132,15 +197,26 @@ public final class BoardSegmentStorage: DeferredSyncStorage {
         let name = SegmentName.name(id)
         let start = MonotonicClock.nowNs
         defer { slowestCreateNs = max(slowestCreateNs, Int64(MonotonicClock.nowNs &- start)) }
+        if fileOperationsBlock { return try beginBlockingCreate(id, name, token: token, ring) }
         do throws(SystemError) {
-            try directory.createWithoutSync(name)
-            try ring.sync(try directory.descriptorFor(name), dataOnly: false, token: token << 1)
+            try ring.openFile(in: try directory.directoryDescriptor(), name, token: Self.ringToken(token, .open))
         } catch {
             throw files.storageError(error, "creating \(name)")
         }
-        creations.append((token, id, 2, nil))
+        creations.append(Creation(token: token, id: id, left: 1))
+    }
+
+    /// Open and posix_fallocate on the loop, the two fsyncs through the ring (before 5.11).
+    func beginBlockingCreate(_ id: UInt32, _ name: String, token: UInt64, _ ring: SyncRing) throws(StorageError) {
         do throws(SystemError) {
-            try ring.sync(try directory.directoryDescriptor(), dataOnly: false, token: token << 1 | 1)
+            try directory.createWithoutSync(name)
+            try ring.sync(try directory.descriptorFor(name), dataOnly: false, token: Self.ringToken(token, .fileSync))
+        } catch {
+            throw files.storageError(error, "creating \(name)")
+        }
+        creations.append(Creation(token: token, id: id, left: 2))
+        do throws(SystemError) {
+            try ring.sync(try directory.directoryDescriptor(), dataOnly: false, token: Self.ringToken(token, .directorySync))
         } catch {
             // The file's fsync is in flight: let its completion carry this failure.
             creations[creations.count - 1].left = 1
@@ -168,36 +244,149 @@ public final class BoardSegmentStorage: DeferredSyncStorage {
     }
 
     func take(_ c: SyncRing.Completion) {
-        let token = c.token >> 1
-        if c.errno != nil { failedSyncs &+= 1 }
-        if let i = creations.firstIndex(where: { $0.token == token }) {
-            if let e = c.errno, creations[i].error == nil {
-                let what = c.token & 1 == 1 ? "syncing the journal directory" : "creating \(SegmentName.name(creations[i].id))"
-                creations[i].error = storageError(e, "fsync", what)
-            }
-            creations[i].left -= 1
-            if creations[i].left <= 0 {
-                done.append(SyncCompletion(token: token, error: creations[i].error))
-                creations.remove(at: i)
-            }
-            return
-        }
-        if c.token & 1 == 1 {
+        let token = c.token >> Self.stepBits
+        guard let step = Step(rawValue: c.token & (1 << Self.stepBits - 1)) else {
             strayCompletions &+= 1
             return
         }
-        done.append(SyncCompletion(token: token, error: c.errno.map { storageError($0, "fdatasync", "syncing the journal") }))
+        switch step {
+        case .dataSync:
+            if c.errno != nil { failedSyncs &+= 1 }
+            done.append(SyncCompletion(token: token, error: c.errno.map { storageError($0, "fdatasync", "syncing the journal") }))
+        case .open, .allocate, .fileSync, .directorySync:
+            creationStep(c, step, token)
+        case .unlink, .removalDirectorySync:
+            removalStep(c, step, segment: UInt32(truncatingIfNeeded: token))
+        }
+    }
+
+    func creationStep(_ c: SyncRing.Completion, _ step: Step, _ token: UInt64) {
+        guard let i = creations.firstIndex(where: { $0.token == token }) else {
+            strayCompletions &+= 1
+            return
+        }
+        let name = SegmentName.name(creations[i].id)
+        if let e = c.errno {
+            if step != .open { failedSyncs &+= 1 }
+            if creations[i].error == nil || (creations[i].errorIsCancellation && e != ECANCELED) {
+                creations[i].error = switch step {
+                case .open: storageError(e, "openat", "creating \(name)")
+                case .allocate: storageError(e, "fallocate", "preallocating \(name) (\(segmentBytes) bytes)")
+                case .fileSync: storageError(e, "fsync", "creating \(name)")
+                default: storageError(e, "fsync", "syncing the journal directory")
+                }
+                creations[i].errorIsCancellation = e == ECANCELED
+            }
+        }
+        creations[i].left -= 1
+        if step == .open, let ring {
+            if c.errno != nil {
+                notCreated = creations[i].id
+            } else {
+                // The file exists (empty): the directory keeps its descriptor for the journal's
+                // writes; preallocate and make it and its entry durable, in the background.
+                let fd = FileDescriptor(rawValue: c.result)
+                directory.adopt(name, fd)
+                let start = MonotonicClock.nowNs
+                do throws(SystemError) {
+                    try ring.allocateAndSync(fd, bytes: segmentBytes, directory: try directory.directoryDescriptor(),
+                                             tokens: (Self.ringToken(token, .allocate), Self.ringToken(token, .fileSync),
+                                                      Self.ringToken(token, .directorySync)))
+                    creations[i].left += 3
+                } catch {
+                    creations[i].error = files.storageError(error, "creating \(name)")
+                }
+                slowestCreateNs = max(slowestCreateNs, Int64(MonotonicClock.nowNs &- start))
+            }
+        }
+        if creations[i].left <= 0 {
+            done.append(SyncCompletion(token: token, error: creations[i].error))
+            creations.remove(at: i)
+        }
+    }
+
+    func removalStep(_ c: SyncRing.Completion, _ step: Step, segment: UInt32) {
+        if step == .unlink {
+            unlinksInFlight = max(0, unlinksInFlight - 1)
+            if let e = c.errno, e != ENOENT {
+                removalFailed(storageError(e, "unlinkat", "removing \(SegmentName.name(segment))"))
+            } else {
+                removalSyncWanted = true
+            }
+        } else {
+            removalSyncInFlight = false
+            if let e = c.errno { removalFailed(storageError(e, "fsync", "syncing the journal directory after compaction")) }
+        }
+        submitRemovals()
+    }
+
+    func removalFailed(_ e: StorageError) {
+        removalFailures &+= 1
+        lastRemovalError = e.message
+    }
+
+    /// Submits queued unlinks while the ring has room beside the journal's own operations, then
+    /// the directory's fsync once none is left.
+    func submitRemovals() {
+        guard let ring else { return }
+        let start = MonotonicClock.nowNs
+        defer { slowestRemoveNs = max(slowestRemoveNs, Int64(MonotonicClock.nowNs &- start)) }
+        while !removals.isEmpty, ring.inFlight + Self.journalEntriesReserved < Int(SyncRing.entriesMax) {
+            let id = removals.removeFirst()
+            do throws(SystemError) {
+                try ring.unlink(in: try directory.directoryDescriptor(), SegmentName.name(id), token: Self.ringToken(UInt64(id), .unlink))
+                unlinksInFlight += 1
+            } catch {
+                removalFailed(files.storageError(error, "removing \(SegmentName.name(id))"))
+            }
+        }
+        guard removals.isEmpty, unlinksInFlight == 0, removalSyncWanted, !removalSyncInFlight,
+              ring.inFlight + Self.journalEntriesReserved < Int(SyncRing.entriesMax) else { return }
+        do throws(SystemError) {
+            try ring.sync(try directory.directoryDescriptor(), dataOnly: false, token: Self.ringToken(0, .removalDirectorySync))
+            removalSyncWanted = false
+            removalSyncInFlight = true
+        } catch {
+            removalFailed(files.storageError(error, "syncing the journal directory after compaction"))
+        }
+    }
+
+    /// Compaction (and giving up a half-made segment): in the background through the ring,
+    /// blocking without it.
+    public func remove(_ id: UInt32) throws(StorageError) {
+        if notCreated == id {
+            notCreated = nil
+            return // its openat failed: the name is not ours
+        }
+        guard ring != nil, !fileOperationsBlock, removals.count < Self.removalsQueuedMax else {
+            let start = MonotonicClock.nowNs
+            defer { slowestRemoveNs = max(slowestRemoveNs, Int64(MonotonicClock.nowNs &- start)) }
+            return try base.remove(id)
+        }
+        directory.release(SegmentName.name(id))
+        removals.append(id)
+        removalsBegun &+= 1
+        submitRemovals()
     }
 
     // MARK: SegmentStorage (the directory's)
 
     public func list() throws(StorageError) -> [UInt32] { try base.list() }
     public func create(_ id: UInt32) throws(StorageError) { try base.create(id) }
-    public func write(_ id: UInt32, at offset: Int, _ bytes: UnsafeRawBufferPointer) throws(StorageError) { try base.write(id, at: offset, bytes) }
+    public func write(_ id: UInt32, at offset: Int, _ bytes: UnsafeRawBufferPointer) throws(StorageError) {
+        let start = MonotonicClock.nowNs
+        defer {
+            let ns = Int64(MonotonicClock.nowNs &- start)
+            if ns > slowestWriteNs {
+                slowestWriteNs = ns
+                slowestWriteOffset = offset
+            }
+        }
+        try base.write(id, at: offset, bytes)
+    }
     public func sync(_ id: UInt32) throws(StorageError) { try base.sync(id) }
     public func read(_ id: UInt32) throws(StorageError) -> [UInt8] { try base.read(id) }
     public func truncate(_ id: UInt32, at offset: Int) throws(StorageError) { try base.truncate(id, at: offset) }
-    public func remove(_ id: UInt32) throws(StorageError) { try base.remove(id) }
     public func setAside(_ id: UInt32) throws(StorageError) -> String { try base.setAside(id) }
     public func copyAside(_ id: UInt32) throws(StorageError) -> String { try base.copyAside(id) }
     public func availableBytes() -> Int? { base.availableBytes() }

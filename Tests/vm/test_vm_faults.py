@@ -212,6 +212,17 @@ def test_latency_on_a_stalling_card_is_measured(latency):
     assert latency["plain"]["missed"] == 0, latency["plain"]
 
 
+# The most the journal's segment creation, sync submission and compaction may cost the loop on
+# the 200 ms/write card: a quarter of one stalled write; on a loaded host (the plain card's own
+# longest turn >= 200 ms, where a TCG guest's handlers that touch no card took 0.2-1.2 s) half
+# of one, which a cost that waited for a whole card write still exceeds. The journal's pwrite
+# keeps the bound of one stalled write: it has waited for the card 73 and 140 ms in loaded runs
+# (docs/performance.md "Latency under a stalling card", open).
+JOURNAL_LOOP_COST_MAX_US = 50_000
+JOURNAL_LOOP_COST_LOADED_MAX_US = 100_000
+JOURNAL_WRITE_MAX_US = 200_000
+
+
 def test_no_button_waits_for_a_sync(latency):
     plain, delay = latency["plain"], latency["delay"]
     assert delay["missed"] == 0
@@ -219,27 +230,29 @@ def test_no_button_waits_for_a_sync(latency):
     sync = delay["journal_sync"] or {}
     assert sync.get("mode") == "ok (io_uring)", sync
     assert sync.get("sync_wait_max_ms", 0) >= 150, sync
-    # What the journal itself costs a loop turn on the stalling card (a write into the page
-    # cache, a sync's submission, a segment's open and fallocate): each well under one stalled
-    # write. Before the syncs left the loop each commit held it for a whole fdatasync.
-    for cost in ["slowest_write_us", "slowest_submit_us"]:
-        assert sync.get(cost, 10**9) < 200_000, (cost, sync)
-    # A new segment's open + posix_fallocate still waits for the card's metadata write: 285 ms
-    # once on the 200 ms/write card in a CI run (1-43 ms in others). Once per segment, not per
-    # commit; left open in issue 17 (docs/performance.md). Bounded here, and allowed for below.
-    create_us = sync.get("slowest_create_us", 10**9)
-    assert create_us < 1_000_000, ("slowest_create_us", sync)
+    assert sync.get("removal_failures", 0) == 0, sync
+    # What the journal itself costs a loop turn on the stalling card: a sync's submission, a
+    # segment's creation (submitting its openat, then its linked fallocate/fsync/fsync chain:
+    # the open and preallocation run in the kernel's io_uring worker), a compaction's unlink;
+    # each well under one stalled write (200 ms). Before the creation left the loop, its
+    # open + posix_fallocate took up to 285 ms on this card. And the write into the page cache.
+    host_loaded = plain["loop_turn_max_us"] >= 200_000
+    cost_max = JOURNAL_LOOP_COST_LOADED_MAX_US if host_loaded else JOURNAL_LOOP_COST_MAX_US
+    for cost in ["slowest_submit_us", "slowest_create_us", "slowest_remove_us"]:
+        assert cost in sync, (cost, sync)
+        assert sync[cost] < cost_max, (cost, cost_max, "loaded host" if host_loaded else "quiet host", sync)
+    assert sync.get("slowest_write_us", 10**9) < JOURNAL_WRITE_MAX_US, sync
     # A 200 ms stall per write must not reach the buttons: the delayed card's p99 within 100 ms of
     # the plain card's, and no loop turn as long as one stalled write. Under TCG on a loaded host
     # the plain card's own loop (which never touches the card) has shown turns of 0.45-0.82 s; the
     # bounds then stand on what the same guest showed without the stall (the journal's own costs
     # above, and the io_uring mode, still hold absolutely).
     plain_turn_ms = plain["loop_turn_max_us"] / 1000
-    assert delay["page_p99_ms"] <= max(plain["page_p99_ms"], plain_turn_ms) + 100 + create_us / 1000, latency
-    loaded = "" if plain["loop_turn_max_us"] < 200_000 else (
+    assert delay["page_p99_ms"] <= max(plain["page_p99_ms"], plain_turn_ms) + 100, latency
+    loaded = "" if not host_loaded else (
         f" (the host was loaded: the plain card's own longest turn was "
         f"{plain['loop_turn_max_us'] // 1000} ms; see handlers_max_us)")
-    assert delay["loop_turn_max_us"] < max(200_000, plain["loop_turn_max_us"] + 100_000, create_us + 100_000), f"{latency}{loaded}"
+    assert delay["loop_turn_max_us"] < max(200_000, plain["loop_turn_max_us"] + 100_000), f"{latency}{loaded}"
 
 
 def test_the_end_of_a_ride_does_not_wait_for_the_card(latency):
@@ -259,18 +272,16 @@ def test_the_end_of_a_ride_does_not_wait_for_the_card(latency):
     # No step of the save and no loop turn as long as one stalled write (200 ms). As in
     # test_no_button_waits_for_a_sync, TCG on a loaded host has shown the plain card's own loop
     # (which never waits for it) take 0.45-0.82 s a turn: the bound then stands on what the plain
-    # card showed in the same guest, plus 100 ms; a segment's creation (once per segment, still on
-    # the loop: docs/performance.md) is allowed for as there.
+    # card showed in the same guest, plus 100 ms.
     # What a ride file's background write still costs a turn on the stalling card (the temporary
     # file's creation and write, a completion's reap, the rename, the directory's open): each
     # well under one stalled write, as the journal's own costs in test_no_button_waits_for_a_sync.
     for cost in ["slowest_begin_us", "slowest_poll_us"]:
         assert delay["ride_files"].get(cost, 10**9) < 200_000, (cost, delay["ride_files"])
-    create_us = max(delay.get("slowest_create_us") or 0, 0)
     # A step (the journal scan, an encoder, the FIT's read-back) is CPU work: under a loaded host
     # it is as slow as the plain card's own slowest turns, which wait for no card.
     step_bound = max(200_000, (plain["ridefile_step_max_us"] or 0) + 100_000, plain["loop_turn_max_after_us"])
     assert (delay["ridefile_step_max_us"] or 0) < step_bound, latency
-    turn_bound = max(200_000, plain["loop_turn_max_after_us"] + 100_000, create_us + 100_000)
+    turn_bound = max(200_000, plain["loop_turn_max_after_us"] + 100_000)
     assert delay["loop_turn_max_after_us"] < turn_bound, latency
-    assert delay["page_max_ms"] <= max(plain["page_max_ms"] or 0, plain["loop_turn_max_after_us"] / 1000) + 200 + create_us / 1000, latency
+    assert delay["page_max_ms"] <= max(plain["page_max_ms"] or 0, plain["loop_turn_max_after_us"] / 1000) + 200, latency
