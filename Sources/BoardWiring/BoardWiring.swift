@@ -288,6 +288,8 @@ public final class BoardWiring {
         var w = JSONWriter(pretty: false)
         w.beginObject()
         w.string("ride_id", core.header?.rideID.description)
+        // The lap the screen shows: it changes only once the lap is durable (ConfirmationGate).
+        w.int("lap", Int64(screen.lapNumber))
         w.bool("recovered", recoveredRide != nil || screen.recovered)
         w.string("recovered_ride", recoveredRide?.description)
         w.beginObject("live")

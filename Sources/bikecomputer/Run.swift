@@ -102,13 +102,18 @@ struct Run: ParsableCommand {
             // Rides saved on an unset clock are dated once it is set (docs/journal.md, "The clock").
             // Ride files' fsyncs leave the loop (io_uring), as the journal's do (issue 17 item 6).
             let files = BoardRideFiles(backgroundSyncs: true)
+            let archive = DatingRideArchive(library: RideLibrary(dataDirectory: settings.dataDirectory, ops: files), ops: files,
+                                            dataDirectory: settings.dataDirectory, bootID: BootID.current(), wall: wall, at: now, log: log)
             options.rideFilesStatus = { w in
                 w.string("sync_mode", files.syncMode)
                 w.int("slowest_begin_us", Int64(clamping: files.slowestBeginNs / 1000))
                 w.int("slowest_poll_us", Int64(clamping: files.slowestPollNs / 1000))
+                // Rides saved on an unset clock: dated since this start, given up (the board
+                // restarted before its clock was set), and dating steps that failed (logged).
+                w.int("rides_redated", Int64(clamping: archive.ridesRedated))
+                w.int("rides_undatable", Int64(clamping: archive.ridesUndatable))
+                w.int("dating_failures", Int64(clamping: archive.datingFailures))
             }
-            let archive = DatingRideArchive(library: RideLibrary(dataDirectory: settings.dataDirectory, ops: files), ops: files,
-                                            dataDirectory: settings.dataDirectory, bootID: BootID.current(), wall: wall, at: now, log: log)
             wiring = try BoardWiring(loop: loop, opened: opened, archive: archive,
                                      settings: settings, devices: devices, options: options, log: log)
         } catch {

@@ -169,6 +169,8 @@ def test_it_is_dated_by_the_offset_once_the_clock_is_synchronised(after):
     # The stale version is gone from the card and from the USB drive; nothing waits any more.
     assert not [n for n in r["rides_files"] if n.startswith(e["start_utc"])], r["rides_files"]
     assert r["undated_after"] == [], r["undated_after"]
+    # Counted where a maintainer looks (ctl status).
+    assert r["ride_files_status"]["rides_redated"] >= 1 and r["ride_files_status"]["dating_failures"] == 0, r["ride_files_status"]
     names = sf.usb_image_files(out / "usb-dated.img")
     assert d["files"]["fit"]["name"] in names and e["files"]["fit"]["name"] not in names, names
     import re
@@ -217,6 +219,7 @@ def test_a_ride_waiting_for_its_date_across_a_reboot_keeps_the_boards_date(clock
     assert [x for x in after["list"] if x["id"] == rid] == [e], (after["list"], e)
     assert after["undated"] == [], after["undated"]
     assert f"ride {rid} cannot be dated: the board restarted before its clock was set" in after["log"], after["log"][-2000:]
+    assert after["ride_files_status"]["rides_undatable"] >= 1, after["ride_files_status"]
     assert not after["synced_unsynced"]
     assert [x for x in after["list_after_sync"] if x["id"] == rid] == [e], "re-dated after the reboot by a meaningless offset"
     assert after["undated_after_sync"] == [] and f"ride {rid} dated" not in after["log_after_sync"]
