@@ -282,6 +282,12 @@ def test_the_end_of_a_ride_does_not_wait_for_the_card(latency):
     # it is as slow as the plain card's own slowest turns, which wait for no card.
     step_bound = max(200_000, (plain["ridefile_step_max_us"] or 0) + 100_000, plain["loop_turn_max_after_us"])
     assert (delay["ridefile_step_max_us"] or 0) < step_bound, latency
+    # A wait for the card shows in one handler (a write, a sync's submission, a step): each
+    # handler's longest call is bounded. The longest turn is not: under TCG on a loaded host one
+    # turn runs several handlers and adds up their CPU (a CI-like run saw a 417 ms turn on the
+    # delayed card whose longest handler was 170 ms, control.client, with every press during the
+    # save answered within 137 ms); the presses below are what the rider feels.
     turn_bound = max(200_000, plain["loop_turn_max_after_us"] + 100_000)
-    assert delay["loop_turn_max_after_us"] < turn_bound, latency
+    slowest = max(delay["handlers_max_us"].items(), key=lambda kv: kv[1])
+    assert slowest[1] < turn_bound, (slowest, turn_bound, latency)
     assert delay["page_max_ms"] <= max(plain["page_max_ms"] or 0, plain["loop_turn_max_after_us"] / 1000) + 200, latency
