@@ -123,22 +123,14 @@ public final class SegmentDirectory {
 
     /// Creates `name` (it must not exist), preallocated to `segmentBytes` of zeros, durably.
     public func create(_ name: String) throws(SystemError) {
-        let fd = try FileDescriptor.open(full(name), O_RDWR | O_CREAT | O_EXCL, mode: 0o644)
-        var r: Int32
-        repeat { r = posix_fallocate(fd.rawValue, 0, off_t(segmentBytes)) } while r == EINTR
-        if r != 0 {
-            fd.close()
-            _ = unlink(full(name))
-            throw SystemError(errno: r, call: "posix_fallocate", context: "\(full(name)) (\(segmentBytes) bytes): free space on the card")
-        }
+        try createWithoutSync(name)
         do throws(SystemError) {
+            let fd = try descriptor(name)
             _ = try retryingOnInterrupt("fsync", full(name)) { fsync(fd.rawValue) }
         } catch {
-            fd.close()
+            forget(name)
             throw error
         }
-        if open.count >= Self.openFilesMax { open.removeFirst().fd.close() }
-        open.append((name, fd))
         try syncDirectory()
     }
 
@@ -154,8 +146,7 @@ public final class SegmentDirectory {
             _ = unlink(full(name))
             throw SystemError(errno: r, call: "posix_fallocate", context: "\(full(name)) (\(segmentBytes) bytes): free space on the card")
         }
-        if open.count >= Self.openFilesMax { open.removeFirst().fd.close() }
-        open.append((name, fd))
+        adopt(name, fd)
     }
 
     /// Takes `fd`, a descriptor of `name` opened elsewhere (a `SyncRing` openat), as the one the

@@ -692,20 +692,25 @@ def scenario_latency(a) -> None:
         time.sleep(2)
         samples = []
         for i in range(a.presses):
-            before = gddram()
-            t = time.monotonic()
-            press(PAGE, hold_s=0.05)
-            try:
-                wait_for(lambda: gddram() != before, 3, "page change", poll_s=0.002)
-                samples.append(round((time.monotonic() - t) * 1000, 1))
-            except TimeoutError:
-                samples.append(None)
+            samples.append(page_press_ms("page change"))
             time.sleep(0.35 + (i % 5) * 0.07)  # presses land at different points of the 1 s sync cycle
         st = status()
         record[f"latency_{label}"] = {"page_ms": samples, "loop": st.get("loop"), "journal": st.get("journal"),
                                       "journal_sync": st.get("journal_sync")}
         record[f"save_{label}"] = end_and_save_measured(st)
         save()
+
+
+def page_press_ms(what: str) -> float | None:
+    """One PAGE press: ms from its edge until the panel's GDDRAM changed (None: not within 3 s)."""
+    shown = gddram()
+    t = time.monotonic()
+    press(PAGE, hold_s=0.05)
+    try:
+        wait_for(lambda: gddram() != shown, 3, what, poll_s=0.002)
+    except TimeoutError:
+        return None
+    return round((time.monotonic() - t) * 1000, 1)
 
 
 def end_and_save_measured(before: dict) -> dict:
@@ -723,14 +728,7 @@ def end_and_save_measured(before: dict) -> dict:
         if st["ride_files"]["written"] > written0:
             saved_ms = round((time.monotonic() - t_ended) * 1000)
             break
-        shown = gddram()
-        t = time.monotonic()
-        press(PAGE, hold_s=0.05)
-        try:
-            wait_for(lambda: gddram() != shown, 3, "page change while saving", poll_s=0.002)
-            samples.append(round((time.monotonic() - t) * 1000, 1))
-        except TimeoutError:
-            samples.append(None)
+        samples.append(page_press_ms("page change while saving"))
         time.sleep(0.05)
     after = status()
     step = next((h for h in after["loop"]["handlers"] if h["name"] == "ridefile.step"), None)
