@@ -85,15 +85,13 @@ install_packages() {
     fi
 }
 
+# Users, groups and directories: board/accounts.sh, shared with the Debian package's postinst.
 install_user() {
-    echo "* groups and the $user user"
-    for g in gpio i2c; do
-        getent group "$g" >/dev/null || groupadd --system "$g"
-    done
-    if ! id "$user" >/dev/null 2>&1; then
-        useradd --system --home-dir /var/lib/bikecomputer --no-create-home --shell /usr/sbin/nologin "$user"
+    if [ "$with_bridge" = yes ]; then
+        sh "$here/accounts.sh" --user "$user" --bridge-user "$bridge_user" --bridge-home /opt/bikebridge
+    else
+        sh "$here/accounts.sh" --user "$user" --no-bridge
     fi
-    usermod -aG gpio,i2c,dialout "$user"
 }
 
 install_udev() {
@@ -113,12 +111,8 @@ install_unit() {
 install_device() {
     echo "* binary and config"
     install -m 0755 "$binary" /usr/local/bin/bikecomputer
-    # Pairing a sensor (the unit's Sensors screen, `bikecomputer sensors pair`) makes the app,
-    # running as $user, write config.toml anew and rename it over the old one: the directory is
-    # the group's to write. The file stays readable by all (the bridge, the companion, a shell).
-    install -d -m 0755 /etc/bikecomputer
-    chown "root:$user" /etc/bikecomputer
-    chmod 0775 /etc/bikecomputer
+    # /etc/bikecomputer (root:$user 0775: pairing rewrites config.toml) is made by accounts.sh.
+    # The file stays readable by all (the bridge, the companion, a shell).
     if [ ! -e /etc/bikecomputer/config.toml ]; then
         install -m 0644 "$here/config.toml" /etc/bikecomputer/config.toml
     else
@@ -158,14 +152,7 @@ install_bridge() {
     echo "* bridge: the $bridge_user user, /opt/bikebridge (venv) and bikebridge.service"
     # The app's bridge socket is /run/bikecomputer/bridge.sock, mode 0660, owned by $user:$user,
     # in a directory of mode 0750: the bridge reaches it as a member of the group $user. The
-    # control socket (0600) stays the service user's only.
-    for g in plugdev bluetooth; do
-        getent group "$g" >/dev/null || groupadd --system "$g"
-    done
-    if ! id "$bridge_user" >/dev/null 2>&1; then
-        useradd --system --home-dir /opt/bikebridge --no-create-home --shell /usr/sbin/nologin "$bridge_user"
-    fi
-    usermod -aG "$user,plugdev,bluetooth" "$bridge_user"
+    # control socket (0600) stays the service user's only. Its user: accounts.sh (install_user).
     install -d -m 0755 /opt/bikebridge
     rm -rf /opt/bikebridge/bikebridge
     cp -r "$here/bridge/bikebridge" /opt/bikebridge/bikebridge

@@ -82,13 +82,48 @@ vm_prepare_wait() {
     vm_prepare_pid=
 }
 vm_prepare_pid=
-trap '[ -z "$vm_prepare_pid" ] || kill -- -"$vm_prepare_pid" 2>/dev/null || true' EXIT
+# --- The board's release (issue 26, docs/releasing.md): the aarch64 executables and the Debian
+# package from Debian's Swift in a sid chroot (scripts/release-arm64.sh, cached under .build/arm64).
+# Its chroot, sysroot and downloads are prepared in the background of the x86 build; the cross
+# build runs in the background of the tests once the x86 build is done; the VM tests use it.
+# Each stage is bounded (timeout) and says what it waited for. Logs: .build/arm64-{prepare,release}.log.
+arm64_pid=
+arm64_stage=
+arm64_start() {  # arm64_start STAGE TIMEOUT_S [ARGS]: release-arm64.sh in the background, own process group
+    arm64_stage=$1
+    setsid timeout "$2" bash scripts/release-arm64.sh ${3:-} > ".build/arm64-$1.log" 2>&1 &
+    arm64_pid=$!
+}
+arm64_wait() {
+    local status=0 waited=$SECONDS
+    wait "$arm64_pid" || status=$?
+    echo "test.sh: the arm64 release ($arm64_stage): status $status$([ "$status" = 124 ] && echo ' (timed out)'), waited for it" \
+         "$((SECONDS - waited)) s; $(grep -E 'release-arm64: (\[|error)' ".build/arm64-$arm64_stage.log" | tail -n 1) (log: .build/arm64-$arm64_stage.log)"
+    if [ "$status" != 0 ]; then
+        tail -n 30 ".build/arm64-$arm64_stage.log" >&2
+        # The VM tests that need the release fail with this, instead of building it again.
+        export BIKE_ARM64_RELEASE_ERROR="bash scripts/release-arm64.sh ($arm64_stage) failed in scripts/test.sh with status $status: $(grep 'release-arm64: error' ".build/arm64-$arm64_stage.log" | tail -n 1) (log: .build/arm64-$arm64_stage.log)"
+    fi
+    arm64_pid=
+    return "$status"
+}
+trap '[ -z "$vm_prepare_pid" ] || kill -- -"$vm_prepare_pid" 2>/dev/null || true; [ -z "$arm64_pid" ] || kill -- -"$arm64_pid" 2>/dev/null || true' EXIT
 vm_prepare host
+if [ "$(id -u)" = 0 ] && [ "$(uname -m)" = x86_64 ]; then
+    arm64_start prepare 3600 prepare
+else
+    export BIKE_ARM64_RELEASE_ERROR="the arm64 release needs root on x86_64 (debootstrap, chroot): run scripts/test.sh as root"
+    echo "test.sh: $BIKE_ARM64_RELEASE_ERROR; its VM tests will fail with this reason" >&2
+fi
 
 echo "test.sh: building"
 swift build 2>&1 | tail -n 3
 vm_prepare_wait
 vm_prepare image "$(swift build --show-bin-path)"
+arm64_ok=no
+if [ -n "$arm64_pid" ]; then
+    arm64_wait && arm64_start release 5400 && arm64_ok=started
+fi
 echo "test.sh: swift test"
 swift test 2>&1 | tee .build/swift-test.log | grep -E "error:|✘|Test run with|Executed [0-9]+ tests" || true
 status=${PIPESTATUS[0]}
@@ -113,6 +148,9 @@ echo "test.sh: bridge tests (board/bridge/tests)"
 # it needs (qemu, busybox-static, kernel headers, the arm64 cross compiler), caches under
 # .build/vm and .build-gpiod2, and fails with the reason when it cannot run.
 vm_prepare_wait
+if [ "$arm64_ok" = started ] && arm64_wait; then
+    export BIKE_ARM64_RELEASE="$PWD/.build/release-arm64"
+fi
 echo "test.sh: VM tests (Tests/vm/run)"
 vm_started=$SECONDS
 BIKE_BIN="$(swift build --show-bin-path)" bash Tests/vm/run

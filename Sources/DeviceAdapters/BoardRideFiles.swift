@@ -42,7 +42,12 @@ public final class BoardRideFiles: RideFileOperations {
     }
 
     public func list(_ directory: String) throws -> [String] {
-        do { return try AtomicFiles.list(directory) } catch where error.isNotFound { return [] }
+        // Not `catch where`: Swift 6.2.3 (Debian's, the aarch64 release) aborts compiling a
+        // `catch` with a pattern or `where` after a typed-throws call.
+        do { return try AtomicFiles.list(directory) } catch {
+            if error.isNotFound { return [] }
+            throw error
+        }
     }
     public func read(_ path: String) throws -> [UInt8] { try AtomicFiles.readAll(path) }
     public func writeAtomically(_ path: String, _ bytes: [UInt8]) throws { try AtomicFiles.write(path, bytes) }

@@ -30,7 +30,9 @@ public final class RideActiveFlag {
                 try AtomicFiles.makeDirectories(AtomicFiles.directoryName(of: path))
                 try AtomicFiles.write(path, Array("ride in progress\n".utf8))
             } else {
-                do { try AtomicFiles.remove(path) } catch where error.isNotFound {}
+                // Not `catch where`: Swift 6.2.3 (Debian's, the aarch64 release) aborts
+                // compiling a `catch` with a pattern or `where` after a typed-throws call.
+                do { try AtomicFiles.remove(path) } catch { if !error.isNotFound { throw error } }
             }
             isSet = active
             return true

@@ -163,8 +163,11 @@ struct ZonesCommand: ParsableCommand {
         let zones: ZonesInForce
         do {
             zones = try ZonesInForce.preferred(from: profile)
-        } catch let e as ZoneModelError {
-            throw Failure(description: e.description)
+        } catch {
+            // A plain `catch` with the check inside: Swift 6.2.3 (Debian's swiftlang, which builds
+            // the aarch64 release: scripts/release-arm64.sh) aborts compiling a `catch` with a
+            // pattern or `where` after a typed-throws call ("Found outside of lifetime use").
+            throw Failure(description: error.description)
         }
         print(json ? Self.json(zones, inputs: inputs, note: note) : Self.inputsText(inputs, note: note) + Self.text(zones),
               terminator: json ? "\n" : "")

@@ -137,6 +137,40 @@ def swift_gpiod2_checks() -> pathlib.Path:
     return binary
 
 
+ARM64_RELEASE = REPO / ".build" / "release-arm64"
+
+
+@vmlib.serialised
+def arm64_release() -> pathlib.Path:
+    """The board's release (static aarch64 bikecomputer, bikecompanion, bikesim and the Debian
+    package) from `bash scripts/release-arm64.sh`, which builds only what changed. With
+    BIKE_ARM64_RELEASE set (scripts/test.sh, which has just run it) that directory is used as it
+    is."""
+    import os
+    if os.environ.get("BIKE_ARM64_RELEASE_ERROR"):
+        raise VMUnavailable(os.environ["BIKE_ARM64_RELEASE_ERROR"])
+    given = os.environ.get("BIKE_ARM64_RELEASE")
+    if given:
+        out = pathlib.Path(given)
+    else:
+        out = ARM64_RELEASE
+        with vmlib.timed("bash scripts/release-arm64.sh (the aarch64 release; builds what changed)"):
+            r = subprocess.run(["bash", "scripts/release-arm64.sh"], cwd=REPO, capture_output=True, text=True, timeout=5400)
+        if r.returncode != 0:
+            raise VMUnavailable(f"bash scripts/release-arm64.sh failed ({r.returncode}):\n{(r.stdout + r.stderr)[-4000:]}")
+    missing = [p for p in ["bikecomputer", "bikecompanion", "bikesim"] if not (out / p).exists()]
+    if missing or not list(out.glob("bikecomputer_*_arm64.deb")):
+        raise VMUnavailable(f"{out} lacks {missing or 'the .deb'}: run bash scripts/release-arm64.sh")
+    return out
+
+
+def arm64_deb(release: pathlib.Path) -> pathlib.Path:
+    debs = sorted(release.glob("bikecomputer_*_arm64.deb"))
+    if len(debs) != 1:
+        raise VMUnavailable(f"{release} has {len(debs)} bikecomputer_*_arm64.deb, not one: run bash scripts/release-arm64.sh")
+    return debs[0]
+
+
 @vmlib.serialised(per_arch=True)
 def modules(k: vmlib.Kernel) -> list[pathlib.Path]:
     """The project's ssd1306-sim and upstream gpio-sim, built for the kernel."""
@@ -180,6 +214,7 @@ def prepare(stage: str) -> int:
         if "arm64" in k:
             step("the arm64 modules", modules, k["arm64"])
             step("busybox for arm64", vmlib.busybox_binary, vmlib.ARCHES["arm64"])
+            step("the arm64 Debian system (debootstrap, second stage in a guest)", _arm64_system, k["arm64"])
         step("the C shim tests (arm64, v1)", shim_tests, "arm64", 1)
         step("the C shim tests (arm64, v2)", shim_tests, "arm64", 2)
         step("libgpiod 2 (amd64) for the second board-vm-checks build", gpiod_prefix, "amd64", 2)
@@ -195,6 +230,11 @@ def prepare(stage: str) -> int:
               f"{__import__('time').monotonic() - started:.0f} s")
     print(vmlib.timing_summary(json_name=f"timings-prepare-{stage}.json"), file=sys.stderr)
     return 1 if failed else 0
+
+
+def _arm64_system(k: vmlib.Kernel) -> None:
+    import arm64_system
+    arm64_system.image(k, modules(k))
 
 
 def _prepare_ble() -> None:

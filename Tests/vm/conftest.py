@@ -46,6 +46,12 @@ def swift_bin():
 
 
 @pytest.fixture(scope="session")
+def arm64_release():
+    """The board's release: static aarch64 executables and the Debian package (.build/release-arm64)."""
+    return prepared("the aarch64 release (bash scripts/release-arm64.sh)", builds.arm64_release)
+
+
+@pytest.fixture(scope="session")
 def gpiod2_checks():
     return prepared("board-vm-checks against libgpiod 2", builds.swift_gpiod2_checks)
 
@@ -75,8 +81,6 @@ def guests(request):
     selected = {item.module.__name__ for item in request.session.items}
     started: dict[str, object] = {}
     system.launching_done.clear()
-    if LATE_GUEST_MODULE in selected and not LATE_GUESTS_DONE:
-        system.late_guests_done.clear()
     try:
         for name, (_, launch) in sorted(LAUNCHERS.items(), key=lambda kv: kv[1][0]):
             if name in selected:
@@ -88,21 +92,6 @@ def guests(request):
     finally:
         system.launching_done.set()
     return started
-
-
-# The BLE guest starts from its module's own fixture (not a launcher); the system guests wait
-# until it has run (system.late_guests_done).
-LATE_GUEST_MODULE, LATE_GUEST_FIXTURE = "test_vm_ble", "ble_ride"
-LATE_GUESTS_DONE: list[bool] = []
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_fixture_setup(fixturedef, request):
-    yield
-    if fixturedef.argname == LATE_GUEST_FIXTURE:
-        import system
-        LATE_GUESTS_DONE.append(True)
-        system.late_guests_done.set()
 
 
 def guest_result(guests: dict, module: str) -> vmlib.Result:

@@ -24,6 +24,8 @@ import time
 p = argparse.ArgumentParser()
 for name in ["bin", "chip", "sim", "bus", "debugfs", "out", "repo"]:
     p.add_argument(f"--{name}", required=True)
+p.add_argument("--kill-drill", action="store_true",
+               help="after the ride: a second ride, the app killed (SIGKILL) while it runs, started again: recovered?")
 a = p.parse_args()
 OUT = pathlib.Path(a.out)
 sys.path.insert(0, str(pathlib.Path(a.repo) / "board" / "bridge"))
@@ -205,8 +207,42 @@ role = "heart_rate"
 ant_device_number = 1234
 """)
 log = open(OUT / "bikecomputer.log", "wb")
-proc = subprocess.Popen([a.bin, "run", "--config", str(config), "--data-dir", str(WORK / "data"),
-                         "--ride-active-file", str(WORK / "ride-active")], stdout=log, stderr=subprocess.STDOUT)
+
+
+def start_app() -> subprocess.Popen:
+    return subprocess.Popen([a.bin, "run", "--config", str(config), "--data-dir", str(WORK / "data"),
+                             "--ride-active-file", str(WORK / "ride-active")], stdout=log, stderr=subprocess.STDOUT)
+
+
+def kill_drill() -> None:
+    """A second ride; the app killed with SIGKILL while it runs (a crash: nothing flushed on the
+    way out); started again, it must recover the ride from the journal, lose at most a second of
+    it, and end and save it."""
+    global proc
+    press(START)
+    wait_for(lambda: ride_state() == "running", 30, "the second ride running")
+    time.sleep(3)
+    before = status()
+    proc.kill()
+    proc.wait(timeout=15)
+    note("app killed", timer_ms=before["timer_ms"])
+    proc = start_app()
+    st = wait_for(lambda: status(), 30, "the control socket answers after the kill", poll_s=0.1)
+    after = {"state": st["state"], "timer_ms": st["timer_ms"], "recovered": st.get("recovered"),
+             "timer_ms_before": before["timer_ms"]}
+    note("app back after the kill", **after)
+    record["kill_drill"] = after
+    wait_for(lambda: ride_state() == "running", 10, "the recovered ride running")
+    press(START)
+    wait_for(lambda: ride_state() == "paused", 15, "paused after the kill")
+    press(START, hold_s=1.8)
+    wait_for(lambda: ride_state() == "ended", 20, "the recovered ride ended")
+    record["kill_drill"]["ride_files"] = wait_for(
+        lambda: (lambda f: f if len(f) >= 2 else None)(sorted(str(p.relative_to(WORK)) for p in (WORK / "data").rglob("*.fit"))),
+        20, "the recovered ride saved beside the first")
+
+
+proc = start_app()
 note("started bikecomputer", pid=proc.pid)
 try:
     st = wait_for(lambda: status(), 30, "the control socket answers", poll_s=0.1)
@@ -301,6 +337,8 @@ try:
     record["summary"] = snapshot("summary")
     final = status()
     record["final_status"] = final
+    if a.kill_drill:
+        kill_drill()
 except Exception as e:
     record["errors"].append(f"{type(e).__name__}: {e}")
     raise

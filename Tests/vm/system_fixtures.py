@@ -43,15 +43,22 @@ def ride_recording(seconds: int = RIDE_SECONDS) -> str:
     return "\n".join(lines) + "\n"
 
 
+# The longest a test waits for background work (an image to make, then its guests: the install
+# boot took 404 s and the faults guest 378 s at load ~20), and for a value another thread
+# computes. Past it the wait fails and says what it waited for, instead of hanging.
+BACKGROUND_WAIT_S = 3600
+
+
 class Background:
     """Work (booting guests, replaying logs) on a thread, so the system tests' guests run side by
     side with each other and with the other VM tests' (conftest.launcher); `wait()` returns what
     `fn` returned or raises what it raised. The guests mostly wait for ride seconds to pass."""
 
-    def __init__(self, fn) -> None:
+    def __init__(self, fn, what: str | None = None) -> None:
         self.value = None
         self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self.what = what or getattr(fn, "__qualname__", "background work")
+        self.thread = threading.Thread(target=self._run, args=(fn,), daemon=True, name=f"Background {self.what}")
         self.thread.start()
 
     def _run(self, fn) -> None:
@@ -60,8 +67,11 @@ class Background:
         except BaseException as e:  # noqa: BLE001 - re-raised by wait()
             self.error = e
 
-    def wait(self):
-        self.thread.join()
+    def wait(self, timeout_s: float | None = None):
+        timeout_s = BACKGROUND_WAIT_S if timeout_s is None else timeout_s
+        self.thread.join(timeout_s)
+        if self.thread.is_alive():
+            raise vmlib.VMUnavailable(f"waited {timeout_s:.0f} s for {self.what} (thread {self.thread.name}); it has not finished")
         if self.error is not None:
             raise self.error
         return self.value
@@ -72,11 +82,14 @@ _once: dict[str, tuple[threading.Lock, dict]] = {}
 
 
 def once(key: str, fn):
-    """fn() computed once per test session, whichever thread asks first; the others wait for it."""
+    """fn() computed once per test session, whichever thread asks first; the others wait for it
+    (at most BACKGROUND_WAIT_S)."""
     with _once_lock:
         lock, box = _once.setdefault(key, (threading.Lock(), {}))
     asked = time.monotonic()
-    with lock:
+    if not lock.acquire(timeout=BACKGROUND_WAIT_S):
+        raise vmlib.VMUnavailable(f"waited {BACKGROUND_WAIT_S} s for {key}, which another test's thread computes")
+    try:
         if "value" not in box and "error" not in box:
             try:
                 box["value"] = fn()
@@ -84,9 +97,11 @@ def once(key: str, fn):
                 box["error"] = e
         elif time.monotonic() - asked > 0.5:
             vmlib.record_timing("wait", f"for {key} (computed by another test)", asked)
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
+    finally:
+        lock.release()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def binaries() -> pathlib.Path:

@@ -1,5 +1,5 @@
 """The barometer driver on a real kernel I²C bus (docs/gps.md, "Barometer"): Debian's amd64
-kernel in QEMU with `i2c-stub` simulating a BMP280 at 0x76 — its chip id, the datasheet's
+kernel in QEMU (and Debian's arm64 kernel with the aarch64 release, the binary that ships) with `i2c-stub` simulating a BMP280 at 0x76 — its chip id, the datasheet's
 worked-example calibration registers (0x88…0x9F) and raw data registers (0xF7…0xFC) written with
 busybox's i2cset — and `bikecomputer barometer` reading it through libi2c, i2c-dev and the
 kernel's SMBus I2C-block transfers, as on the board. A second stub chip at 0x77 answers with a
@@ -12,7 +12,7 @@ import json
 import pytest
 
 import vmlib
-from conftest import guest_result, launcher, prepared
+from conftest import launcher, prepared
 
 # BST-BMP280-DS001 §3.12: dig_T1…dig_P9 little-endian, then adc_P = 415148, adc_T = 519888.
 CALIBRATION = [0x70, 0x6B, 0x43, 0x67, 0x18, 0xFC, 0x7D, 0x8E, 0x43, 0xD6, 0xD0, 0x0B,
@@ -27,12 +27,15 @@ def register_writes(address: int, chip_id: int) -> str:
     return "\n".join(lines)
 
 
-@launcher("test_vm_barometer", order=6)
-def launch(request) -> vmlib.GuestRun:
-    amd64 = request.getfixturevalue("amd64")
-    swift_bin = request.getfixturevalue("swift_bin")
-    vm = prepared("the amd64 guest with i2c-stub", vmlib.Machine, amd64, ["i2c-dev", "i2c-stub chip_addr=0x76,0x77"], [])
-    bc = swift_bin / "bikecomputer"
+def _launch(request, arch: str) -> vmlib.GuestRun:
+    """amd64: the x86 debug build through `inhost`; arm64: the static aarch64 release, run
+    straight from the shared host root on Debian's arm64 kernel."""
+    k = request.getfixturevalue(arch)
+    if arch == "amd64":
+        bc = f"inhost {request.getfixturevalue('swift_bin') / 'bikecomputer'}"
+    else:
+        bc = f"/host{request.getfixturevalue('arm64_release') / 'bikecomputer'}"
+    vm = prepared(f"the {arch} guest with i2c-stub", vmlib.Machine, k, ["i2c-dev", "i2c-stub chip_addr=0x76,0x77"], [])
     script = f"""
 set -u
 STUB=none
@@ -40,6 +43,7 @@ for a in /sys/class/i2c-adapter/i2c-*; do
     [ "$(cat $a/name)" = "SMBus stub driver" ] && STUB=${{a##*i2c-}}
 done
 [ "$STUB" = none ] && {{ echo "no i2c-stub adapter"; exit 92; }}
+export SWIFT_BACKTRACE=interactive=no
 step() {{
     name=$1; shift
     "$@" > /out/$name.out 2>&1
@@ -47,19 +51,36 @@ step() {{
 }}
 {register_writes(0x76, 0x58)}
 {register_writes(0x77, 0x00)}
-step read inhost {bc} barometer --bus /dev/i2c-$STUB --address 0x76 --count 2 --interval-ms 10
+step read {bc} barometer --bus /dev/i2c-$STUB --address 0x76 --count 2 --interval-ms 10
 step ctrl i2cget -y $STUB 0x76 0xf4
 step config i2cget -y $STUB 0x76 0xf5
-step wrongchip inhost {bc} barometer --bus /dev/i2c-$STUB --address 0x77 --count 1
-step nodevice inhost {bc} barometer --bus /dev/i2c-$STUB --address 0x75 --count 1
-step nobus inhost {bc} barometer --bus /dev/i2c-99 --count 1
+step wrongchip {bc} barometer --bus /dev/i2c-$STUB --address 0x77 --count 1
+step nodevice {bc} barometer --bus /dev/i2c-$STUB --address 0x75 --count 1
+step nobus {bc} barometer --bus /dev/i2c-99 --count 1
 """
-    return vm.start(script, timeout_s=120, name="barometer")
+    return vm.start(script, timeout_s=120, name=f"barometer-{arch}")
 
 
-@pytest.fixture(scope="module")
-def run(guests):
-    result = guest_result(guests, "test_vm_barometer")
+@launcher("test_vm_barometer", order=6)
+def launch(request) -> dict:
+    started: dict = {}
+    for arch in ("amd64", "arm64"):
+        try:
+            started[arch] = _launch(request, arch)
+        except BaseException as e:  # noqa: BLE001 - reported by that architecture's tests
+            started[arch] = e
+    return started
+
+
+@pytest.fixture(scope="module", params=["amd64", "arm64"])
+def run(guests, request):
+    started = guests.get("test_vm_barometer")
+    if started is None or isinstance(started, BaseException):
+        raise started or AssertionError("no guest was started for test_vm_barometer")
+    one = started[request.param]
+    if isinstance(one, BaseException):
+        raise one
+    result = one.wait()
     assert result.ok, result.describe()
     return result
 

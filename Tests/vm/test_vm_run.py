@@ -1,7 +1,11 @@
-"""`bikecomputer run`, the real binary, end to end on Debian's amd64 kernel: the display is the
-project's ssd1306-sim module, the buttons and buzzer are gpio-sim lines (Tests/vm/guest_ride.py
-rides in the guest; this test checks what it recorded). The kernel's GDDRAM must equal, byte
-for byte, what SSD1306Emulator draws for the same screen value (screen-oracle)."""
+"""`bikecomputer run`, the real binary, end to end on Debian's amd64 kernel and, with the aarch64
+release (scripts/release-arm64.sh: the binary that ships), on Debian's arm64 kernel under
+qemu-system-aarch64: the display is the project's ssd1306-sim module, the buttons and buzzer are
+gpio-sim lines (Tests/vm/guest_ride.py rides in the guest; this test checks what it recorded).
+The kernel's GDDRAM must equal, byte for byte, what SSD1306Emulator draws for the same screen
+value (screen-oracle, the x86 build: so the arm64 pictures are the x86 ones too). On arm64 the
+ride driver runs on the arm64 Debian system's python3 (arm64_system.IN_ROOTFS). Both rides end
+with a kill drill: the app killed mid-ride and started again recovers the ride from its journal."""
 from __future__ import annotations
 
 import json
@@ -11,14 +15,14 @@ import tempfile
 
 import pytest
 
+import arm64_system
 import vmlib
-from conftest import GUEST_SETUP, guest_result, launcher, prepared
+from conftest import GUEST_SETUP, launcher, prepared
 
 ACTIVE_CONTRAST = 127  # guest_ride.py's [display] contrast
 
 
-@launcher("test_vm_run", order=0)
-def launch(request) -> vmlib.GuestRun:
+def _launch_amd64(request) -> vmlib.GuestRun:
     amd64 = request.getfixturevalue("amd64")
     modules = request.getfixturevalue("amd64_modules")
     swift_bin = request.getfixturevalue("swift_bin")
@@ -26,14 +30,48 @@ def launch(request) -> vmlib.GuestRun:
     script = GUEST_SETUP + f"""
 simchip ride 32 || exit 92
 inhost /usr/bin/python3 Tests/vm/guest_ride.py --bin {swift_bin / 'bikecomputer'} --chip $CHIP --sim $SIM \\
-    --bus $I2C --debugfs $D --out /run/vm --repo {vmlib.REPO}
+    --bus $I2C --debugfs $D --out /run/vm --repo {vmlib.REPO} --kill-drill
 """
     return vm.start(script, timeout_s=300, name="ride")
 
 
-@pytest.fixture(scope="module")
-def ride(guests):
-    result = guest_result(guests, "test_vm_run")
+def _launch_arm64(request) -> vmlib.GuestRun:
+    arm64 = request.getfixturevalue("arm64")
+    modules = request.getfixturevalue("arm64_modules")
+    release = request.getfixturevalue("arm64_release")
+    image = prepared("the arm64 Debian system", arm64_system.image, arm64, modules)
+    vm = prepared("the arm64 guest", vmlib.Machine, arm64, ["i2c-dev", "virtio_blk", "crc32c_generic", "ext4"], modules,
+                  qemu_args=arm64_system.rootfs_drive(image))
+    script = GUEST_SETUP + arm64_system.IN_ROOTFS + f"""
+simchip ride 32 || exit 92
+inrootfs /usr/bin/python3 /host{vmlib.REPO}/Tests/vm/guest_ride.py --bin /host{release / 'bikecomputer'} --chip $CHIP \\
+    --sim $SIM --bus $I2C --debugfs $D --out /out --repo /host{vmlib.REPO} --kill-drill
+"""
+    return vm.start(script, timeout_s=600, name="ride-arm64")
+
+
+@launcher("test_vm_run", order=0)
+def launch(request) -> dict:
+    started: dict = {}
+    for arch, fn in [("amd64", _launch_amd64), ("arm64", _launch_arm64)]:
+        try:
+            started[arch] = fn(request)
+        except BaseException as e:  # noqa: BLE001 - reported by that architecture's tests
+            started[arch] = e
+    return started
+
+
+@pytest.fixture(scope="module", params=["amd64", "arm64"])
+def ride(guests, request):
+    started = guests.get("test_vm_run")
+    if started is None:
+        pytest.fail("no guest was started for test_vm_run", pytrace=False)
+    if isinstance(started, BaseException):
+        raise started
+    run = started[request.param]
+    if isinstance(run, BaseException):
+        raise run
+    result = run.wait()
     record_file = result.outdir / "ride.json"
     record = json.loads(record_file.read_text()) if record_file.exists() else None
     assert result.ok and record is not None and not record["errors"], \
@@ -158,3 +196,11 @@ def test_sigterm_blanks_the_display(ride):
     _, r = ride
     assert r["exit_status"] == 0
     assert r["after_exit"]["display_on"] == 0, r["after_exit"]
+
+
+def test_a_killed_app_recovers_the_ride_from_its_journal(ride):
+    _, r = ride
+    k = r["kill_drill"]
+    assert k["recovered"] and k["state"] == "running", k
+    assert k["timer_ms"] >= k["timer_ms_before"] - 1000, f"at most a second lost to the kill: {k}"
+    assert len(k["ride_files"]) >= 2, k

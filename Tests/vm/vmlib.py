@@ -187,17 +187,52 @@ _key_locks: dict[str, _KeyLock] = {}
 _key_locks_guard = threading.Lock()
 
 
+# The longest a thread waits for a cache lock (the install boot holds its image's lock for
+# minutes: 404 s at load ~20): then it fails, naming the holder, instead of hanging.
+LOCK_WAIT_S = 3600
+
+
+def _lock_holder(path: pathlib.Path) -> str:
+    try:
+        return path.read_text().strip() or "an unknown process"
+    except OSError:
+        return "an unknown process"
+
+
 @contextlib.contextmanager
-def cache_lock(key: str = "cache"):
-    """Holds the lock `key` (in this process and, through an flock, across processes)."""
+def cache_lock(key: str = "cache", wait_s: float | None = None):
+    """Holds the lock `key` (in this process and, through an flock, across processes). Waits at
+    most `wait_s` (LOCK_WAIT_S), logging every minute who holds it; then raises VMUnavailable
+    naming the holder (the lock file says which process took it, and since when)."""
+    wait_s = LOCK_WAIT_S if wait_s is None else wait_s
     with _key_locks_guard:
         kl = _key_locks.setdefault(key, _KeyLock())
     started = time.monotonic()
-    with kl.rlock:
+    if not kl.rlock.acquire(timeout=wait_s):
+        raise VMUnavailable(f"the .build/vm lock {key}: held by another thread of this process; waited for it for {wait_s:.0f} s")
+    try:
         if kl.depth == 0:
             CACHE.mkdir(parents=True, exist_ok=True)
-            kl.fd = os.open(CACHE / f".lock-{key}", os.O_CREAT | os.O_RDWR, 0o644)
-            fcntl.flock(kl.fd, fcntl.LOCK_EX)
+            path = CACHE / f".lock-{key}"
+            fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+            next_note = started + 60
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    now = time.monotonic()
+                    if now - started >= wait_s:
+                        os.close(fd)
+                        raise VMUnavailable(f"the .build/vm lock {key}: held by {_lock_holder(path)}; "
+                                            f"waited for it for {wait_s:.0f} s") from None
+                    if now >= next_note:
+                        log(f"waiting for the .build/vm lock {key} ({now - started:.0f} s so far), held by {_lock_holder(path)}")
+                        next_note += 60
+                    time.sleep(0.2)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"process {os.getpid()} ({' '.join(sys.argv)[:160]}) since {time.strftime('%H:%M:%S')}\n".encode(), 0)
+            kl.fd = fd
             if time.monotonic() - started > 0.5:
                 record_timing("wait", f"the .build/vm lock {key}", started)
         kl.depth += 1
@@ -208,6 +243,8 @@ def cache_lock(key: str = "cache"):
             if kl.depth == 0:
                 os.close(kl.fd)
                 kl.fd = -1
+    finally:
+        kl.rlock.release()
 
 
 def _arch_of(value) -> str:
@@ -935,7 +972,12 @@ class GuestRun:
     def wait(self) -> Result:
         if self.result:
             return self.result
-        self.watcher.join()
+        # The watcher kills QEMU at the deadline; a QEMU that does not die within a minute more
+        # is reported, not waited for.
+        self.watcher.join(max(0.0, self.started + self.timeout_s - time.monotonic()) + 60)
+        if self.watcher.is_alive():
+            raise VMUnavailable(f"guest {self.outdir.name}: QEMU (pid {self.proc.pid}) still runs 60 s after its "
+                                f"{self.timeout_s:.0f} s timeout and the kill")
         outdir = self.outdir
         log(f"guest {outdir.name} {'timed out' if self.timed_out else 'finished'} after {self.seconds:.1f} s")
         status_file = outdir / "status"
