@@ -3,6 +3,7 @@
 #
 #   bash scripts/release-arm64.sh            # everything: .build/release-arm64/
 #   bash scripts/release-arm64.sh prepare    # only the toolchain and sysroot (CI runs this early)
+#   bash scripts/release-arm64.sh product bikebench   # one more product (scripts/bench/arm64-insn.sh)
 #
 # Out come fully static aarch64 executables `bikecomputer`, `bikecompanion` and `bikesim`
 # (stripped; version and git commit recorded, as scripts/build-release.sh does) and the Debian
@@ -209,11 +210,14 @@ make_sysroot() {
     mkdir -p "$SYSROOT"
     local d
     for d in $debs; do
-        dpkg-deb -x "$ARM/cache/sid-arm64/$d" "$SYSROOT" || die "dpkg-deb -x $d failed"
+        # Only what a cross build reads: not the arm64 compiler, its host and embedded libraries,
+        # nor documentation (2 GB of the 2.6 GB swiftlang unpacks to).
+        dpkg-deb --fsys-tarfile "$ARM/cache/sid-arm64/$d" | tar -x -C "$SYSROOT" \
+            --exclude=./usr/libexec/swift/bin --exclude=./usr/bin --exclude=./usr/share/doc --exclude=./usr/share/man \
+            --exclude='./usr/libexec/swift/lib/lib*.so*' --exclude='./usr/libexec/swift/lib/python3*' \
+            --exclude=./usr/libexec/swift/lib/swift/host --exclude=./usr/libexec/swift/lib/swift/embedded \
+            --exclude=./usr/libexec/swift/share || die "unpacking $d into the sysroot failed"
     done
-    # The compiler of the sysroot is not needed, only its runtime files: drop the rest (2 GB).
-    rm -rf "$SYSROOT/usr/libexec/swift/bin" "$SYSROOT/usr/bin" "$SYSROOT/usr/share/doc" "$SYSROOT/usr/share/man" \
-           "$SYSROOT/usr/libexec/swift/lib/"lib*.so* "$SYSROOT/usr/libexec/swift/lib/python3"* "$SYSROOT/usr/libexec/swift/share"
     local res=$SYSROOT/usr/libexec/swift/lib
     [ -d "$res/swift_static/linux" ] || die "no usr/libexec/swift/lib/swift_static in the arm64 swiftlang package: its layout changed"
     # Debian's arm64 swiftlang lacks swiftrt.o in its static folder; the fully static link needs it.
@@ -223,6 +227,16 @@ make_sysroot() {
         target=$(readlink "$l")
         ln -sfn "$(realpath -m --relative-to="$(dirname "$l")" "$SYSROOT$target")" "$l"
     done
+    { echo "$key"; for d in $debs; do echo "$d"; done; } > "$ARM/sysroot.ready"
+}
+
+# The Swift SDK bundle around the sysroot (written every run: cheap, and a change here needs no
+# new sysroot).
+write_sdk() {
+    # The driver finds the static runtime (swiftrt.o) at SYSROOT/usr/lib/swift_static, as on
+    # swift.org's layout; Debian keeps it under /usr/libexec/swift and links only usr/lib/swift.
+    ln -sfn ../libexec/swift/lib/swift_static "$SYSROOT/usr/lib/swift_static"
+    [ -e "$SYSROOT/usr/lib/swift" ] || ln -sfn ../libexec/swift/lib/swift "$SYSROOT/usr/lib/swift"
     cat > "$SDK_BUNDLE/info.json" <<EOF
 {"schemaVersion": "1.0",
  "artifacts": {"$SDK_ID": {"type": "swiftSDK", "version": "$SWIFT_DEB_VERSION", "variants": [{"path": "$SDK_ID"}]}}}
@@ -236,14 +250,21 @@ EOF
 EOF
     cat > "$SDK_DIR/toolset.json" <<EOF
 {"schemaVersion": "1.0",
- "swiftCompiler": {"extraCLIOptions": ["-use-ld=lld"]},
- "cxxCompiler": {"extraCLIOptions": ["-fuse-ld=lld"]},
- "linker": {"path": "ld.lld"}}
+ "swiftCompiler": {"extraCLIOptions": ["-use-ld=lld"]}}
 EOF
-    { echo "$key"; for d in $debs; do echo "$d"; done; } > "$ARM/sysroot.ready"
 }
 
 # ------------------------------------------------------------------------------ the build
+# The swift build options of every aarch64 build. The commit reaches Sources/CBuildInfo through a
+# header in a directory on the include path (the flag never changes; only build_info.c includes
+# the header), so a new commit recompiles one C file, not the package.
+build_flags() {
+    mkdir -p "$ARM/buildinfo"
+    local h="#define BIKECOMPUTER_GIT_COMMIT \"$COMMIT\""
+    [ "$(cat "$ARM/buildinfo/bikecomputer_commit.h" 2>/dev/null)" = "$h" ] || echo "$h" > "$ARM/buildinfo/bikecomputer_commit.h"
+    echo "-c release --scratch-path $ARM/scratch --swift-sdks-path $ARM/sdk --swift-sdk $SDK_ID --static-swift-stdlib -Xcc -I$ARM/buildinfo"
+}
+
 source_key() {
     # What the binaries are made of: the sources, the manifest and the toolchain.
     { git ls-files -s -- Package.swift Sources Simulator 2>/dev/null
@@ -252,11 +273,14 @@ source_key() {
       cat "$ARM/sid.ready" "$ARM/sysroot.ready"; echo "$COMMIT"; } | sha256sum | cut -c1-16
 }
 
-build() {
+version_and_commit() {
     VERSION=$(sed -n 's/.*static let \(major\|minor\|patch\) = \([0-9]*\).*/\2/p' Sources/RideModel/ProjectVersion.swift | paste -sd.)
     [[ "$VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "cannot read the version from Sources/RideModel/ProjectVersion.swift (got '$VERSION')"
     COMMIT=$(git describe --tags --always --dirty 2>/dev/null | tr -cd 'A-Za-z0-9._+-' || true)
     [ -n "$COMMIT" ] || say "no git commit found (not a git checkout?): --version will say it is not recorded"
+}
+
+build() {
     local key
     key=$(source_key)
     if [ -e "$OUT/.built" ] && [ "$(cat "$OUT/.built")" = "$key" ] && [ -x "$OUT/bikecomputer" ]; then
@@ -265,9 +289,9 @@ build() {
     fi
     rm -f "$OUT/.built"
     mkdir -p "$OUT" "$ARM/scratch"
-    local flags="-c release --scratch-path $ARM/scratch --swift-sdks-path $ARM/sdk --swift-sdk $SDK_ID"
-    flags+=" --static-swift-stdlib -Xswiftc -static-executable"
-    flags+=" -Xcc -DBIKECOMPUTER_GIT_COMMIT=\\\"$COMMIT\\\""
+    local flags
+    flags=$(build_flags)
+    flags+=" -Xswiftc -static-executable"
     local p t
     for p in "${PRODUCTS[@]}"; do
         t=$SECONDS
@@ -296,12 +320,37 @@ build() {
 
 # ------------------------------------------------------------------------------ the package
 package() {
+    local key
+    key=$( (cat "$OUT/.built"; cat packaging/deb/* board/accounts.sh board/config.toml board/udev/* board/boot-config.txt;
+            cat board/systemd/* board/usb-gadget/* board/bridge/bikebridge.service board/bridge/bikebridge.default \
+                board/bridge/requirements-board.txt board/bridge/bikebridge/*.py docs/board.md docs/config.md docs/companion.md \
+                docs/usb.md docs/sensors.md LICENSE) | sha256sum | cut -c1-16)
+    DEB=$OUT/bikecomputer_${VERSION}_arm64.deb
+    if [ -e "$OUT/.packaged" ] && [ "$(cat "$OUT/.packaged")" = "$key" ] && [ -f "$DEB" ]; then
+        say "Debian package: up to date ($(basename "$DEB"))"
+        return 0
+    fi
+    rm -f "$OUT/.packaged" "$OUT"/bikecomputer_*_arm64.deb
     say "Debian package (packaging/deb/build-deb.sh)"
     run deb.log "building the Debian package" bash packaging/deb/build-deb.sh --arch arm64 --version "$VERSION" \
         --commit "${COMMIT:-unknown}" --bin-dir "$OUT" --wheels-cache "$ARM/cache" --out "$OUT"
     DEB=$(sed -n 's/^built //p' "$LOGS/deb.log" | tail -n 1)
     [ -f "$DEB" ] || die "packaging/deb/build-deb.sh did not say which package it built (see $LOGS/deb.log)"
     say "  $(basename "$DEB"): $(du -k "$DEB" | cut -f1) KB, installed $(dpkg-deb -f "$DEB" Installed-Size) KB"
+    echo "$key" > "$OUT/.packaged"
+}
+
+# product NAME: one more product for aarch64 (not stripped; the Swift runtime static, glibc
+# shared: run it with qemu-aarch64 -L on the sysroot), e.g. bikebench for the instruction counts
+# of docs/performance.md (scripts/bench/arm64-insn.sh). Prints its path last.
+product() {
+    local p=$1 t=$SECONDS flags bin
+    flags=$(build_flags)
+    say "swift build $p for aarch64 (log: $LOGS/build-$p.log)"
+    run "build-$p.log" "swift build --product $p for aarch64" chroot_run "cd '$REPO' && swift build $flags --product $p"
+    bin=$(chroot_run "cd '$REPO' && swift build $flags --show-bin-path" 2>/dev/null | tail -n 1)
+    say "  $p built in $((SECONDS - t)) s"
+    echo "$bin/$p"
 }
 
 manifest() {
@@ -320,10 +369,20 @@ manifest() {
 host_tools
 make_chroot
 make_sysroot
-if [ "${1:-}" = prepare ]; then
-    say "prepared: the chroot, the sysroot and the Swift SDK (.build/arm64) in $((SECONDS - started)) s"
-    exit 0
-fi
+write_sdk
+case "${1:-}" in
+    prepare)
+        say "prepared: the chroot, the sysroot and the Swift SDK (.build/arm64) in $((SECONDS - started)) s"
+        exit 0 ;;
+    product)
+        [ -n "${2:-}" ] || die "usage: release-arm64.sh product NAME"
+        version_and_commit
+        product "$2"
+        exit 0 ;;
+    "") ;;
+    *) die "unknown argument $1 (release-arm64.sh [prepare | product NAME])" ;;
+esac
+version_and_commit
 build
 package
 manifest

@@ -242,11 +242,24 @@ def kill_drill() -> None:
         20, "the recovered ride saved beside the first")
 
 
+def peak_rss_kb(pid: int) -> int | None:
+    """VmHWM of the process (docs/performance.md compares the arm64 and x86 figures)."""
+    try:
+        for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+started_at = time.monotonic()
 proc = start_app()
 note("started bikecomputer", pid=proc.pid)
 try:
-    st = wait_for(lambda: status(), 30, "the control socket answers", poll_s=0.1)
-    note("status", display=st["hardware"]["display"], buttons=st["hardware"]["buttons"])
+    st = wait_for(lambda: status(), 30, "the control socket answers", poll_s=0.01)
+    record["startup_s"] = round(time.monotonic() - started_at, 3)  # exec to a control socket that answers
+    note("status", display=st["hardware"]["display"], buttons=st["hardware"]["buttons"], startup_s=record["startup_s"])
     record["pulls_after_start"] = {o: sysread(f"{a.sim}/sim_gpio{o}/pull") for o in (START, LAP, PAGE)}
     record["buzzer_consumer_level"] = sysread(f"{a.sim}/sim_gpio{BUZZER}/value")
 
@@ -337,6 +350,7 @@ try:
     record["summary"] = snapshot("summary")
     final = status()
     record["final_status"] = final
+    record["peak_rss_kb"] = peak_rss_kb(proc.pid)  # a whole ride: display, buttons, a sensor, faults, the save
     if a.kill_drill:
         kill_drill()
 except Exception as e:

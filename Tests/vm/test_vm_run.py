@@ -204,3 +204,12 @@ def test_a_killed_app_recovers_the_ride_from_its_journal(ride):
     assert k["recovered"] and k["state"] == "running", k
     assert k["timer_ms"] >= k["timer_ms_before"] - 1000, f"at most a second lost to the kill: {k}"
     assert len(k["ride_files"]) >= 2, k
+
+
+def test_start_up_and_peak_memory_are_measured(ride):
+    """Recorded for docs/performance.md (aarch64 beside x86_64; under TCG, so relative only): exec to
+    an answering control socket, and VmHWM over the whole ride. The bound is the board's: a Pi Zero
+    2 W has 512 MB for everything."""
+    _, r = ride
+    assert 0 < r["startup_s"] < 15, r["startup_s"]
+    assert r["peak_rss_kb"] and r["peak_rss_kb"] < 32 * 1024, r["peak_rss_kb"]
