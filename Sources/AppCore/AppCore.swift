@@ -277,7 +277,7 @@ public struct AppCore: Sendable {
                 screen.pairingCode = nil
                 emit(.pairingCodeDismissed)
                 if case .idle = screen.mode {
-                    holds[i] = ButtonHold(downAt: now, longPressFired: true, actedOnDown: true)
+                    holds[i] = ButtonHold(downAt: now, longPressFired: false, actedOnDown: true)
                     return
                 }
             }

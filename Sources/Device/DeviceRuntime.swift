@@ -546,6 +546,8 @@ public final class DeviceRuntime {
         lastRideFileError = nil
         // Only now may the journal let the ride go: its file holds every record.
         journal.rideFileIsDurable(job.rideID)
+        // Saved on an unset clock that was set meanwhile: its dating joins the queue.
+        queueNextRedating(at: now)
         log.log(.info, "ride \(job.rideID) saved: \(job.write!.summary)")
         handle(.rideFile(job.rideID, durable: true, at: now))
         return !rideFiles.isEmpty

@@ -142,6 +142,7 @@ public final class DatingRideArchive: RideArchivePort {
             keepingFailed(plan, error)
             return (what, nil)
         }
+        if pending == nil { kept(plan) }
         return (what + ", dated by an unset clock: re-dated once the clock is set", pending)
     }
 
@@ -158,10 +159,14 @@ public final class DatingRideArchive: RideArchivePort {
             keepingFailed(plan, error)
             return what
         }
-        // The clock became trusted while the ride's file was written (after `clockTrusted`
-        // listed the rides to date): it is dated now like them.
-        if trustedAnchor != nil, !due.contains(plan.rideID) { due.append(plan.rideID) }
+        kept(plan)
         return summary
+    }
+
+    /// The ride's records are kept for dating (durably). If the clock became trusted while its
+    /// file was written (after `clockTrusted` listed the rides to date), it is dated now like them.
+    func kept(_ plan: Plan) {
+        if trustedAnchor != nil, !due.contains(plan.rideID) { due.append(plan.rideID) }
     }
 
     func keepingFailed(_ plan: Plan, _ error: any Error) {
@@ -466,17 +471,21 @@ final class RedatingJob: RideArchiveJob {
                 phase = .remove  // never re-dated twice
                 return false
             }
+            records = p.records
+            if let o = a.readOffset(rideID) {
+                // Learnt in the ride's own boot (a power cut came before the rewrite).
+                offsetMs = o
+                phase = .check
+                return false
+            }
             guard p.reference.bootID == a.reference?.bootID else {
                 a.giveUpLater(rideID, "the board restarted before its clock was set; it keeps the date the board guessed, \(DatingRideArchive.dateText(p.startMs))")
                 summary = "not dated (an earlier boot)"
+                records = []
                 phase = .remove
                 return false
             }
-            records = p.records
-            if let o = a.readOffset(rideID) {
-                offsetMs = o
-                phase = .check
-            } else if let t = a.trustedAnchor {
+            if let t = a.trustedAnchor {
                 offsetMs = DatingRideArchive.offset(trusted: t, untrusted: p.reference.anchor)
                 phase = .writeOffset
             } else {

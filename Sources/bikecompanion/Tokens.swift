@@ -175,7 +175,7 @@ final class Pairing: @unchecked Sendable {
         static let clientCodeWaitS: Double = 10
         static let clientWaitMaxS: Double = 3_600
         /// A client's wait for its next entry after a wrong one: this, doubled per wrong entry.
-        static let clientAttemptWaitS: Double = 1
+        static let clientAttemptWaitS: Double = 0.25
         /// A code the rider cleared: its client's strikes grow by this much (a wait of minutes).
         static let dismissedStrikes = 5
         /// Clients remembered at most (the oldest is forgotten first).

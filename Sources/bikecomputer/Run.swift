@@ -104,7 +104,7 @@ struct Run: ParsableCommand {
             let files = BoardRideFiles(backgroundSyncs: true)
             let archive = DatingRideArchive(library: RideLibrary(dataDirectory: settings.dataDirectory, ops: files), ops: files,
                                             dataDirectory: settings.dataDirectory, bootID: BootID.current(), wall: wall, at: now, log: log)
-            options.rideFileCompletions = files.completionDescriptor.map { ($0, files.collectCompletions) }
+            options.rideFileCompletions = files.completionDescriptor.map { (descriptor: $0, collect: files.collectCompletions) }
             options.rideFilesStatus = { w in
                 w.string("sync_mode", files.syncMode)
                 w.int("slowest_begin_us", Int64(clamping: files.slowestBeginNs / 1000))

@@ -7,19 +7,40 @@ import Glibc
 //   bikefuzz toml-json < FILE             the TOML reader's document as JSON (the differential test)
 //   bikefuzz toml-json --stream           the same for each document on stdin (u32 LE length, bytes),
 //                                         one JSON line each
-// Built with `-sanitize=fuzzer -DFUZZING` (scripts/fuzz.sh), `bikefuzz TARGET [libFuzzer flags]
-// [CORPUS...]` runs libFuzzer's driver on TARGET instead.
+// Built with `-sanitize=fuzzer -DFUZZING` (scripts/fuzz.sh) it is a libFuzzer binary instead:
+// `BIKEFUZZ_TARGET=toml bikefuzz [libFuzzer flags] [CORPUS...]`.
 
 #if FUZZING
+/// The target libFuzzer runs: `BIKEFUZZ_TARGET`.
+let fuzzTarget: FuzzTarget = {
+    guard let name = getenv("BIKEFUZZ_TARGET").map({ String(cString: $0) }), let t = FuzzTarget.named(name) else {
+        complain("bikefuzz: set BIKEFUZZ_TARGET to one of: \(FuzzTarget.all.map(\.name).joined(separator: ", "))\n")
+        exit(2)
+    }
+    return t
+}()
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    fuzzTarget.run(UnsafeRawBufferPointer(start: data, count: size))
+    return 0
+}
+
 @_silgen_name("LLVMFuzzerRunDriver")
 func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<Int32>,
                          _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
                          _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
 
-/// The target libFuzzer calls (set once, before the driver starts).
-nonisolated(unsafe) var fuzzTarget: FuzzTarget?
-#endif
-
+/// SwiftPM links an executable's entry as `main` (`--defsym main=bikefuzz_main`) and libFuzzer
+/// brings its own `main`: both run libFuzzer's driver on `fuzzOne`, so whichever the linker keeps
+/// (scripts/fuzz.sh links with --allow-multiple-definition) does the same.
+@_cdecl("bikefuzz_main")
+public func bikefuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    var c = argc
+    var v = argv
+    return LLVMFuzzerRunDriver(&c, &v) { fuzzOne($0, $1) }
+}
+#else
 @main
 struct BikeFuzz {
     static func main() {
@@ -30,53 +51,37 @@ struct BikeFuzz {
             for t in FuzzTarget.all { print(t.name) }
         case "run":
             guard args.count >= 3, let target = FuzzTarget.named(args[2]) else { usage() }
-            var files = 0
+            var count = 0
             for path in args.dropFirst(3) {
                 for file in files(at: path) {
                     let bytes = read(file)
                     bytes.withUnsafeBytes { target.run($0) }
-                    files += 1
+                    count += 1
                 }
             }
-            print("\(target.name): \(files) inputs, no failure")
+            print("\(target.name): \(count) inputs, no failure")
         case "toml-json":
             tomlJSON()
         default:
-            #if FUZZING
-            guard let target = FuzzTarget.named(args[1]) else { usage() }
-            fuzzTarget = target
-            // libFuzzer sees the program name and the flags and corpus directories after the target.
-            var argv: [UnsafeMutablePointer<CChar>?] = ([args[0]] + args.dropFirst(2)).map { strdup($0) } + [nil]
-            var argc = Int32(argv.count - 1)
-            let status = argv.withUnsafeMutableBufferPointer { b -> Int32 in
-                var p: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = b.baseAddress
-                return LLVMFuzzerRunDriver(&argc, &p) { data, size in
-                    fuzzTarget!.run(UnsafeRawBufferPointer(start: data, count: size))
-                    return 0
-                }
-            }
-            exit(status)
-            #else
             usage()
-            #endif
         }
     }
 
     static func usage() -> Never {
         let text = """
             usage: bikefuzz list | run TARGET PATH... | toml-json < FILE
-                   (a fuzzing build, scripts/fuzz.sh: bikefuzz TARGET [libFuzzer flags] [CORPUS...])
+                   (a fuzzing build, scripts/fuzz.sh: BIKEFUZZ_TARGET=TARGET bikefuzz [libFuzzer flags] [CORPUS...])
             targets: \(FuzzTarget.all.map(\.name).joined(separator: ", "))
 
             """
-        fputs(text, stderr)
+        complain(text)
         exit(2)
     }
 
     /// `path` itself, or the regular files in it (sorted).
     static func files(at path: String) -> [String] {
         var st = stat()
-        guard stat(path, &st) == 0 else { fputs("bikefuzz: \(path): no such file\n", stderr); exit(2) }
+        guard stat(path, &st) == 0 else { complain("bikefuzz: \(path): no such file\n"); exit(2) }
         guard (st.st_mode & S_IFMT) == S_IFDIR else { return [path] }
         guard let d = opendir(path) else { return [] }
         defer { closedir(d) }
@@ -90,34 +95,59 @@ struct BikeFuzz {
     }
 
     static func read(_ path: String) -> [UInt8] {
-        guard let f = fopen(path, "rb") else { fputs("bikefuzz: cannot read \(path)\n", stderr); exit(2) }
-        defer { fclose(f) }
-        return readAll(f)
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { complain("bikefuzz: cannot read \(path)\n"); exit(2) }
+        defer { close(fd) }
+        return readAll(fd)
     }
 
-    static func readAll(_ f: UnsafeMutablePointer<FILE>) -> [UInt8] {
+    static func readAll(_ fd: Int32) -> [UInt8] {
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65_536)
         while true {
-            let n = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, f) }
-            if n == 0 { break }
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
             out += chunk[0..<n]
+        }
+        return out
+    }
+
+    /// Exactly `n` bytes from `fd`, or nil at its end.
+    static func readExactly(_ fd: Int32, _ n: Int) -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: n)
+        var done = 0
+        while done < n {
+            let r = out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, n - done) }
+            if r <= 0 { return nil }
+            done += r
         }
         return out
     }
 
     static func tomlJSON() {
         guard CommandLine.arguments.dropFirst(2).first == "--stream" else {
-            print(TOMLJSON.document(readAll(stdin)))
+            emit(TOMLJSON.document(readAll(0)) + "\n")
             return
         }
-        var header = [UInt8](repeating: 0, count: 4)
-        while header.withUnsafeMutableBytes({ fread($0.baseAddress, 1, 4, stdin) }) == 4 {
+        while let header = readExactly(0, 4) {
             let n = Int(header[0]) | Int(header[1]) << 8 | Int(header[2]) << 16 | Int(header[3]) << 24
-            var doc = [UInt8](repeating: 0, count: n)
-            guard n == 0 || doc.withUnsafeMutableBytes({ fread($0.baseAddress, 1, n, stdin) }) == n else { break }
-            print(TOMLJSON.document(doc))
-            fflush(stdout)
+            guard let doc = n == 0 ? [] : readExactly(0, n) else { break }
+            emit(TOMLJSON.document(doc) + "\n")
         }
     }
 }
+#endif
+
+/// Text to a descriptor, unbuffered (stdout for answers, stderr for complaints).
+func write(_ text: String, to fd: Int32) {
+    let bytes = Array(text.utf8)
+    var done = 0
+    while done < bytes.count {
+        let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, bytes.count - done) }
+        if n <= 0 { return }
+        done += n
+    }
+}
+
+func emit(_ text: String) { write(text, to: 1) }
+func complain(_ text: String) { write(text, to: 2) }
