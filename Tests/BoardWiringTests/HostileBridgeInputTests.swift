@@ -41,4 +41,28 @@ import Testing
         #expect(!rig.wiring.bridge.isConnected)
         #expect(rig.wiring.bridge.disconnections == 1)
     }
+
+    /// A bridge that cannot read the config file says so (protocol version 3): the unit shows
+    /// CONFIG ERR LINE n once, logs it, and `status` tells where and why; once the file can be
+    /// read again, status says so.
+    @Test func aBridgeThatCannotReadTheConfigIsShownOnTheUnit() throws {
+        let rig = try Rig()
+        let bridge = try FakeBridge(rig)
+        try bridge.send(.hello(protocolVersionMax: 3, radios: 2, bridgeID: 9))
+        rig.run(ms: 100)
+        let hellos = bridge.received().compactMap { if case let .appHello(v, _) = $0 { v } else { nil } }
+        #expect(hellos == [3], "the app says it speaks version 3")
+        try bridge.send(.configState(readable: false, line: 12, BridgeNote("Illegal character '\\x7f'")))
+        rig.run(ms: 100)
+        #expect(rig.runtime.core.screen.overlay == .sensorConfigUnreadable(line: 12))
+        var st = try rig.status()
+        var b = try #require(st["bridge"] as? [String: Any])
+        #expect(b["config_readable"] as? Bool == false && b["config_error_line"] as? Int == 12)
+        #expect((b["config_error"] as? String)?.contains("x7f") == true)
+        try bridge.send(.configState(readable: true, line: 0, BridgeNote()))
+        rig.run(ms: 100)
+        st = try rig.status()
+        b = try #require(st["bridge"] as? [String: Any])
+        #expect(b["config_readable"] as? Bool == true && b["config_error"] == nil)
+    }
 }
