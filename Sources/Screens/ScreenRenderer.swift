@@ -477,10 +477,11 @@ public struct ScreenRenderer: Sendable {
         text.clear()
         text.append("P")
         text.append(integer: Int64(code), minimumDigits: 6)
-        let w = Font.small.widthPx(count: text.count) + 4
-        let box = Rect(x: width - w, y: 0, width: w, height: Font.small.height + 2)
+        let small = fonts.text, px1 = geometry.px(1)
+        let w = small.widthPx(count: text.count) + 4 * px1
+        let box = Rect(x: width - w, y: 0, width: w, height: small.height + 2 * px1)
         canvas.fill(box)
-        canvas.drawText(text, font: .small, x: box.x + 2, y: 1, on: false)
+        canvas.drawText(text, font: small, x: box.x + 2 * px1, y: px1, on: false)
     }
 
     /// The alert's words, written without building a String.

@@ -160,3 +160,23 @@ def test_a_code_the_rider_clears_on_the_unit_is_cancelled(companion):
     assert status == 409, "the cleared code no longer pairs"
     status, j = post(port, "/api/pair/request")
     assert status == 429 and j["retry_after_s"] >= 60, f"the rider said no: its device waits minutes, not seconds: {j}"
+
+
+def test_the_token_file_is_replaced_through_a_temporary_of_its_own(companion):
+    """Issue 27: the token file was written through the fixed name `companion-tokens.tmp` (shared
+    by the running companion and `bikecompanion revoke`, and followed if it was a link) and renamed
+    without an fsync of its directory. A link planted at that name is now left alone, the file is
+    replaced atomically and durably (BoardIO's AtomicFiles: a temporary named by the process,
+    fsync, rename, fsync of the directory), and stays a private regular file."""
+    data = companion.dir / "data"
+    data.mkdir(exist_ok=True)
+    victim = companion.dir / "victim.txt"
+    victim.write_text("not a token file\n")
+    (data / "companion-tokens.tmp").symlink_to(victim)
+    token, token_id, _ = companion.pair()
+    assert victim.read_text() == "not a token file\n", "the pairing wrote through the planted link"
+    tokens = data / "companion-tokens"
+    assert tokens.is_file() and not tokens.is_symlink()
+    assert oct(tokens.stat().st_mode & 0o777) == "0o600"
+    assert token_id in tokens.read_text()
+    assert not [p.name for p in data.iterdir() if p.name.startswith("companion-tokens.") and p.name != "companion-tokens.tmp"]
