@@ -170,6 +170,12 @@ final class BackgroundWrite: RideFilePendingWrite {
         self.files = files
         self.path = path
         temporary = path
+        token = 0
+        try beginDirectorySync()
+    }
+
+    /// Submits the fsync of the directory of `path` (blocking where the ring refuses it).
+    func beginDirectorySync() throws(SystemError) {
         stage = .directorySync
         let dir = AtomicFiles.directoryName(of: path)
         let d = try FileDescriptor.open(dir, O_RDONLY | O_DIRECTORY)
@@ -210,12 +216,7 @@ final class BackgroundWrite: RideFilePendingWrite {
                 stage = .done
                 throw e
             }
-            stage = .directorySync
-            let dir = AtomicFiles.directoryName(of: path)
-            let d = try FileDescriptor.open(dir, O_RDONLY | O_DIRECTORY)
-            fd = d
-            token = files.token()
-            if !files.submit(d, token: token) { try syncNow(d, dir) }
+            try beginDirectorySync()
             return false
         case .directorySync:
             if token != 0 {

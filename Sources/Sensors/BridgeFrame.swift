@@ -92,48 +92,11 @@ public enum LinkState: UInt8, Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// A sensor's advertised name in a found frame: at most 24 UTF-8 bytes, held inline.
-public struct SensorName: Sendable, Hashable {
-    public static let bytesMax = 24
-    var storage = InlineArray<24, UInt8>(repeating: 0)
-    public private(set) var count = 0
-
-    public init() {}
-
-    /// `text` cut at a character boundary to `bytesMax` bytes.
-    public init(_ text: String) {
-        for c in text {
-            let u = Array(c.utf8)
-            if count + u.count > Self.bytesMax { break }
-            for b in u { storage[count] = b; count += 1 }
-        }
-    }
-
-    init(bytes b: UnsafeRawBufferPointer, from: Int, count n: Int) {
-        for i in 0..<min(n, Self.bytesMax) { storage[i] = b[from + i] }
-        count = min(n, Self.bytesMax)
-    }
-
-    public subscript(i: Int) -> UInt8 { storage[i] }
-    public var text: String { String(decoding: (0..<count).map { storage[$0] }, as: UTF8.self) }
-
-    public static func == (a: Self, b: Self) -> Bool {
-        guard a.count == b.count else { return false }
-        for i in 0..<a.count where a.storage[i] != b.storage[i] { return false }
-        return true
-    }
-
-    public func hash(into h: inout Hasher) {
-        h.combine(count)
-        for i in 0..<count { h.combine(storage[i]) }
-    }
-}
-
-/// The bridge's words about the config file in a config-state frame (version 3): at most 64
-/// UTF-8 bytes, held inline.
-public struct BridgeNote: Sendable, Hashable {
-    public static let bytesMax = 64
-    var storage = InlineArray<64, UInt8>(repeating: 0)
+/// UTF-8 text of at most `capacity` bytes held inline (no allocation when a frame is parsed):
+/// a found frame's name, a config-state frame's reason.
+public struct InlineText<let capacity: Int>: Sendable, Hashable {
+    public static var bytesMax: Int { capacity }
+    var storage = InlineArray<capacity, UInt8>(repeating: 0)
     public private(set) var count = 0
 
     public init() {}
@@ -167,6 +130,13 @@ public struct BridgeNote: Sendable, Hashable {
         for i in 0..<count { h.combine(storage[i]) }
     }
 }
+
+/// A sensor's advertised name in a found frame: at most 24 UTF-8 bytes.
+public typealias SensorName = InlineText<24>
+
+/// The bridge's words about the config file in a config-state frame (version 3): at most 64
+/// UTF-8 bytes.
+public typealias BridgeNote = InlineText<64>
 
 /// What a search found (a found frame): the sensor, what it offers (BLE: the `BridgeFrame.service*`
 /// bits of the services it advertises; ANT+: its device type), its signal strength (dBm; nil when
