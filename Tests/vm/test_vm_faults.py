@@ -180,7 +180,7 @@ def latency_run(k):
     vm = system.System(k, sf.installed(k))
     out = sf.prepare_outdir("latency")
     data = system.make_data_disk(out / "data.img", 64, fs=False)
-    result = vm.run(sf.guest_script("latency", "--delay-ms", "200", "--presses", str(PRESSES)), timeout_s=900, data_image=data,
+    result = vm.run(sf.guest_script("latency", "--delay-ms", "200", "--presses", str(PRESSES)), timeout_s=900, data_image=data, env=sf.true_env(),
                     outdir=out, name="latency")
     record = sf.record_of(result)
     assert result.ok and not record["errors"], sf.explain(result, record)
