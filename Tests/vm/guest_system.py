@@ -724,6 +724,7 @@ def redating_on_the_stalling_card(a, n: int) -> dict:
         time.sleep(1.5)
         end_ride()
         wait_for(lambda: status()["ride_files"]["written"] > written, 60, f"ride {i + 1} saved")
+    # Every ride on this card waits (the ride the delayed-card measurement saved too).
     r["undated_before"] = len([x for x in undated() if x.endswith(".rec")])
     data_device(f"0 {n} delay /dev/vdb 0 0 /dev/vdb 0 {a.delay_ms}")
     before = status()
@@ -733,7 +734,8 @@ def redating_on_the_stalling_card(a, n: int) -> dict:
     dated_s = None
     while time.monotonic() - t0 < 180:
         st = status()
-        if st["ride_files"].get("rides_redated", 0) >= REDATED_RIDES and st["ride_files"].get("redatings_waiting", 1) == 0:
+        f = st["ride_files"]
+        if f.get("rides_redated", 0) >= r["undated_before"] and f.get("redatings_waiting", 1) == 0 and f.get("pending", 1) == 0:
             dated_s = round(time.monotonic() - t0, 2)
             break
         samples.append(page_press_ms("page change while dating"))
@@ -741,7 +743,7 @@ def redating_on_the_stalling_card(a, n: int) -> dict:
     after = status()
     data_device(f"0 {n} linear /dev/vdb 0")
     r.update({"dated_s": dated_s, "page_ms": samples, "loop_before": before.get("loop"), "loop_after": after.get("loop"),
-              "ride_files": after.get("ride_files"), "undated_after": undated(), "rides": len(rides_list())})
+              "ride_files": after.get("ride_files"), "undated_after": undated(), "library": len(rides_list())})
     return r
 
 
