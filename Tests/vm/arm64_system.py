@@ -185,8 +185,9 @@ exit $status
 
 @vmlib.serialised(per_arch=True)
 def image(k: vmlib.Kernel, modules: list[pathlib.Path], size_mb: int = 2048) -> pathlib.Path:
-    """The configured arm64 system (debootstrap's second stage done in a guest), with the test's
-    guest files and the kernel's modules; cached by content. Never changed by a test (System
+    """The configured arm64 system (debootstrap's second stage done on the host by
+    configured_rootfs(), or else in an arm64 guest), with the test's guest files and the kernel's
+    modules; cached by content. Never changed by a test (System
     boots it through a qcow2 overlay)."""
     if k.arch.name != "arm64":
         raise ValueError("arm64_system.image wants the arm64 kernel")
@@ -203,7 +204,7 @@ def image(k: vmlib.Kernel, modules: list[pathlib.Path], size_mb: int = 2048) -> 
     for old in system.SYSTEM.glob("arm64-system-*.img"):
         old.unlink()  # one at a time (2 GB sparse each)
     started = time.monotonic()
-    with vmlib.timed("arm64 system image (copy, guest files, mkfs, second stage in a guest)"), \
+    with vmlib.timed("arm64 system image (copy, guest files, mkfs; the second stage in a guest if not done on the host)"), \
             tempfile.TemporaryDirectory(dir=system.SYSTEM) as tmp:
         root = pathlib.Path(tmp) / "root"
         sh(["cp", "-a", str(base), str(root)], timeout=600)

@@ -214,7 +214,7 @@ def prepare(stage: str) -> int:
         if "arm64" in k:
             step("the arm64 modules", modules, k["arm64"])
             step("busybox for arm64", vmlib.busybox_binary, vmlib.ARCHES["arm64"])
-            step("the arm64 Debian system (debootstrap, second stage in a guest)", _arm64_system, k["arm64"])
+            step("the arm64 Debian system (debootstrap, its second stage under qemu-aarch64-static)", _arm64_system, k["arm64"])
         step("the C shim tests (arm64, v1)", shim_tests, "arm64", 1)
         step("the C shim tests (arm64, v2)", shim_tests, "arm64", 2)
         step("libgpiod 2 (amd64) for the second board-vm-checks build", gpiod_prefix, "amd64", 2)
