@@ -644,6 +644,31 @@ def gpio_sim_module(k: Kernel) -> pathlib.Path:
     return build_module(k, staging)
 
 
+I2C_STUB_FILES = ["drivers/i2c/i2c-stub.c"]
+
+
+@serialised(per_arch=True)
+def i2c_stub_module(k: Kernel) -> pathlib.Path:
+    """Upstream i2c-stub built out of tree from Debian's linux-source of the kernel's version,
+    for a kernel that does not ship it (Debian's arm64 one); loadable by name, with parameters."""
+    src = linux_source_files(k, I2C_STUB_FILES)
+    staging = CACHE / "src" / f"i2c-stub-oot-{k.package_version}"
+    if not (staging / "Kbuild").exists():
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        shutil.copy(src / I2C_STUB_FILES[0], staging / "i2c-stub.c")
+        (staging / "Kbuild").write_text("obj-m := i2c-stub.o\n")
+    return build_module(k, staging)
+
+
+def has_module(k: Kernel, name: str) -> bool:
+    """Whether the kernel ships module `name` (built in or in modules.dep)."""
+    key = name.replace("-", "_")
+    return any(pathlib.Path(line.partition(":")[0]).name.split(".ko")[0].replace("-", "_") == key
+               for f in ("modules.dep", "modules.builtin") if (k.modules / f).exists()
+               for line in (k.modules / f).read_text().splitlines())
+
+
 # ---------------------------------------------------------------------------------- initramfs
 
 INIT = r"""#!/bin/busybox sh
@@ -780,7 +805,8 @@ def initramfs(k: Kernel, modules: list[str], extra: list[pathlib.Path] = (), hos
         (root / "init").chmod(0o755)
         (root / "etc" / "vm").mkdir(parents=True)
         mdir = root / "lib" / "modules" / k.version
-        for rel in module_closure(k, [m.split()[0] for m in modules], None):
+        own = {e.name.split(".ko")[0].replace("-", "_") for e in extra}  # loaded by name from extra/
+        for rel in module_closure(k, [m.split()[0] for m in modules if m.split()[0].replace("-", "_") not in own], None):
             (mdir / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(k.modules / rel, mdir / rel)
         for e in extra:
