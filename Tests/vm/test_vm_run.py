@@ -201,6 +201,7 @@ def test_sigterm_blanks_the_display(ride):
 def test_a_killed_app_recovers_the_ride_from_its_journal(ride):
     _, r = ride
     k = r["kill_drill"]
+    assert "error" not in k, f"the kill drill: {k}"
     assert k["recovered"] and k["state"] == "running", k
     assert k["timer_ms"] >= k["timer_ms_before"] - 1000, f"at most a second lost to the kill: {k}"
     assert len(k["ride_files"]) >= 2, k
