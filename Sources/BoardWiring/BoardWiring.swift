@@ -66,6 +66,8 @@ public final class BoardWiring {
         /// The ride files' own status fields (`BoardRideFiles`: how they are synced, what a
         /// background write costs a turn), written into `status`'s `ride_files`.
         public var rideFilesStatus: ((inout JSONWriter) -> Void)?
+        /// Where a power-off is asked for (the request file on the board; nil: nowhere).
+        public var powerPort: PowerPort?
 
         public init() {}
     }
@@ -88,10 +90,12 @@ public final class BoardWiring {
     public let gps: GpsComponent
     public let barometer: BarometerComponent
     public let sensors: SensorsComponent
+    /// The battery's fuel gauge (docs/power.md).
+    public let battery: BatteryComponent
     /// The journal's background syncs (the io_uring completion eventfd), issue 17 item 6.
     public let journalSync: JournalSyncComponent
     /// Every component, in start order.
-    public var components: [BoardComponent] { [display, buzzer, bridge, buttons, control, companion, gps, barometer, sensors, journalSync] }
+    public var components: [BoardComponent] { [display, buzzer, bridge, buttons, control, companion, gps, barometer, sensors, journalSync, battery] }
     let rideFlag: RideActiveFlag?
     public let startMs: Int64
     public private(set) var recoveredRide: RideID?
@@ -148,6 +152,8 @@ public final class BoardWiring {
         barometer = BarometerComponent(devices.barometer, state: devices.barometerState, errors: devices.barometerErrors, log: self.log)
         sensors = SensorsComponent(configPath: options.configPath, initial: options.config, log: self.log)
         journalSync = JournalSyncComponent(journal: opened.journal)
+        battery = BatteryComponent(settings: settings.app.battery, where: devices.batteryWhere, open: devices.batteryOpen, log: self.log)
+        runtime.powerPort = options.powerPort
         if options.measureLatencyMs != nil { latency = LatencyRecorder() }
         try startComponents()
     }

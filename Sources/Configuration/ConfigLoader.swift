@@ -5,7 +5,7 @@ public enum ConfigLoader {
     public static let sensorsMax = 8
 
     /// The tables a config may have (in documentation order).
-    public static let tables = ["buttons", "display", "bridge", "sensor", "bike", "rider", "zones", "training", "storage", "control", "companion", "gps", "barometer"]
+    public static let tables = ["buttons", "display", "bridge", "sensor", "bike", "rider", "zones", "training", "storage", "control", "companion", "gps", "barometer", "battery"]
 
     public static func load(text: String) -> Result<DeviceConfig, ConfigErrors> {
         let (document, syntaxErrors) = TOMLDocument.parse(text)
@@ -36,9 +36,10 @@ public enum ConfigLoader {
             case ("companion", false): companion(r, &config.companion)
             case ("gps", false): gps(r, &config.gps)
             case ("barometer", false): barometer(r, &config.barometer)
+            case ("battery", false): battery(r, &config.battery)
             default:
                 let header = table.isArrayElement ? "[[\(table.name)]]" : "[\(table.name)]"
-                r.errors.append(ConfigError(line: table.line, .unknownTable, "unknown table \(header); allowed tables: [buttons], [display], [bridge], [[sensor]], [bike], [rider], [zones], [training], [storage], [control], [companion], [gps], [barometer]"))
+                r.errors.append(ConfigError(line: table.line, .unknownTable, "unknown table \(header); allowed tables: [buttons], [display], [bridge], [[sensor]], [bike], [rider], [zones], [training], [storage], [control], [companion], [gps], [barometer], [battery]"))
             }
             errors += r.errors
         }
@@ -57,6 +58,8 @@ public enum ConfigLoader {
         if let v = r.int("long_press_ms", 300...10_000) { b.longPressMs = v }
         if let v = r.int("debounce_ms", 1...500) { b.debounceMs = v }
         if let v = r.int("buzzer_pin", 0...511) { b.buzzerPin = v }
+        if let v = r.int("power_pin", 0...511) { b.powerPin = v }
+        if let v = r.int("power_off_hold_ms", 1_000...10_000) { b.powerOffHoldMs = v }
         r.finish()
     }
 
@@ -174,6 +177,7 @@ public enum ConfigLoader {
         if let buzzer = c.buttons.buzzerPin, c.buttons.pins.contains(buzzer) {
             errors.append(ConfigError(line: line("buttons", "buzzer_pin"), .inconsistent, "buzzer_pin \(buzzer) is also a button pin; use a free GPIO line"))
         }
+        errors += powerChecks(c, line: line)
         if c.rider.restingHr >= c.rider.maxHr {
             errors.append(ConfigError(line: line("rider", "max_hr"), .inconsistent, "max_hr (\(c.rider.maxHr)) must be above resting_hr (\(c.rider.restingHr))"))
         }

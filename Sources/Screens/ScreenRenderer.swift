@@ -55,7 +55,7 @@ public struct ScreenRenderer: Sendable {
     /// Draws `model` into the canvas; false when the canvas already shows it (nothing drawn).
     @discardableResult
     private mutating func draw(_ model: ScreenModel) -> Bool {
-        if case .running(let page) = model.mode, model.overlay == nil, model.pairingCode == nil {
+        if case .running(let page) = model.mode, model.overlay == nil, model.pairingCode == nil, model.poweringOff == nil {
             if runningPageUnchanged(page, model) { return false }
         } else {
             drawnKeyCount = -1
@@ -72,6 +72,7 @@ public struct ScreenRenderer: Sendable {
         }
         if let alert = model.overlay { drawOverlay(alert) }
         if let code = model.pairingCode { drawPairingCode(code) }
+        if let reason = model.poweringOff { drawPoweringOff(reason, model) }
         return true
     }
 
@@ -160,6 +161,7 @@ public struct ScreenRenderer: Sendable {
         }
         guard tall else {
             drawSensorBoxes(y: 18, x: 48, model)
+            drawIdleBattery(model)
             return
         }
         canvas.horizontalLine(x: 0, y: 16, length: width)
@@ -168,6 +170,7 @@ public struct ScreenRenderer: Sendable {
         sensorStatusLine(model)
         canvas.drawText(text, font: .small, x: 0, y: 41)
         canvas.drawText("START to ride", font: .small, x: 0, y: 52)
+        drawIdleBattery(model)
     }
 
     /// Each expected sensor's last reported battery level under its box ("82%"; blank when the
@@ -284,6 +287,7 @@ public struct ScreenRenderer: Sendable {
             text.append(clockMs: model.elapsedMs)
             canvas.drawText("ELAPSED", font: .small, x: 0, y: 51)
             canvas.drawText(text, font: .small, in: Rect(x: 0, y: 51, width: width, height: 12), alignment: .right)
+            drawPausedBattery(model)
         } else {
             canvas.drawText("PAUSED", font: .medium, x: 2, y: 0, on: false)
             canvas.drawText(text, font: .small, in: Rect(x: 0, y: 2, width: width - 2, height: 12), alignment: .right, on: false)
@@ -426,6 +430,9 @@ public struct ScreenRenderer: Sendable {
         case .rideTableFull: text.append("RIDE FULL")
         case .lowSensorBattery(let r, let p):
             text.append(roleWord(r)); text.append(" BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
+        case .lowBattery(let p): text.append("BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
+        case .batteryEmpty: text.append("BATTERY EMPTY")
+        case .poweringOff: text.append("POWERING OFF")
         }
     }
 
