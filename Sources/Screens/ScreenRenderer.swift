@@ -90,6 +90,7 @@ public struct ScreenRenderer: Sendable {
         keyScratch[0] = UInt8(truncatingIfNeeded: index)
         var n = 1
         for graphic in pages[index].graphics { n = appendGraphicKey(graphic.kind, model, at: n) }
+        n = appendBatteryKey(model, at: n)
         for field in pages[index].fields {
             ValueFormat.write(field.content, of: model, into: &text)
             guard n + text.count + 1 <= Self.drawnKeyBytesMax else { drawnKeyCount = -1; return false }
@@ -115,6 +116,7 @@ public struct ScreenRenderer: Sendable {
         drawPage(pages[index], model)
         // The pages the rider can reach (the climbing and map pages only with GPS or a barometer).
         drawPageDots(index, of: min(pages.count, max(1, model.runningPageCount)))
+        drawRunningBattery(model, below: min(pages.count, max(1, model.runningPageCount)))
     }
 
     /// Draws any page layout: the separator lines, the graphics, then each field the same way.
