@@ -168,3 +168,17 @@ public final class BatteryComponent: BoardComponent {
         device = nil
     }
 }
+
+extension BoardWiring {
+    /// Boot to ride-ready (docs/power.md): CLOCK_MONOTONIC ms since the kernel started, the
+    /// scale `systemd-analyze` counts in, when the process started, its first screen was wholly
+    /// on the panel, its buttons were in the loop and its control socket answered.
+    func writeBootStamps(into w: inout JSONWriter) {
+        w.beginObject("boot")
+        w.int("process_start_ms", options.processStartMs)
+        w.int("first_frame_ms", display.firstFrameAtMs)
+        w.int("buttons_ready_ms", buttons.readyAtMs)
+        w.int("wiring_start_ms", startMs)
+        w.endObject()
+    }
+}

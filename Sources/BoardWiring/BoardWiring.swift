@@ -68,6 +68,8 @@ public final class BoardWiring {
         public var rideFilesStatus: ((inout JSONWriter) -> Void)?
         /// Where a power-off is asked for (the request file on the board; nil: nowhere).
         public var powerPort: PowerPort?
+        /// CLOCK_MONOTONIC ms when the process started (boot to ride-ready, `status` → `boot`).
+        public var processStartMs: Int64?
 
         public init() {}
     }
@@ -331,6 +333,7 @@ public final class BoardWiring {
         w.string("last_error", runtime.lastRideFileError)
         options.rideFilesStatus?(&w)
         w.endObject()
+        writeBootStamps(into: &w)
         w.string("journal_disabled", journal.disabledReason)
         // Control replies held until their state change was durable, and those sent without.
         w.int("control_replies_delayed", Int64(clamping: runtime.repliesDelayedForDurability))

@@ -54,6 +54,7 @@ struct Run: ParsableCommand {
     }
 
     func run() throws {
+        let processStartMs = MonotonicClock.nowMs
         let log = CountingLog(StderrLog(minimumLevel: verbose ? .debug : .info))
         let loaded: DeviceConfig
         do throws(ConfigFile.LoadError) {
@@ -104,6 +105,7 @@ struct Run: ParsableCommand {
             options.config = loaded
             // A power-off (the battery at its critical level, the power button) is asked of the
             // system through a request file a root path unit acts on (docs/power.md).
+            options.processStartMs = processStartMs
             let powerRequest = PowerOffRequestFile(path: powerOffFile)
             powerRequest.removeStale()
             options.powerPort = powerRequest
