@@ -14,7 +14,7 @@ extension ScreenRenderer {
     mutating func drawBatteryIcon(_ b: BatteryStatus, x: Int, y: Int, on: Bool = true) {
         let g = geometry
         let body = Rect(x: x, y: y, width: g.px(Self.batteryIconWidth - 2), height: g.px(Self.batteryIconHeight))
-        canvas.strokeRect(body, on: on)
+        canvas.strokeRect(body, on: on, thickness: g.px(1))
         canvas.fill(Rect(x: body.maxX, y: y + g.px(2), width: g.px(2), height: g.px(Self.batteryIconHeight - 4)), on: on)
         let inner = body.insetBy(g.px(2))
         guard let p = b.percent else {
@@ -62,7 +62,7 @@ extension ScreenRenderer {
         // The nub, then the body's outline.
         canvas.fill(Rect(x: x + edge, y: top, width: max(edge, w - 2 * edge), height: edge))
         let body = Rect(x: x, y: top + edge, width: w, height: h - edge)
-        canvas.strokeRect(body)
+        canvas.strokeRect(body, thickness: edge)
         let inner = Rect(x: x + edge, y: body.y + edge, width: w - 2 * edge, height: body.height - 2 * edge)
         guard let p = b.percent else { return }
         let filled = p <= 0 ? 0 : max(edge, (inner.height * min(100, p) + 50) / 100)
