@@ -140,7 +140,7 @@ let package = Package(
         .testTarget(name: "DeviceTests", dependencies: ["TestSupport", "AppCore", "Battery", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
         // The board's wiring in process, on ManualEventLoop (ticks, deadlines, flush steps,
         // buttons, the control socket and status), and its display screen.
-        .testTarget(name: "BoardWiringTests", dependencies: ["AppCore", "BoardHardware", "BoardIO", "BoardWiring", "Configuration", "Control", "Device", "Display", "Journal", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
+        .testTarget(name: "BoardWiringTests", dependencies: ["AppCore", "Battery", "BoardHardware", "BoardIO", "BoardWiring", "Configuration", "Control", "Device", "Display", "Journal", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
         // The control stream's socket side and the companion. swift-configuration (in
         // hummingbird's package graph) also names a module Configuration: aliased here so it does
         // not clash with ours (SwiftPM needs one product dependency that names the alias).
