@@ -91,12 +91,10 @@ def test_at_the_critical_level_the_ride_is_paused_and_the_board_powers_off_by_it
     p = before["paused"]
     assert p["state"] == "paused" and p["ride_id"] == before["before"]["ride_id"], p
     assert p["battery"]["level"] == "critical" and p["battery"]["power_off"] == "battery critical", p
-    # The app stopped (SIGTERM from the power-off) after it had asked; nobody killed it.
-    assert "status_gone" in before, before
     log = (first.outdir / "journal-1.log").read_text(errors="replace")
     assert "power: power-off asked for (battery critical); the journal is durable" in log, log[-3000:]
     assert "bikecomputer asked for a clean power-off" in log, log[-3000:]
-    assert "journal synced for shutdown" in log, log[-3000:]
+    assert "bikecomputer-poweroff.service: Deactivated successfully" in log, log[-3000:]
 
 
 def test_after_the_recharge_the_ride_is_recovered_paused_and_goes_on(off):
@@ -105,7 +103,10 @@ def test_after_the_recharge_the_ride_is_recovered_paused_and_goes_on(off):
     assert a["recovered"] and a["state"] == "paused" and a["ride_id"] == before["paused"]["ride_id"], a
     assert a["timer_ms"] >= before["paused"]["timer_ms"] - 1000, (before["paused"], a)
     assert after["recharged"]["percent"] == 80.0 and after["recharged"]["charging"] is True, after["recharged"]
-    assert "power-off asked for" in after["previous_boot_log"], after["previous_boot_log"][-2000:]
+    # A clean power-off unmounts the file systems: the next boot's mounts replay no journal.
+    ext4 = after["kernel_ext4"]
+    assert any("vdb" in line and "mounted filesystem" in line for line in ext4), ext4
+    assert not [line for line in ext4 if "recovery" in line.lower() or "error" in line.lower()], ext4
 
 
 def test_the_fit_file_carries_the_units_battery_at_start_and_end(off):
@@ -115,7 +116,8 @@ def test_the_fit_file_carries_the_units_battery_at_start_and_end(off):
     with fitdecode.FitReader(str(out / "poweroff.fit"), check_crc=fitdecode.CrcCheck.RAISE) as fit:
         for frame in fit:
             if isinstance(frame, fitdecode.FitDataMessage) and frame.name == "device_info" \
-                    and frame.get_value("device_index", fallback=None) in (0, "creator") and frame.has_field("battery_level"):
+                    and frame.get_value("device_index", fallback=None) in (0, "creator") \
+                    and frame.get_value("battery_level", fallback=None) is not None:
                 units.append({f: frame.get_value(f, fallback=None) for f in ["battery_level", "battery_status", "battery_voltage"]})
     assert len(units) == 2, units
     start, end = units
@@ -124,24 +126,14 @@ def test_the_fit_file_carries_the_units_battery_at_start_and_end(off):
     sf.fit_records(out / "poweroff.fit")  # Garmin's SDK reads the whole file without errors
 
 
-def chain_ms(text: str, unit: str) -> tuple[float | None, float | None]:
-    """(at, took) of a unit in `systemd-analyze critical-chain` output ("unit @1.234s +56ms")."""
-    for line in text.splitlines():
-        if unit in line:
-            at = re.search(r"@([\d.]+)(m?s)", line)
-            took = re.search(r"\+([\d.]+)(m?s)", line)
-            conv = lambda m: float(m.group(1)) * (1 if m.group(2) == "ms" else 1000) if m else None
-            return conv(at), conv(took)
-    return None, None
-
-
 def test_boot_to_ride_ready_is_measured(timing):
     b = timing["boot"]
     assert b["first_frame_ms"] and b["buttons_ready_ms"] and b["process_start_ms"], b
     assert b["process_start_ms"] <= b["buttons_ready_ms"] and b["process_start_ms"] <= b["first_frame_ms"], b
-    at, _ = chain_ms(timing["critical_chain"], "bikecomputer.service")
-    assert at is not None, timing["critical_chain"]
-    # The app starts when systemd says it does, within a second (an exec and a Swift runtime).
-    assert abs(b["process_start_ms"] - at) < 1500, (b, timing["critical_chain"])
-    print("boot to ride-ready (VM, TCG):", json.dumps({"boot": b, "analyze": timing["analyze_time"].strip(),
+    t = timing["timestamps_ms"]
+    # systemd started the app's main process before its own clock says it began (the exec, the
+    # dynamic loader, the Swift runtime in between), and the unit after the data partition.
+    assert t["bikecomputer.service:ExecMainStart"] <= b["process_start_ms"], (t, b)
+    assert t["var-lib-bikecomputer.mount:ActiveEnter"] <= t["bikecomputer.service:InactiveExit"], t
+    print("boot to ride-ready (VM, TCG):", json.dumps({"boot": b, "timestamps_ms": t, "analyze": timing["analyze_time"].strip(),
                                                         "chain": timing["critical_chain"]}, indent=1))
