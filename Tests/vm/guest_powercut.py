@@ -147,7 +147,9 @@ def checks(ledger: dict, it: int) -> dict:
         if code != 0:
             fail(f"the USB drive image does not read: {out[-300:]}")
     c["boot_s"] = float(pathlib.Path("/proc/uptime").read_text().split()[0])
-    (OUT / f"check-{it}.json").write_text(json.dumps(c, indent=1))
+    # Whole or not at all: the host may act on the file's appearance.
+    (OUT / f"check-{it}.json.tmp").write_text(json.dumps(c, indent=1))
+    os.replace(OUT / f"check-{it}.json.tmp", OUT / f"check-{it}.json")
     return c
 
 
@@ -208,7 +210,7 @@ def ensure_riding(ledger: dict) -> None:
 
 # ------------------------------------------------------------------------------ activities
 
-def activity_ride(ledger: dict) -> None:
+def activity_ride(ledger: dict, arm) -> None:
     ensure_riding(ledger)
     k = 0
     while True:
@@ -221,7 +223,7 @@ def activity_ride(ledger: dict) -> None:
             gs.press(gs.LAP, hold_s=0.3)
 
 
-def activity_pairing(ledger: dict) -> None:
+def activity_pairing(ledger: dict, arm) -> None:
     while True:
         gs.run("bikecomputer", "sensors", "pair", f"ble:{PAIRED}", "--role", "cadence", "--name", "loop cadence", check=False)
         time.sleep(0.3)
@@ -229,7 +231,7 @@ def activity_pairing(ledger: dict) -> None:
         time.sleep(0.3)
 
 
-def activity_ride_end(ledger: dict) -> None:
+def activity_ride_end(ledger: dict, arm) -> None:
     while True:
         ensure_riding(ledger)
         time.sleep(3)
@@ -240,7 +242,7 @@ def activity_ride_end(ledger: dict) -> None:
         gs.wait_for(lambda: gs.status()["ride_files"]["pending"] == 0, 60, "the ride's file written")
 
 
-def activity_redating(ledger: dict) -> None:
+def activity_redating(ledger: dict, arm) -> None:
     """A ride on a stale, unsynchronised clock, saved under the board's date (its records kept
     for dating), then the clock synchronised: the ride is stored again under its true date."""
     gs.run("systemctl", "stop", "systemd-timesyncd", check=False)
@@ -257,16 +259,28 @@ def activity_redating(ledger: dict) -> None:
         gs.wait_for(lambda: not gs.undated(), 30, "the ride dated")
 
 
-def activity_usb_refresh(ledger: dict) -> None:
+def activity_usb_refresh(ledger: dict, arm) -> None:
     while True:
         gs.run("bikecomputer", "usb-image", "--data-dir", str(gs.DATA), "--out", str(USB_IMAGE), check=False)
 
 
-def activity_upgrade(ledger: dict) -> None:
+UPGRADE_BINARIES_LINE = os.environ.get("UPGRADE_BINARIES_LINE", "* binary and config")
+
+
+def activity_upgrade(ledger: dict, arm) -> None:
+    """install.sh again (or UPGRADE_COMMAND: the .deb's dpkg -i); the cut's delay counts from
+    the moment it starts replacing the binaries (the line UPGRADE_BINARIES_LINE in its output),
+    so it lands among those writes."""
     command = os.environ.get("UPGRADE_COMMAND") or "cd /root && board/install.sh --binary ./bikecomputer --companion ./bikecompanion --bridge-wheels ./wheels --boot-config"
     while True:
-        r = subprocess.run(["sh", "-c", command], capture_output=True, text=True)
-        (OUT / "upgrade.log").write_text(r.stdout[-3000:] + r.stderr[-3000:])
+        p = subprocess.Popen(["sh", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        lines = []
+        for line in p.stdout:
+            lines.append(line)
+            if UPGRADE_BINARIES_LINE in line:
+                arm()
+        p.wait()
+        (OUT / "upgrade.log").write_text("".join(lines)[-5000:])
 
 
 ACTIVITIES = {"ride": activity_ride, "pairing": activity_pairing, "ride-end": activity_ride_end, "redating": activity_redating,
@@ -298,10 +312,20 @@ def scenario_powercut(a) -> None:
     # The bridge is needed by the ride activities (its sensors); it comes back by itself.
     gs.wait_for(lambda: gs.sensor_state(gs.status(), "HR") == "connected", 60, "the bridge's sensors")
     delay = float(os.environ.get("CUT_DELAY_S", "5"))
-    (OUT / f"armed-{it}").write_text(f"{a.activity} {delay}\n")
-    threading.Thread(target=pull_the_plug_after, args=(delay, it), daemon=True).start()
+    armed = threading.Event()
+
+    def arm() -> None:
+        """Starts the cut's delay (once): at the activity's start, or where it says (upgrade)."""
+        if armed.is_set():
+            return
+        armed.set()
+        (OUT / f"armed-{it}").write_text(f"{a.activity} {delay}\n")
+        threading.Thread(target=pull_the_plug_after, args=(delay, it), daemon=True).start()
+
+    if a.activity != "upgrade":
+        arm()
     try:
-        ACTIVITIES[a.activity](ledger)
+        ACTIVITIES[a.activity](ledger, arm)
     except Exception as e:  # noqa: BLE001 - said in /out; the cut still comes
         import traceback
         (OUT / f"activity-error-{it}.txt").write_text(f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
