@@ -126,6 +126,10 @@ def checks(ledger: dict, it: int) -> dict:
         st = gs.status()
         c["recovered"] = {"ride_id": st.get("ride_id"), "state": st["state"], "timer_ms": st["timer_ms"], "was": p,
                           "pending": ledger.get("pending_state")}
+        # The timer when the ride was recovered: a running ride's timer has run on since (for
+        # the app's uptime); a paused one's stands.
+        at_recovery = st["timer_ms"] - (st.get("uptime_ms") or 0) if st["state"] == "running" else st["timer_ms"]
+        c["recovered"]["timer_at_recovery_ms"] = at_recovery
         ended_since = ledger.get("pending_state") == "ended" and p["ride_id"] in {e["id"] for e in gs.rides_list()}
         if not ended_since:
             if st.get("ride_id") != p["ride_id"]:
@@ -136,10 +140,10 @@ def checks(ledger: dict, it: int) -> dict:
                     allowed |= {"paused", "stopped"}
                 if st["state"] not in allowed:
                     fail(f"recovered {st['state']}, the ride was {p['state']} (pending {ledger.get('pending_state')})")
-                lost = p["timer_ms"] - st["timer_ms"]
+                lost = p["timer_ms"] - at_recovery
                 c["lost_ms"] = lost
                 if lost > 1000:
-                    fail(f"{lost} ms of the ride lost (shown {p['timer_ms']} ms before the cut, recovered {st['timer_ms']} ms)")
+                    fail(f"{lost} ms of the ride lost (shown {p['timer_ms']} ms before the cut, {at_recovery} ms when recovered)")
     # The USB drive's image is whole (the old one or the new one).
     if USB_IMAGE.exists():
         code, out = sh("env", "MTOOLS_SKIP_CHECK=1", "mdir", "-b", "-i", str(USB_IMAGE), "::/")

@@ -23,7 +23,7 @@ longer run is documented in docs/power.md, e.g.
 
     POWERCUT_CUTS=60 POWERCUT_SEED=7 BIKE_BIN=$(swift build --show-bin-path) bash Tests/vm/run -k powercut
 
-Every cut's activity, moment, checks and fsck output: .build/vm/powercut.json.
+Every cut's activity, moment, checks and fsck output: .build/vm/powercut-SEED.json.
 """
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ def powercut_loop(k) -> dict:
         cut["fsck_root"] = fsck_image(out / "root.qcow2", True, out)
         cut["fsck_data"] = fsck_image(data, False, out)
         report["cuts"].append(cut)
-        (system.CACHE / "powercut.json").write_text(json.dumps(report, indent=1))
+        (system.CACHE / f"powercut-{seed}.json").write_text(json.dumps(report, indent=1))
         if not cut["killed"]:
             break  # the guest finished or hung instead of being cut: the tests say so
     # The boot after the last cut: its checks only.
@@ -135,7 +135,7 @@ def powercut_loop(k) -> dict:
     report["final_checks"] = json.loads(p.read_text()) if p.exists() else {"failures": [f"no checks after the last cut:\n{r.describe()}"]}
     report["ledger"] = json.loads((out / "ledger.json").read_text()) if (out / "ledger.json").exists() else None
     report["seconds"] = round(time.time() - report["started"], 1)
-    (system.CACHE / "powercut.json").write_text(json.dumps(report, indent=1))
+    (system.CACHE / f"powercut-{seed}.json").write_text(json.dumps(report, indent=1))
     return report
 
 
@@ -151,12 +151,15 @@ def loop(guests):
 
 
 def checks_after(report: dict) -> list[tuple[int, dict]]:
-    """(the cut, the checks of the boot after it): each iteration's checks follow the cut before."""
+    """(the cut, the checks of the first boot after it that got that far): each iteration's
+    checks follow the cut before; a boot that was itself cut (a "boot" activity) makes none, and
+    the next checks cover both cuts."""
     out = []
     cuts = report["cuts"]
     for n, cut in enumerate(cuts):
-        nxt = cuts[n + 1]["checks_before"] if n + 1 < len(cuts) else report["final_checks"]
-        out.append((cut["iteration"], nxt or {"failures": ["no checks (the next boot did not get that far)"]}))
+        later = [c["checks_before"] for c in cuts[n + 1:] if c["checks_before"] is not None] + [report.get("final_checks")]
+        nxt = next((c for c in later if c is not None), None)
+        out.append((cut["iteration"], nxt or {"failures": ["no checks after it (no later boot got that far)"]}))
     return out
 
 
