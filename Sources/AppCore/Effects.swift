@@ -29,6 +29,9 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
     case batteryEmpty
     /// The unit powers off (the battery, or the power button held).
     case poweringOff(PowerOffReason)
+    /// The sensor bridge cannot read the config file (a pairing or an edit made one it cannot
+    /// read): it keeps the sensors it had. `line` 0: it cannot tell where.
+    case sensorConfigUnreadable(line: Int)
 
     public var description: String {
         switch self {
@@ -50,6 +53,7 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
         case .lowBattery(let p): "BATTERY \(p)%"
         case .batteryEmpty: "BATTERY EMPTY"
         case .poweringOff: "POWERING OFF"
+        case .sensorConfigUnreadable(let line): line > 0 ? "CONFIG ERR LINE \(line)" : "SENSOR CONFIG ERR"
         }
     }
 
@@ -101,6 +105,9 @@ public enum AppEffect: Sendable, Hashable {
     /// trusted reading at a device instant (not a ride instant). Rides saved on the untrusted
     /// clock are dated by it (docs/journal.md, "The clock").
     case clockTrusted(WallClockAnchor)
+    /// The rider cleared a companion's pairing code with a button: the companion cancels it
+    /// (the control stream's `pairing` line).
+    case pairingCodeDismissed
     /// Power the board off cleanly (docs/power.md): the ride was paused and its records synced
     /// (`syncJournal` came first); the device makes them durable, then asks the system.
     case powerOff(PowerOffReason)

@@ -10,7 +10,7 @@ extension CompanionServer {
     /// Phone times outside 2024…2100 are no phone's clock.
     static let phoneTimeRangeMs: ClosedRange<Int64> = 1_704_067_200_000...4_102_444_800_000
 
-    func addPowerRoutes(_ router: Router<BasicWebSocketRequestContext>) {
+    func addPowerRoutes(_ router: Router<CompanionContext>) {
         let server = self
         router.post("/api/clock") { request, _ in
             guard server.authorize(request) != nil else { return Self.json(Self.pairingRequired, status: .unauthorized) }
