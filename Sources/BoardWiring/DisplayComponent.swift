@@ -23,6 +23,11 @@ public protocol DisplayUnit: ScreenPort {
     var onRecovered: (() -> Void)? { get set }
     /// Turns the panel off (shutdown), best effort.
     func blank()
+    /// How often `duty(at:)` must run when the screen does not change (a memory LCD's VCOM);
+    /// nil: never.
+    var dutyPeriodMs: Int64? { get }
+    /// The panel's periodic duty, when due.
+    func duty(at now: MonotonicInstant)
 }
 
 extension PanelScreen: DisplayUnit {}
@@ -63,7 +68,16 @@ public final class DisplayComponent: BoardComponent {
             self.log.log(.error, "display: \(e); retrying every \(DisplayScreen<CountingBus>.retryAfterErrorMs / 1000) s")
         }
         unit.onRecovered = { [unowned self] in self.log.log(.info, "display: answering again; init table and frame resent") }
+        // A memory LCD's VCOM keeps alternating while nothing changes on screen (idle, paused).
+        if let period = unit.dutyPeriodMs {
+            dutyTimer = board.loop.scheduleRepeating("display.duty", everyMs: period) { [unowned self] in
+                guard let board = self.board else { return }
+                self.unit?.duty(at: board.now)
+            }
+        }
     }
+
+    var dutyTimer: TimerID?
 
     public var state: String { unit.map { $0.isAnswering ? configuredState : $0.status } ?? configuredState }
 
@@ -103,5 +117,7 @@ public final class DisplayComponent: BoardComponent {
     public func close() {
         if let t = flushTimer { board?.loop.cancelTimer(t) }
         flushTimer = nil
+        if let t = dutyTimer { board?.loop.cancelTimer(t) }
+        dutyTimer = nil
     }
 }
