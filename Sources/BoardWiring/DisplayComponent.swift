@@ -111,8 +111,12 @@ public final class DisplayComponent: BoardComponent {
         }
     }
 
-    /// Turns the panel off (shutdown).
-    public func blank() { unit?.blank() }
+    /// Turns the panel off (shutdown); no flush step follows (a memory LCD stays cleared).
+    public func blank() {
+        if let t = flushTimer { board?.loop.cancelTimer(t) }
+        flushTimer = nil
+        unit?.blank()
+    }
 
     public func close() {
         if let t = flushTimer { board?.loop.cancelTimer(t) }

@@ -115,7 +115,8 @@ public struct SharpMemoryDriver: PanelDriver {
     /// With EXTCOMIN: the level the pin should have now (it follows VCOM); nil with serial VCOM.
     public var dutyPinLevel: Bool? { vcomSource == .extcomin ? vcom : nil }
 
-    public var hasPendingPages: Bool { clearPending || vcomPending || pendingLines.contains { $0 != 0 } }
+    /// Off (blanked at shutdown), only the clear is still to go: no line may follow it.
+    public var hasPendingPages: Bool { clearPending || isOn && (vcomPending || pendingLines.contains { $0 != 0 }) }
 
     func isSet(_ bits: [UInt64], _ line: Int) -> Bool { bits[line >> 6] & (1 << UInt64(line & 63)) != 0 }
     static func set(_ bits: inout [UInt64], _ line: Int, _ on: Bool) {
@@ -207,6 +208,7 @@ public struct SharpMemoryDriver: PanelDriver {
             }
             return 0
         }
+        guard isOn else { return 0 }
         let perLine = bytesPerLine + 2
         let fit = stepLines(on: bus)
         var count = 0

@@ -153,3 +153,24 @@ struct SharpMemoryTests {
         }
     }
 }
+
+extension SharpMemoryTests {
+    /// Off (shutdown) is a cleared panel, and nothing pending or due later writes a line after
+    /// the clear (the panel would show half a frame on a stopped device).
+    @Test func offIsClearedAndNothingFollows() throws {
+        var driver = SharpMemoryDriver(model: .ls013b7dh03)
+        var link = SPIDisplayLink(port: SharpMemoryEmulator(model: .ls013b7dh03))
+        try driver.start(bus: &link)
+        var fb = Framebuffer(width: 128, height: 128)
+        fb.fill(Rect(x: 0, y: 0, width: 128, height: 64))
+        driver.present(&fb)
+        try driver.flushStep(bus: &link)
+        #expect(driver.hasPendingPages, "part of the frame still to go")
+        try driver.setDisplayOn(false, bus: &link)
+        #expect(!driver.hasPendingPages)
+        driver.refreshIfDue(atMs: 0)
+        driver.refreshIfDue(atMs: 600)
+        try driver.flushAll(bus: &link)
+        #expect(link.port.panelImage().bytes.allSatisfy { $0 == 0 }, "white")
+    }
+}
