@@ -45,7 +45,12 @@ public struct BoardDevices {
     public static func linux(config: DeviceConfig, settings: DeviceSettings, display: Bool, buttons: Bool,
                              latencyProbeHz: Int?, log: LogPort) -> BoardDevices {
         var d = BoardDevices()
-        if let hz = latencyProbeHz {
+        if let hz = latencyProbeHz, let lcd = settings.memoryLCD {
+            // The memory LCD's pipeline on a probe link: hz is the SPI clock (0: no delay).
+            let link = SPIDisplayLink(port: LatencyProbeSPI(emulatedClockHz: hz, nowNs: { MonotonicClock.nowNs }))
+            d.display = LatencyProbeLCD(bus: link, pipeline: PanelPipeline(driver: lcd.driver()))
+            d.displayState = "emulated \(lcd.name) (measurement mode, \(hz) Hz)"
+        } else if let hz = latencyProbeHz {
             d.display = DisplayScreen(bus: LatencyProbeBus(emulatedClockHz: hz, nowNs: { MonotonicClock.nowNs }), panel: settings.panel)
             d.displayState = "emulated (measurement mode, \(hz) Hz)"
         } else if display, let lcd = settings.memoryLCD {

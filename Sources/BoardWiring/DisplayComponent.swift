@@ -17,6 +17,8 @@ public protocol DisplayUnit: ScreenPort {
     /// "ok", or "failed: " and why the display is not in use.
     var status: String { get }
     var pagesSent: UInt64 { get }
+    /// Screen values drawn (shown) so far.
+    var frames: UInt64 { get }
     var busErrors: UInt64 { get }
     var onPagesPending: (() -> Void)? { get set }
     var onError: ((DisplayBusError) -> Void)? { get set }
@@ -84,6 +86,7 @@ public final class DisplayComponent: BoardComponent {
     public func writeStatus(into w: inout JSONWriter) {
         w.beginObject("display")
         w.int("pages_sent", Int64(clamping: unit?.pagesSent ?? 0))
+        w.int("frames", Int64(clamping: unit?.frames ?? 0))
         w.int("bus_errors", Int64(clamping: unit?.busErrors ?? 0))
         w.endObject()
     }

@@ -168,6 +168,33 @@ extension PanelScreen where Driver == DisplayDriver {
     }
 }
 
+/// The SPI device of a memory LCD in measurement mode: accepts everything, calls `onData` for
+/// each transaction (every memory LCD transaction is data) and optionally spins for the time
+/// the bytes take at `emulatedClockHz` (8 bits a byte).
+public struct LatencyProbeSPI: SPIWriter {
+    public private(set) var transactions = 0
+    public var onData: (() -> Void)?
+    public var emulatedClockHz: Int
+    let nowNs: () -> UInt64
+
+    public init(emulatedClockHz: Int = 0, nowNs: @escaping () -> UInt64) {
+        self.emulatedClockHz = emulatedClockHz
+        self.nowNs = nowNs
+    }
+
+    public mutating func write(_ bytes: UnsafeBufferPointer<UInt8>) throws(DisplayBusError) {
+        transactions += 1
+        onData?()
+        if emulatedClockHz > 0 {
+            let until = nowNs() &+ UInt64(bytes.count * 8) * 1_000_000_000 / UInt64(emulatedClockHz)
+            while nowNs() < until {}
+        }
+    }
+}
+
+/// A memory LCD's screen in measurement mode.
+public typealias LatencyProbeLCD = PanelScreen<SharpMemoryDriver, SPIDisplayLink<LatencyProbeSPI, NoDataCommandLine>>
+
 /// A display bus for measurements: accepts everything, and calls `onPage` with each data
 /// transaction (a page's bytes) so the run loop can time "sensor frame → first changed page
 /// handed to the bus". Optionally spins for the time the bytes would take on a real I²C bus.
