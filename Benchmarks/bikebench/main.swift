@@ -136,6 +136,18 @@ do {
                target: "≤ 3600", met: Double(r.journalSyncs) / hoursMeasured <= 3600)
 }
 
+/// One more second of a ride on the screen: the clocks, speed, distance, heart rate, power, cadence.
+func rideSecond(_ m: inout ScreenModel, _ next: () -> Double) {
+    m.timerMs += 1000
+    m.elapsedMs += 1000
+    m.lapTimerMs += 1000
+    m[.speed] = (28 + 6 * next()) / 3.6
+    m[.distance] = (m[.distance] ?? 0) + (m[.speed] ?? 0)
+    m[.heartRate] = (140 + 15 * next()).rounded()
+    m[.power] = (200 + 80 * next()).rounded()
+    m[.cadence] = (85 + 10 * next()).rounded()
+}
+
 // 2. Rendering and diffing a running page.
 do {
     progress("2. rendering and diffing a running page...")
@@ -153,14 +165,7 @@ do {
         func next() -> Double { rng = rng &* 6364136223846793005 &+ 1442695040888963407; return Double(rng >> 11) / Double(1 << 53) }
         let a0 = Allocations.count
         for s in 0..<seconds {
-            m.timerMs += 1000
-            m.elapsedMs += 1000
-            m.lapTimerMs += 1000
-            m[.speed] = (28 + 6 * next()) / 3.6
-            m[.distance] = (m[.distance] ?? 0) + (m[.speed] ?? 0)
-            m[.heartRate] = (140 + 15 * next()).rounded()
-            m[.power] = (200 + 80 * next()).rounded()
-            m[.cadence] = (85 + 10 * next()).rounded()
+            rideSecond(&m, next)
             _ = s
             let t0 = Clock.ns()
             pipeline.show(m)
@@ -207,14 +212,7 @@ do {
         var longestUpdate = 0
         let a0 = Allocations.count
         for _ in 0..<seconds {
-            m.timerMs += 1000
-            m.elapsedMs += 1000
-            m.lapTimerMs += 1000
-            m[.speed] = (28 + 6 * next()) / 3.6
-            m[.distance] = (m[.distance] ?? 0) + (m[.speed] ?? 0)
-            m[.heartRate] = (140 + 15 * next()).rounded()
-            m[.power] = (200 + 80 * next()).rounded()
-            m[.cadence] = (85 + 10 * next()).rounded()
+            rideSecond(&m, next)
             let t0 = Clock.ns()
             pipeline.show(m)
             let t1 = Clock.ns()

@@ -18,9 +18,11 @@ import json
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import time
+
+import guest_util  # beside this script
+from guest_util import stable, sysread, syswrite, wait_for
 
 p = argparse.ArgumentParser()
 for name in ["bin", "debugfs", "bus", "chip", "sim", "out"]:
@@ -42,19 +44,6 @@ def note(what: str, **fields) -> None:
     entry = {"t": round(now(), 3), "what": what, **fields}
     record["steps"].append(entry)
     print(json.dumps(entry), flush=True)
-
-
-def sysread(path: str) -> str:
-    with open(path) as f:
-        return f.read().strip()
-
-
-def syswrite(path: str, value: str) -> None:
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.write(fd, value.encode())
-    finally:
-        os.close(fd)
 
 
 def kstate() -> dict:
@@ -79,50 +68,15 @@ def boot_ns() -> int:
 
 
 def control(line: str) -> str:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(15)
-    s.connect(str(WORK / "control.sock"))
-    s.sendall(line.encode() + b"\n")
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    s.close()
-    return data.decode().strip()
+    return guest_util.control(str(WORK / "control.sock"), line)
 
 
 def status() -> dict:
-    line = control("status")
-    if not line.startswith("ok "):
-        raise RuntimeError(f"status: {line}")
-    return json.loads(line[3:])
-
-
-def wait_for(predicate, timeout_s: float, what: str, poll_s: float = 0.05):
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except (OSError, RuntimeError, ValueError) as e:
-            last = e
-        time.sleep(poll_s)
-    raise TimeoutError(f"{what}: not within {timeout_s} s (last: {last})")
+    return guest_util.status(str(WORK / "control.sock"))
 
 
 def stable_memory() -> bytes:
-    mem = memory()
-    for _ in range(40):
-        time.sleep(0.1)
-        again = memory()
-        if again == mem:
-            return mem
-        mem = again
-    return mem
+    return stable(memory, interval_s=0.1)
 
 
 def snapshot(name: str) -> dict:

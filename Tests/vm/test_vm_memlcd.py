@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import pathlib
-import subprocess
-import tempfile
 
 import pytest
 
 import vmlib
 from conftest import GUEST_SETUP, guest_result, launcher, prepared
+from test_vm_run import oracle as screen_oracle
 
 
 @launcher("test_vm_memlcd", order=2)
@@ -49,10 +48,8 @@ def _log(result: vmlib.Result, name: str = "bikecomputer.log") -> str:
 
 
 def oracle(swift_bin: pathlib.Path, spec: str) -> bytes:
-    with tempfile.TemporaryDirectory() as d:
-        r = subprocess.run([str(swift_bin / "screen-oracle"), "--out", d, spec], capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
-        return (pathlib.Path(d) / "0.bin").read_bytes()
+    """The memory SharpMemoryEmulator holds for the screen value `spec` (screen-oracle)."""
+    return screen_oracle(swift_bin, [spec])[0][0]
 
 
 def gaps_ms(changes: list[list[int]]) -> list[float]:
