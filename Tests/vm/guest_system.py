@@ -699,6 +699,52 @@ def scenario_latency(a) -> None:
                                       "journal_sync": st.get("journal_sync")}
         record[f"save_{label}"] = end_and_save_measured(st)
         save()
+    record["redating"] = redating_on_the_stalling_card(a, n)
+    save()
+
+
+REDATED_RIDES = 5
+
+
+def redating_on_the_stalling_card(a, n: int) -> dict:
+    """Issue 27: the clock becomes trusted with REDATED_RIDES rides waiting for their date, on
+    the card that waits `--delay-ms` per write. The rides are made on the same card without the
+    delay (quicker), on a stale, unsynchronised clock; then the delay is back, the clock is
+    synchronised, and PAGE is pressed again and again until every ride is dated. Before issue 27
+    the dating ran inside the wall clock's loop turn: seconds per ride on this card, no press
+    answered meanwhile."""
+    data_device(f"0 {n} linear /dev/vdb 0")
+    run("systemctl", "stop", "systemd-timesyncd", check=False)
+    set_clock(true_ms() - STALE_BY_MS)
+    r: dict = {"unsynced": clock_unsynced(), "rides": REDATED_RIDES}
+    app_restarted("a start on the stale clock")
+    for i in range(REDATED_RIDES):
+        written = status()["ride_files"]["written"]
+        ride_running()
+        time.sleep(1.5)
+        end_ride()
+        wait_for(lambda: status()["ride_files"]["written"] > written, 60, f"ride {i + 1} saved")
+    # Every ride on this card waits (the ride the delayed-card measurement saved too).
+    r["undated_before"] = len([x for x in undated() if x.endswith(".rec")])
+    data_device(f"0 {n} delay /dev/vdb 0 0 /dev/vdb 0 {a.delay_ms}")
+    before = status()
+    synchronise(true_ms())
+    t0 = time.monotonic()
+    samples = []
+    dated_s = None
+    while time.monotonic() - t0 < 180:
+        st = status()
+        f = st["ride_files"]
+        if f.get("rides_redated", 0) >= r["undated_before"] and f.get("redatings_waiting", 1) == 0 and f.get("pending", 1) == 0:
+            dated_s = round(time.monotonic() - t0, 2)
+            break
+        samples.append(page_press_ms("page change while dating"))
+        time.sleep(0.05)
+    after = status()
+    data_device(f"0 {n} linear /dev/vdb 0")
+    r.update({"dated_s": dated_s, "page_ms": samples, "loop_before": before.get("loop"), "loop_after": after.get("loop"),
+              "ride_files": after.get("ride_files"), "undated_after": undated(), "library": len(rides_list())})
+    return r
 
 
 def page_press_ms(what: str) -> float | None:
