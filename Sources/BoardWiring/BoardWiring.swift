@@ -237,6 +237,7 @@ public final class BoardWiring {
     /// at the core's deadlines (while riding, the 1 Hz record instants) and otherwise a second
     /// after the last one, so a riding device wakes once a second for it, not twice.
     public func tick() {
+        buttons.readQueuedEdges() // a release not read yet is not a long press
         let t = now
         ticks &+= 1
         runtime.tick(at: t)
@@ -302,7 +303,7 @@ public final class BoardWiring {
         w.beginObject()
         w.string("ride_id", core.header?.rideID.description)
         // The lap the screen shows: it changes only once the lap is durable (ConfirmationGate).
-        w.int("lap", Int64(screen.lapNumber))
+        w.int("lap", Int64(runtime.lapNumberShown))
         w.bool("recovered", recoveredRide != nil || screen.recovered)
         w.string("recovered_ride", recoveredRide?.description)
         w.beginObject("live")

