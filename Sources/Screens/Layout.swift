@@ -138,6 +138,10 @@ public struct PageLayout: Sendable, Hashable {
 public struct ScreenLayouts: Sendable {
     public let geometry: PanelGeometry
     public var runningPages: [PageLayout]
+    /// The running pages laid out above the status line (`PanelGeometry.statusLine`), shown
+    /// while a companion's pairing code is there: every field whole, in a smaller size where
+    /// the page needs it. Pages placed by hand have none (the status line covers their foot).
+    public var statusLinePages: [PageLayout]
     public var width: Int { geometry.width }
     public var height: Int { geometry.height }
 
@@ -145,6 +149,7 @@ public struct ScreenLayouts: Sendable {
     public init(width: Int, height: Int, runningPages: [PageLayout]) {
         geometry = PanelGeometry(width: width, height: height)
         self.runningPages = runningPages
+        statusLinePages = runningPages
     }
 
     /// `designs` laid out for a `width` × `height` panel.
@@ -152,6 +157,14 @@ public struct ScreenLayouts: Sendable {
         let g = PanelGeometry(width: width, height: height)
         geometry = g
         runningPages = designs.map { $0.layout(g) }
+        var above = g.runningArea
+        above.height = g.statusLine.y
+        statusLinePages = designs.map { design in
+            // The least step down in size that gives every row its height.
+            var smaller = 0
+            while smaller < FieldSize.huge.rawValue, !design.fits(g, height: above.height, smaller: smaller) { smaller += 1 }
+            return design.layout(g, in: above, smaller: smaller)
+        }
     }
 
     public static let standard128x64 = ScreenLayouts(width: 128, height: 64)

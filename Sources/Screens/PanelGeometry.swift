@@ -110,4 +110,12 @@ public struct PanelGeometry: Sendable {
     /// Where a running page's fields go: the whole panel but the page dots' column (fields reach
     /// one pixel under it: their values keep 2 px from their right edge).
     public var runningArea: Rect { Rect(x: 0, y: 0, width: width - px(2), height: height) }
+
+    /// The status line across the foot of a running page (a companion's pairing code while
+    /// riding): the caption font's capitals and digits with a pixel above and below, left of
+    /// the page dots' column.
+    public var statusLine: Rect {
+        let h = fonts.labelCapRows + px(2)
+        return Rect(x: 0, y: height - h, width: width - pageDotPx - px(1), height: h)
+    }
 }

@@ -292,7 +292,7 @@ public enum ScreenCatalogue {
         add("pairing-code", "A companion's pairing code (docs/companion.md), shown until the phone has paired", pairing)
         var badge = riding()
         badge.pairingCode = 482_913
-        add("pairing-badge", "A companion's pairing code while riding: a corner badge, never over the ride (any button clears it)", badge)
+        add("pairing-badge", "A companion's pairing code while riding: the status line under the page, which is laid out above it (any button clears it)", badge)
 
         var done = ScreenModel()
         done.summary = summary()

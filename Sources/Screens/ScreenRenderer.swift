@@ -77,7 +77,12 @@ public struct ScreenRenderer: Sendable {
         if let code = model.pairingCode {
             // Nothing the rider did not start takes the screen (issue 27): the code fills it only
             // on the idle screen; over anything else it is a badge in the corner.
-            if case .idle = model.mode { drawPairingCode(code) } else { drawPairingBadge(code) }
+            // On a running page it is the status line under the page, laid out above it.
+            switch model.mode {
+            case .idle: drawPairingCode(code)
+            case .running: drawPairingStatusLine(code)
+            default: drawPairingBadge(code)
+            }
         }
         return true
     }
@@ -112,7 +117,7 @@ public struct ScreenRenderer: Sendable {
     }
 
     private mutating func drawRunning(page: Int, _ model: ScreenModel) {
-        let pages = layouts.runningPages
+        let pages = model.pairingCode == nil ? layouts.runningPages : layouts.statusLinePages
         guard !pages.isEmpty else { return }
         let index = ((page % pages.count) + pages.count) % pages.count
         drawPage(pages[index], model)
@@ -513,6 +518,18 @@ public struct ScreenRenderer: Sendable {
             let y = box.y + (box.height - large.height) / 2
             canvas.drawText(text, font: large, in: Rect(x: box.x, y: y, width: box.width - geometry.px(4), height: large.height), alignment: .right)
         }
+    }
+
+    /// A pairing code over a running page: "PAIR" and the six digits, inverted, in the status
+    /// line the page is laid out above (`ScreenLayouts.statusLinePages`), so no figure is hidden.
+    private mutating func drawPairingStatusLine(_ code: UInt32) {
+        let line = geometry.statusLine
+        text.clear()
+        text.append("PAIR ")
+        text.append(integer: Int64(code), minimumDigits: 6)
+        canvas.fill(line)
+        canvas.drawText(text, font: fonts.label, x: line.x + geometry.px(2), y: line.y + geometry.px(1) - fonts.labelCapTop,
+                        on: false, clip: line)
     }
 
     /// A pairing code while the rider is busy: "P" and the six digits, small, inverted, in the

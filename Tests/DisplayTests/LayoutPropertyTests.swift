@@ -41,7 +41,8 @@ struct LayoutPropertyTests {
         var g = Generator(state: seed)
         var r = ScreenRenderer(layouts: layouts)
         let charset = Array("0123456789:.--".utf8)
-        for page in layouts.runningPages {
+        // The pages as laid out above the status line (a pairing code while riding) too.
+        for page in layouts.runningPages + layouts.statusLinePages {
             let frames = page.fields.map(\.frame) + page.graphics.map(\.frame)
             for (i, a) in frames.enumerated() {
                 #expect(a.intersection(layouts.geometry.bounds) == a, "\(size) \(page.name): \(a) outside the panel")
@@ -73,13 +74,31 @@ struct LayoutPropertyTests {
         let wh = size.split(separator: "x").map { Int($0)! }
         let layouts = ScreenLayouts.standard(width: wh[0], height: wh[1])
         let r = ScreenRenderer(layouts: layouts)
-        for page in layouts.runningPages {
+        for page in layouts.runningPages + layouts.statusLinePages {
             for field in page.fields {
                 let widest = Self.widest(field.content)
                 let s = r.valueSetting(field, count: widest.utf8.count)
+                // Not clipped in height either, nor the caption over the value: the field alone
+                // has exactly the ink of its caption and its value drawn apart.
+                var r2 = r
+                let drawn = Self.ink(r2.drawFieldAlone(field, value: Array(widest.utf8)))
+                let apart = Self.ink(text: widest, s.font) + (field.label == .none ? 0 : Self.ink(text: s.label, layouts.geometry.fonts.label))
+                #expect(drawn == apart, "\(size) \(page.name) \(field.content): \(apart - drawn) pixels of \"\(widest)\" or its caption lost in \(field.frame)")
                 #expect(s.fits, "\(size) \(page.name) \(field.content): \"\(widest)\" needs \(s.font.widthPx(count: widest.utf8.count)) px, \(s.available) available in \(field.frame)")
             }
         }
+    }
+
+    static func ink(_ fb: Framebuffer) -> Int {
+        var n = 0
+        for y in 0..<fb.height { for x in 0..<fb.width where fb[x, y] { n += 1 } }
+        return n
+    }
+
+    static func ink(text: String, _ font: Font) -> Int {
+        var fb = Framebuffer(width: font.widthPx(count: text.utf8.count) + 8, height: (font.height + 8 + 7) / 8 * 8)
+        _ = fb.drawText(text.utf8, font: font, x: 4, y: 4)
+        return ink(fb)
     }
 
     /// The widest text of each field on a long ride: 23:59:59 of riding, 999.9 km, 99.9 km/h,
