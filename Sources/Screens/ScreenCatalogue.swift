@@ -293,6 +293,9 @@ public enum ScreenCatalogue {
         var badge = riding()
         badge.pairingCode = 482_913
         add("pairing-badge", "A companion's pairing code while riding: the status line under the page, which is laid out above it (any button clears it)", badge)
+        var pausedCode = badge
+        pausedCode.mode = .paused
+        add("pairing-paused", "A companion's pairing code while paused: in the banner instead of PAUSED (any button clears it)", pausedCode)
 
         var done = ScreenModel()
         done.summary = summary()

@@ -81,6 +81,7 @@ public struct ScreenRenderer: Sendable {
             switch model.mode {
             case .idle: drawPairingCode(code)
             case .running: drawPairingStatusLine(code)
+            case .paused: break  // in the banner, instead of PAUSED (drawPaused)
             default: drawPairingBadge(code)
             }
         }
@@ -369,9 +370,17 @@ public struct ScreenRenderer: Sendable {
         canvas.fill(banner)
         text.clear()
         text.append(clockMs: model.timerMs)
+        // A companion's pairing code takes the banner's word, never the timer's digits.
+        var word = TextBuffer()
+        if let code = model.pairingCode {
+            word.append("PAIR ")
+            word.append(integer: Int64(code), minimumDigits: 6)
+        } else {
+            word.append("PAUSED")
+        }
         if tall {
             let digits = fonts.digits(.huge)
-            canvas.drawText("PAUSED", font: title, in: banner, alignment: .center, on: false)
+            canvas.drawText(word, font: title, in: banner, alignment: .center, on: false)
             canvas.drawText(text, font: digits, in: Rect(x: 0, y: banner.maxY + geometry.px(4), width: width, height: digits.height), alignment: .center)
             text.clear()
             text.append(clockMs: model.elapsedMs)
@@ -382,7 +391,9 @@ public struct ScreenRenderer: Sendable {
             canvas.drawText(text, font: value, in: Rect(x: 0, y: y, width: width, height: value.height), alignment: .right)
         } else {
             let digits = fonts.digits(.large)
-            canvas.drawText("PAUSED", font: title, x: geometry.px(2), y: 0, on: false)
+            // The code in the text font, leaving the timer its room at the right.
+            let wordFont = model.pairingCode == nil ? title : small
+            canvas.drawText(word, font: wordFont, x: geometry.px(2), y: (banner.height - wordFont.height) / 2, on: false)
             canvas.drawText(text, font: small, in: Rect(x: 0, y: geometry.px(2), width: width - geometry.px(2), height: small.height),
                             alignment: .right, on: false)
             text.clear()

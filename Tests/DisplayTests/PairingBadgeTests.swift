@@ -46,6 +46,32 @@ struct PairingBadgeTests {
         }
     }
 
+    /// Paused, at every size: the code takes the banner's word (PAUSED); every pixel under
+    /// the banner (the frozen timer, the elapsed time) is as without it. (The corner badge
+    /// hid the top of the timer's digits: 107 pixels at 128x64, 245 at 400x240.)
+    @Test(arguments: sizes.map { "\($0.0)x\($0.1)" })
+    func pausedTheCodeIsInTheBanner(_ size: String) {
+        let wh = size.split(separator: "x").map { Int($0)! }
+        let layouts = ScreenLayouts.standard(width: wh[0], height: wh[1])
+        var model = ScreenCatalogue.riding()
+        model.mode = .paused
+        var r = ScreenRenderer(layouts: layouts)
+        var plain = Framebuffer(width: wh[0], height: wh[1])
+        var shown = plain
+        r.render(model, into: &plain)
+        model.pairingCode = 482_913
+        r.render(model, into: &shown)
+        let banner = layouts.geometry.fonts.title.height
+        var below = 0, inBanner = 0
+        for y in 0..<wh[1] { for x in 0..<wh[0] where plain[x, y] != shown[x, y] { if y < banner { inBanner += 1 } else { below += 1 } } }
+        #expect(inBanner > 0, "\(size): the code is in the banner")
+        #expect(below == 0, "\(size): \(below) pixels of the paused screen changed")
+        // On a short panel the timer at the banner's right stays whole: its ink is unchanged.
+        var timerChanged = 0
+        for y in 0..<banner { for x in (wh[0] * 2 / 3)..<wh[0] where plain[x, y] != shown[x, y] { timerChanged += 1 } }
+        #expect(layouts.geometry.isTall || timerChanged == 0, "\(size): the banner's timer changed")
+    }
+
     @Test func onTheIdleScreenTheCodeFillsIt() {
         var idle = ScreenModel()
         var r = ScreenRenderer()
