@@ -183,9 +183,6 @@ extension ScreenCatalogue {
         button.mode = .idle
         button.poweringOff = .powerButton
         add("powering-off-button", "Powering off: the power button was held", button)
-        var small = i
-        small.battery = BatteryStatus(percent: 82, timeLeftMinutes: 580, level: .ok)
-        add("small-battery-idle", "128x32 panel: idle with the battery's charge", height: 32, small)
         return out
     }
 }
