@@ -6,9 +6,10 @@
 #
 #   accounts.sh [--user NAME] [--bridge-user NAME] [--bridge-home DIR] [--no-bridge]
 #
-# - the groups gpio and i2c (the udev rules give them /dev/gpiochip* and /dev/i2c-*);
-# - the service user (default `bike`), a system user without a login shell, in gpio, i2c and
-#   dialout (a UART GPS);
+# - the groups gpio, i2c and spi (the udev rules give them /dev/gpiochip*, /dev/i2c-* and
+#   /dev/spidev*: the memory LCD);
+# - the service user (default `bike`), a system user without a login shell, in gpio, i2c, spi
+#   and dialout (a UART GPS);
 # - /etc/bikecomputer, root:USER 0775: pairing a sensor makes the app (as USER) write config.toml
 #   anew and rename it over the old one; the file stays readable by all;
 # - /var/lib/bikecomputer, USER:USER 0750: the journal and the rides (a card's rides partition is
@@ -53,9 +54,10 @@ system_user() {
 echo "* groups and the $user user"
 system_group gpio
 system_group i2c
+system_group spi
 system_group dialout
 system_user "$user" /var/lib/bikecomputer
-usermod -aG gpio,i2c,dialout "$user"
+usermod -aG gpio,i2c,spi,dialout "$user"
 
 echo "* /etc/bikecomputer (root:$user 0775) and /var/lib/bikecomputer ($user 0750)"
 install -d -m 0775 /etc/bikecomputer

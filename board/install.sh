@@ -3,7 +3,7 @@
 #   sudo board/install.sh [--binary PATH] [--companion PATH | --no-companion] [--boot-config] [--user NAME]
 #                         [--bridge-wheels DIR | --no-bridge]
 # - the binary to /usr/local/bin/bikecomputer
-# - a system user (default `bike`) in the gpio, i2c and dialout groups
+# - a system user (default `bike`) in the gpio, i2c, spi and dialout groups
 # - udev rules for /dev/gpiochip* and /dev/i2c-* (group access, no root needed)
 # - /etc/bikecomputer/config.toml (kept if it exists) and the systemd unit
 # - the phone companion (/usr/local/bin/bikecompanion, Chart.js, its own unit), which stays off
@@ -12,6 +12,7 @@
 #   app's bridge socket, and in plugdev/bluetooth for the radios), /opt/bikebridge with a venv
 #   of board/bridge/requirements-board.txt (from PyPI, or offline from --bridge-wheels DIR), and
 #   its unit; its sensors are the config's [[sensor]] tables (more options: /etc/default/bikebridge)
+# - the power-off path unit (the app asks for a clean power-off at a critical battery)
 # - with --boot-config: the I2C/button lines appended once to the boot config.txt
 # Run it again after an update: it only replaces the binaries and the units.
 #
@@ -99,7 +100,7 @@ install_udev() {
     install -m 0644 "$here/udev/99-bikecomputer.rules" /etc/udev/rules.d/99-bikecomputer.rules
     echo i2c-dev > /etc/modules-load.d/bikecomputer.conf
     modprobe i2c-dev 2>/dev/null || true
-    udevadm control --reload-rules && udevadm trigger --subsystem-match=gpio --subsystem-match=i2c-dev || true
+    udevadm control --reload-rules && udevadm trigger --subsystem-match=gpio --subsystem-match=i2c-dev --subsystem-match=spidev || true
 }
 
 # A unit file from board/systemd with User=/Group= set to the service user.
@@ -121,7 +122,7 @@ install_device() {
     fi
     /usr/local/bin/bikecomputer config check /etc/bikecomputer/config.toml >/dev/null
     install -d -m 0755 "$doc_dir"
-    for doc in board.md config.md companion.md; do
+    for doc in board.md config.md companion.md power.md; do
         if [ -f "$here/../docs/$doc" ]; then install -m 0644 "$here/../docs/$doc" "$doc_dir/$doc"; fi
     done
     echo "* systemd unit bikecomputer.service"
@@ -183,6 +184,17 @@ install_bridge() {
     systemctl enable bikebridge.service
 }
 
+# The clean power-off without root (docs/power.md): the app writes /run/bikecomputer/power-off
+# when the battery is empty or the power button is held; this path unit (root, PID 1) sees it
+# and powers the board off. The app gets no privilege for it.
+install_power() {
+    echo "* power: bikecomputer-poweroff.path and bikecomputer-poweroff.service (the app asks for a clean power-off)"
+    install_unit bikecomputer-poweroff.path
+    install_unit bikecomputer-poweroff.service
+    systemctl daemon-reload
+    systemctl enable bikecomputer-poweroff.path
+}
+
 install_boot_config() {
     [ "$boot_config" = yes ] || return 0
     cfg=/boot/firmware/config.txt
@@ -207,6 +219,7 @@ main() {
     install_device
     install_companion
     install_bridge
+    install_power
     install_boot_config
     echo "done: reboot (boot config), then 'systemctl start bikecomputer' and 'bikecomputer ctl status'"
 }

@@ -1,4 +1,5 @@
 import AppCore
+import Battery
 import Configuration
 import Display
 import Journal
@@ -33,6 +34,8 @@ public struct DeviceSettings: Sendable {
     public var bridgePath: String
     /// The bridge is a serial device at this baud rate; nil: a Unix socket at `bridgePath`.
     public var bridgeSerialBaud: Int?
+    /// The SPI memory LCD when `[display] type` names one (then `panel` is unused); nil: an OLED.
+    public var memoryLCD: MemoryLCDSettings? = nil
 }
 
 /// The pure mapping from the config file's typed settings onto the app's types.
@@ -49,7 +52,8 @@ public enum ConfigMapping {
                               buttonDebounceMs: Int64(c.buttons.debounceMs),
                               dataDirectory: dir, journalDirectory: dir + "/" + journalSubdirectory,
                               controlSocket: c.control.socket, bridgePath: c.bridge.effectivePath,
-                              bridgeSerialBaud: c.bridge.transport == .serial ? c.bridge.baud : nil)
+                              bridgeSerialBaud: c.bridge.transport == .serial ? c.bridge.baud : nil,
+                              memoryLCD: memoryLCD(c))
     }
 
     // MARK: Rider and zones
@@ -107,6 +111,8 @@ public enum ConfigMapping {
         app.cadenceAveraging = c.training.averageCadenceZeros ? .includeZeros : .excludeZeros
         app.powerAveraging = c.training.averagePowerZeros ? .includeZeros : .excludeZeros
         app.runningPageCount = runningPageCount(c)
+        app.battery = batterySettings(c)
+        app.powerOffHoldMs = Int64(c.buttons.powerOffHoldMs)
         return app
     }
 
@@ -180,6 +186,7 @@ public enum ConfigMapping {
     }
 
     public static func panel(_ c: DeviceConfig) throws(ConfigMappingError) -> PanelConfiguration {
+        guard !c.display.type.isSPI else { return PanelConfiguration() }
         guard c.display.address == 0x3C || c.display.address == 0x3D else {
             throw ConfigMappingError("[display] address 0x\(String(c.display.address, radix: 16)): SSD1306/SH1106 panels answer at 0x3c or 0x3d; set address = 0x3C (or 0x3D if the module's jumper says so)")
         }
@@ -190,12 +197,35 @@ public enum ConfigMapping {
                                   contrastActive: contrast, contrastIdle: min(contrast, 0x10))
     }
 
-    /// Pins in config order: start/pause, lap, then (optional) page.
+    /// Pins in config order: start/pause, lap, then (optional) page; then the power button's.
     public static func buttonLines(_ c: DeviceConfig) -> [(button: Button, offset: UInt32)] {
         var out: [(Button, UInt32)] = []
-        for (i, pin) in c.buttons.pins.prefix(Button.allCases.count).enumerated() {
-            out.append((Button.allCases[i], UInt32(clamping: pin)))
+        let listed: [Button] = [.startPause, .lap, .page]
+        for (i, pin) in c.buttons.pins.prefix(listed.count).enumerated() {
+            out.append((listed[i], UInt32(clamping: pin)))
         }
+        if let p = c.buttons.powerPin { out.append((.power, UInt32(clamping: p))) }
         return out
+    }
+
+    /// The `[battery]` table as the monitor's settings (docs/power.md).
+    public static func batterySettings(_ c: DeviceConfig) -> BatterySettings {
+        let b = c.battery
+        var s = BatterySettings()
+        s.enabled = b.enabled
+        s.gauge = switch b.gauge {
+        case .max17048: .max17048
+        case .ina219: .ina219
+        case .pisugar3: .pisugar3
+        }
+        s.shuntOhms = b.shuntOhms
+        s.cells = b.cells
+        s.invertCurrent = b.invertCurrent
+        s.capacityMah = b.capacityMah
+        s.lowPercent = b.lowPercent
+        s.veryLowPercent = b.veryLowPercent
+        s.criticalPercent = b.criticalPercent
+        s.powerOff = b.powerOff
+        return s
     }
 }
