@@ -140,7 +140,9 @@ class Runner:
 
     def start_ant(self) -> None:
         from .ant import AntRadio
-        self.ant = AntRadio(self.bridge)
+        # The radio's threads reach the bridge (its transport, this loop's readers) only through
+        # this loop: asyncio and the transport are not thread-safe.
+        self.ant = AntRadio(self.bridge, post=self.loop.call_soon_threadsafe, stick_present=ant_stick_present)
         self.bridge.radios |= protocol.RADIO_ANT
         self.ant.start()
 
