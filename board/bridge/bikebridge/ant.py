@@ -33,6 +33,7 @@ HEALTH_CHECK_S = 1.0
 # answers nothing but errors): this many in one health check end the session.
 USB_ERRORS_MAX = 10
 OPENANT_LOGGER = "openant.base.ant"
+CONTROL_JOIN_S = 15.0
 
 
 class UsbErrorCounter(logging.Handler):
@@ -108,6 +109,7 @@ class AntRadio:
         self.usb_errors = 0  # openant's USB errors in the current session (UsbErrorCounter)
         self.stopping = threading.Event()
         self.usb_error_counter = UsbErrorCounter(self)
+        self.control: Optional[threading.Thread] = None
 
     def start(self) -> None:
         logging.getLogger(OPENANT_LOGGER).addHandler(self.usb_error_counter)
@@ -172,6 +174,10 @@ class AntRadio:
             if self.sessions == 0:
                 log.error("ANT+ stick unusable (%s): check it is plugged in and the udev rule gives access", self.failed)
             return self.failed
+        # The last session's control thread may still be in a call on the old stick (openant
+        # times them out): the new session's channels are not to meet it.
+        if self.control is not None:
+            self.control.join(CONTROL_JOIN_S)
         self.node = node
         self.failed = None
         self.sessions += 1
@@ -179,7 +185,8 @@ class AntRadio:
         self._enable_rssi()
         if self.sessions > 1:
             log.info("ANT+ stick open again (session %d)", self.sessions)
-        threading.Thread(target=self._control, args=(node,), name="ant-control", daemon=True).start()
+        self.control = threading.Thread(target=self._control, args=(node,), name="ant-control", daemon=True)
+        self.control.start()
         try:
             node.start()
             return self.lost or "openant's loop ended"
