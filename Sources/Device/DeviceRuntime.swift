@@ -85,10 +85,17 @@ public final class DeviceRuntime {
         var mark: UInt64
         var answer: ControlAnswer
         var since: MonotonicInstant
+        /// `end`: the ride whose file the reply waits for too, and the core's reply to reword
+        /// when the file is not saved (DeviceRuntime+EndReply.swift).
+        var rideFile: RideID? = nil
+        var reply: CommandReply? = nil
     }
     /// Replies that wait for the journal's sync, oldest first (bounded: `controlRepliesWaitingMax`).
     var waitingReplies: [WaitingReply] = []
     var lastReplyID: UInt64 = 0
+    /// The last ride files' fates, newest last: nil when durable, else why not (the last
+    /// attempt's). Bounded: `rideFileOutcomesMax`.
+    var rideFileOutcomes: [(id: RideID, notSaved: String?)] = []
     /// Control replies waiting for durability at most (the control socket serves 8 clients,
     /// each waiting for one reply at a time); past it a reply goes out at once, saying so.
     public static let controlRepliesWaitingMax = 16
@@ -102,7 +109,7 @@ public final class DeviceRuntime {
     public var durableReplySink: ((UInt64, ControlAnswer) -> Void)?
     /// Control replies that waited for durability, and those sent without it (a failing or
     /// disabled journal, a card slower than `controlReplyWaitMsMax`, too many waiting).
-    public private(set) var repliesDelayedForDurability: UInt64 = 0
+    public internal(set) var repliesDelayedForDurability: UInt64 = 0
     public private(set) var repliesNotDurable: UInt64 = 0
 
     /// - Parameters:
@@ -347,9 +354,14 @@ public final class DeviceRuntime {
             return ControlAnswer("ok " + status())
         case .success(.command(let c)):
             let markBefore = journal.confirmationMark
+            let finishedBefore = lastFinishedRide
             let reply = command(c, at: now)
             let a = answer(for: c, reply)
             let mark = journal.confirmationMark
+            if case .end = c, let reply, reply.ok, let id = lastFinishedRide, id != finishedBefore,
+               rideFiles.contains(where: { $0.rideID == id }) || rideFileOutcomes.contains(where: { $0.id == id }) {
+                return awaitingRideFile(a, reply, ride: id, mark: mark, at: now)
+            }
             guard mark != markBefore, !a.isError else { return a }
             return awaitingDurability(a, mark: mark, at: now)
         }
@@ -387,7 +399,10 @@ public final class DeviceRuntime {
         for _ in 0..<Self.controlRepliesWaitingMax {
             var found: (Int, ControlAnswer)?
             for (i, w) in waitingReplies.enumerated() {
-                if journal.isDurable(w.mark) {
+                if let id = w.rideFile, let reply = w.reply {
+                    let late = now.milliseconds(since: w.since) >= Self.controlReplyWaitMsMax
+                    found = (rideFileAnswer(w.answer, reply, ride: id) ?? (late ? rideFileLate(reply) : nil)).map { (i, $0) }
+                } else if journal.isDurable(w.mark) {
                     found = (i, w.answer)
                 } else if let why = journal.notDurableReason {
                     found = (i, notDurable(w.answer, why))
@@ -501,6 +516,7 @@ public final class DeviceRuntime {
         rideFilesWritten &+= 1
         rideFileCondition = .ok
         lastRideFileError = nil
+        noteRideFileOutcome(job.rideID, notSaved: nil)
         // Only now may the journal let the ride go: its file holds every record.
         journal.rideFileIsDurable(job.rideID)
         log.log(.info, "ride \(job.rideID) saved: \(job.write!.summary)")
@@ -512,6 +528,7 @@ public final class DeviceRuntime {
         archiveFailures &+= 1
         let failure = RideArchiveFailure(error)
         lastRideFileError = "\(error)"
+        noteRideFileOutcome(job.rideID, notSaved: Self.notSavedWhy(failure, error))
         if failure == .unexportable {
             rideFiles.removeFirst()
             log.log(.error, "ride \(job.rideID) cannot be written as a file (\(error)); its journal is kept")

@@ -26,9 +26,11 @@ struct UsbImage: ParsableCommand {
                 files.append(FatImage.File(imagePath: "Activities/" + r.fileName(f), sourcePath: lib.path(r, f), sizeBytes: size))
             }
         }
-        do { try FatImage.build(at: out, label: label, files: files) } catch {
+        let skipped: [FatImage.Skipped]
+        do { skipped = try FatImage.build(at: out, label: label, files: files) } catch {
             throw CommandFailure("cannot build \(out): \(error.description)")
         }
-        print("\(out): \(rides.count) rides, \(files.count) files")
+        for s in skipped { printError("bikecomputer usb-image: left off the drive: \(s)") }
+        print("\(out): \(rides.count) rides, \(files.count - skipped.count) files" + (skipped.isEmpty ? "" : ", \(skipped.count) left off"))
     }
 }

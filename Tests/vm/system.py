@@ -48,7 +48,10 @@ ROOTFS_PACKAGES = ["systemd", "systemd-sysv", "udev", "kmod", "iproute2", "procp
 # What the guest's kernel must load: disks and file systems, the test share, the device-mapper
 # targets of the storage tests, the simulated hardware's buses.
 GUEST_MODULES = ["virtio_pci", "virtio_blk", "crc32c_generic", "ext4", "9pnet_virtio", "9p", "dm_mod", "dm_log_writes",
-                 "dm_flakey", "dm_delay", "i2c_dev", "configfs"]
+                 "dm_flakey", "dm_delay", "i2c_dev", "configfs",
+                 # The USB drive (test_vm_hardening.py): the gadget on dummy_hcd's UDC, read back
+                 # through the same dummy_hcd's host side as a computer would.
+                 "dummy_hcd", "libcomposite", "usb_f_mass_storage", "usb_storage", "sd_mod"]
 BOOT_MODULES = ["virtio_pci", "virtio_blk", "crc32c_generic", "ext4"]
 # Units a test boot does not need (they cost seconds under TCG, and a getty on ttyS0 hangs up
 # the console the test's log is read from).
