@@ -200,7 +200,11 @@ public final class BoardWiring {
             if let f { rideFileTimer = loop.scheduleTimer("ridefile.step", atMs: f.milliseconds, periodMs: nil, rideFileStep) }
         }
         if let flag = rideFlag {
-            let active = runtime.state.isRideInProgress
+            // Until the ended ride's files are on the card too: the USB drive is rebuilt once,
+            // with the whole ride, when the flag goes (issue 27; a rebuild started at the end of
+            // the ride missed the files written while it ran: systemd's path unit does not watch
+            // while the unit it started runs).
+            let active = runtime.state.isRideInProgress || runtime.rideFilesPending > 0
             if active != flag.isSet, !flag.set(active) { log.log(.error, "ride-active file: \(flag.lastError ?? "?")") }
         }
     }

@@ -13,8 +13,10 @@ extension DeviceRuntime {
     static let rideFileOutcomesMax = 8
     /// The word a "not saved" reason starts with: the screen's.
     public static let rideNotSavedWord = "RIDE NOT SAVED"
-    /// The `end` reply's message when the ride's file is not (yet) durable.
+    /// The `end` reply's message when writing the ride's file failed.
     public static let rideFileNotSavedMessage = "ride ended; its file is not saved yet"
+    /// The `end` reply's message when the ride's file is still being written after the wait.
+    public static let rideFileWritingMessage = "ride ended; its file is being written (RIDE SAVED on the screen once it is on the card)"
 
     func noteRideFileOutcome(_ id: RideID, notSaved: String?) {
         rideFileOutcomes.removeAll { $0.id == id }
@@ -35,7 +37,7 @@ extension DeviceRuntime {
     func awaitingRideFile(_ a: ControlAnswer, _ reply: CommandReply, ride id: RideID, mark: UInt64,
                           at now: MonotonicInstant) -> ControlAnswer {
         if let settled = rideFileAnswer(a, reply, ride: id) { return settled }
-        guard durableReplySink != nil, waitingReplies.count < Self.controlRepliesWaitingMax else { return rideFileLate(reply) }
+        guard durableReplySink != nil, waitingReplies.count < Self.controlRepliesWaitingMax else { return rideFileLate(reply, mark: mark) }
         lastReplyID &+= 1
         waitingReplies.append(WaitingReply(id: lastReplyID, mark: mark, answer: a, since: now, rideFile: id, reply: reply))
         repliesDelayedForDurability &+= 1
@@ -56,8 +58,15 @@ extension DeviceRuntime {
         return notSaved(reply, "\(Self.rideNotSavedWord): its file was not queued; the journal keeps the ride and the next start writes it")
     }
 
-    func rideFileLate(_ reply: CommandReply) -> ControlAnswer {
-        notSaved(reply, "its file is not on the card yet after \(Self.controlReplyWaitMsMax) ms; the journal holds the ride and the screen says RIDE SAVED once the file is written")
+    /// The file is still being written after `controlReplyWaitMsMax` (a slow card): the reply
+    /// does not say "saved", and says the file is on its way; it is "not yet durable" only if
+    /// the journal does not hold the end either.
+    func rideFileLate(_ reply: CommandReply, mark: UInt64) -> ControlAnswer {
+        var r = reply
+        r.message = Self.rideFileWritingMessage
+        let a = ControlAnswer(ControlProtocol.format(r))
+        if journal.isDurable(mark) { return a }
+        return notDurable(a, journal.notDurableReason ?? "the card has not confirmed the write within \(Self.controlReplyWaitMsMax) ms")
     }
 
     func notSaved(_ reply: CommandReply, _ why: String) -> ControlAnswer {

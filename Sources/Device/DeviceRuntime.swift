@@ -401,7 +401,7 @@ public final class DeviceRuntime {
             for (i, w) in waitingReplies.enumerated() {
                 if let id = w.rideFile, let reply = w.reply {
                     let late = now.milliseconds(since: w.since) >= Self.controlReplyWaitMsMax
-                    found = (rideFileAnswer(w.answer, reply, ride: id) ?? (late ? rideFileLate(reply) : nil)).map { (i, $0) }
+                    found = (rideFileAnswer(w.answer, reply, ride: id) ?? (late ? rideFileLate(reply, mark: w.mark) : nil)).map { (i, $0) }
                 } else if journal.isDurable(w.mark) {
                     found = (i, w.answer)
                 } else if let why = journal.notDurableReason {

@@ -33,7 +33,7 @@ struct Run: ParsableCommand {
     @Flag(name: .customLong("no-buttons"), help: "Run without the GPIO buttons.")
     var noButtons = false
 
-    @Option(name: .customLong("ride-active-file"), help: "A file that exists while a ride is in progress (the USB gadget refresh checks it).")
+    @Option(name: .customLong("ride-active-file"), help: "A file that exists while a ride is in progress and until its files are written (the USB drive's refresh waits for it to go).")
     var rideActiveFile = "/run/bikecomputer/ride-active"
 
     @Option(name: .customLong("measure-latency"), help: "Measurement mode: an emulated display bus instead of I2C; after SECONDS print sensor-frame-to-display latency figures as JSON and exit.")

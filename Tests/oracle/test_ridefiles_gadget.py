@@ -78,3 +78,23 @@ def test_a_link_or_another_users_file_in_place_of_the_image_is_refused(tmp_path)
     os.mkfifo(fifo)
     r = gadget(root, "up", fifo, check=False, owner=me)
     assert r.returncode != 0 and "not a regular file" in r.stderr, r.stderr
+
+
+def test_a_refused_refresh_leaves_the_drive_as_it_was(tmp_path):
+    """The new image is checked before the old one is ejected: a link in its place does not
+    leave the drive empty (found in the VM: the drive had no medium after a refused refresh)."""
+    import os
+    import pwd
+    me = pwd.getpwuid(os.getuid()).pw_name
+    root = tmp_path / "usb_gadget"
+    root.mkdir()
+    image = tmp_path / "usb.img"
+    image.write_bytes(b"\0" * 1024)
+    gadget(root, "up", image, owner=me)
+    lun = root / "bikecomputer" / "functions" / "mass_storage.usb0" / "lun.0"
+    link = tmp_path / "planted.img"
+    link.symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere").write_text("not the image\n")
+    r = gadget(root, "refresh", link, check=False, owner=me)
+    assert r.returncode != 0 and "symbolic link" in r.stderr, r.stderr
+    assert (lun / "file").read_text().strip() == "/proc/self/fd/3", "the medium was not ejected"

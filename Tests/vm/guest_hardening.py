@@ -46,7 +46,8 @@ Unit=vm-old-refresh.service
 TriggerLimitIntervalSec=30
 TriggerLimitBurst=4
 """
-OLD_PATH_SERVICE = "[Service]\nType=oneshot\nExecStart=/bin/true\n"
+# Its service skipped as the refresh is while a ride (or its files) is being written: at once.
+OLD_PATH_SERVICE = "[Unit]\nConditionPathExists=!/run/bikecomputer/ride-active\n[Service]\nType=oneshot\nExecStart=/bin/true\n"
 
 
 def run(*cmd, check=True, user=None) -> str:
@@ -164,9 +165,13 @@ def image_files(image: str) -> list[str]:
 
 
 def device_bytes(path: str) -> bytes:
-    subprocess.run(["blockdev", "--flushbufs", path], capture_output=True)
-    with open(path, "rb") as f:
-        return f.read()
+    """The whole drive as the USB host reads it; right after a refresh (eject, insert) the host
+    may not have the new medium yet ("No medium found"): tried again for up to 60 s."""
+    def read():
+        subprocess.run(["blockdev", "--flushbufs", path], capture_output=True)
+        with open(path, "rb") as f:
+            return f.read()
+    return g.wait_for(read, 60, f"the medium in {path}", poll_s=1)
 
 
 def users_and_groups() -> dict:
@@ -292,6 +297,7 @@ def scenario(measure_only: bool) -> None:
     # The refresh unit's runs and skips (a trigger while it runs merges into its job).
     r["refresh_runs"] = len(re.findall(r"^Finished ", journal("bikecomputer-usb-refresh.service"), flags=re.M))
     r["refresh_skips"] = len(re.findall(r"skipped", journal("bikecomputer-usb-refresh.service")))
+    r["image_runs"] = len(re.findall(r"^Finished ", journal("bikecomputer-usb-image.service"), flags=re.M))
     r["image_journal"] = journal("bikecomputer-usb-image.service")[-2000:]
     r["refresh_journal"] = journal("bikecomputer-usb-refresh.service")[-2000:]
     r["lun_file"] = pathlib.Path(f"{GADGET_LUN}/file").read_text().strip() if os.path.exists(f"{GADGET_LUN}/file") else None

@@ -103,8 +103,13 @@ def test_the_usb_drive_installed_before_the_first_ride_leaves_rides_to_the_app(h
     rides = after.get("/var/lib/bikecomputer/rides")
     assert rides is None or (rides["owner"], rides["mode"]) == ("bike", "0o750"), after
     ride = r["ride"]
-    assert ride["end"]["rc"] == 0 and "saved" in ride["end"]["out"] and "not saved" not in ride["end"]["out"], ride["end"]
-    assert ride["status_at_end_reply"]["written"] >= 1, "`ctl end` said saved: the file is on the card"
+    end = ride["end"]
+    # "saved" once the file is on the card, or (a slow card: TCG on a loaded host) "being
+    # written"; never "saved" before the file is there, never RIDE NOT SAVED.
+    assert end["rc"] == 0 and end["out"] in ("ended: ride ended and saved", "ended: ride ended; its file is being written "
+                                                                             "(RIDE SAVED on the screen once it is on the card)"), end
+    if end["out"].endswith("saved"):
+        assert ride["status_at_end_reply"]["written"] >= 1, "`ctl end` said saved: the file is on the card"
     assert all(f["owner"] == "bike" for f in ride["files"].values()), ride["files"]
 
 
@@ -114,7 +119,8 @@ def test_a_rides_worth_of_triggers_keeps_the_drive_updating(hardened):
     assert ride["path_unit"]["ActiveState"] == "active", ride["path_unit"]
     assert ride["fit"] in ride["image_files"], "the units rebuilt the image with the ride"
     assert ride["fit"] in ride["drive_files"], "and the computer plugged into the unit sees it"
-    assert ride["lun_ro"] == "1" and ride["lun_file"] == "/var/lib/bikecomputer/usb/usb.img", ride
+    # (The kernel names the file by its path in the refresh unit's own mount namespace.)
+    assert ride["lun_ro"] == "1" and ride["lun_file"].endswith("/usb/usb.img"), ride
     # The unit it replaced, watching the same paths, gives up on this one ride.
     assert ride["inotify_reads"] > 4, ride["inotify_names"]
     old = ride["old_path_unit"]

@@ -51,8 +51,8 @@ open_image() {
     [ "$seen" = "$uid regular file" ] || { exec 3<&-; die "$image is not a regular file of $owner ($seen): refused"; }
 }
 
+# Inserts the image open as fd 3 (open_image) and closes it: the kernel holds its own reference.
 attach() {
-    open_image "$1"
     echo 1 > "$LUN/ro"          # read-only, always, before the medium
     echo /proc/self/fd/3 > "$LUN/file"   # the open file (echo is the shell's own: its fd 3)
     exec 3<&-
@@ -61,6 +61,7 @@ attach() {
 up() {
     image=$1
     [ -d "$GADGET_ROOT" ] || die "$GADGET_ROOT missing: modprobe libcomposite and mount configfs"
+    open_image "$image"
     if [ -d "$G" ]; then down; fi
     mkdir -p "$G"
     echo 0x1d6b > "$G/idVendor"        # Linux Foundation
@@ -79,7 +80,7 @@ up() {
     echo 1 > "$LUN/removable"
     echo 0 > "$LUN/cdrom"
     echo 1 > "$LUN/nofua"
-    attach "$image"
+    attach
     ln -s "$G/functions/mass_storage.usb0" "$G/configs/c.1/"
     udc_name > "$G/UDC"
 }
@@ -87,10 +88,12 @@ up() {
 refresh() {
     image=$1
     [ -d "$LUN" ] || { up "$image"; return; }
+    # The new image opened and checked first: one that is refused leaves the drive as it was.
+    open_image "$image"
     # Eject even if the host locked the medium, then insert the rebuilt image (a new inode:
     # the old one stayed intact while it was being rebuilt).
     if [ -e "$LUN/forced_eject" ]; then echo 1 > "$LUN/forced_eject"; else echo "" > "$LUN/file"; fi
-    attach "$image"
+    attach
 }
 
 down() {
