@@ -17,6 +17,8 @@ import pytest
 from bikebridge import ant, protocol
 from bikebridge.bridge import Bridge
 
+import fake_openant as fake_openant_module
+
 HR_PAGE = [0x04, 0xFF, 0, 0xFE, 0, 1, 7, 0x48]
 
 
@@ -54,23 +56,6 @@ def fake_openant(scripts):
     "absent" makes that Node() fail as openant does without a stick."""
     nodes = []
 
-    class FakeChannel:
-        class Type:
-            BIDIRECTIONAL_RECEIVE = 0
-
-        def __init__(self):
-            self.on_broadcast_data = None
-            self.opened = False
-            self.id = None
-
-        def set_id(self, number, device_type, trans): self.id = (number, device_type, trans)
-        def enable_extended_messages(self, on): pass
-        def set_search_timeout(self, t): pass
-        def set_period(self, p): pass
-        def set_rf_freq(self, f): pass
-        def open(self): self.opened = True
-        def close(self): self.opened = False
-
     class FakeNode:
         def __init__(self):
             script = scripts[min(len(nodes), len(scripts) - 1)]
@@ -91,7 +76,7 @@ def fake_openant(scripts):
         def set_network_key(self, n, key): pass
 
         def new_channel(self, ctype, network, ext_assign):
-            c = FakeChannel()
+            c = fake_openant_module.FakeChannel()
             self.channels.append(c)
             return c
 
@@ -102,14 +87,7 @@ def fake_openant(scripts):
         def stop(self):
             self.running = False
 
-    modules = {
-        "openant": types.ModuleType("openant"),
-        "openant.devices": types.SimpleNamespace(ANTPLUS_NETWORK_KEY=[0] * 8),
-        "openant.easy": types.ModuleType("openant.easy"),
-        "openant.easy.channel": types.SimpleNamespace(Channel=FakeChannel),
-        "openant.easy.node": types.SimpleNamespace(Node=FakeNode),
-    }
-    return modules, nodes
+    return fake_openant_module.modules(FakeNode), nodes
 
 
 def fails_after_a_page(node):
