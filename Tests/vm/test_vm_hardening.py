@@ -87,7 +87,7 @@ def test_the_bridge_user_reaches_its_socket_and_nothing_of_the_app(hardened):
 def test_the_companion_sees_only_its_own_directory_and_still_pairs(hardened):
     _, r = hardened
     c = r["companion"]
-    assert c["sees"] == (0, "companion"), c["sees"]
+    assert tuple(c["sees"]) == (0, "companion"), c["sees"]
     assert c["write_data_dir"][0] != 0 and c["write_rides"][0] != 0, c
     assert c["read_journal"][0] != 0, c
     assert c["write_own_dir"][0] == 0, c
