@@ -3,7 +3,7 @@
 #   sudo board/install.sh [--binary PATH] [--companion PATH | --no-companion] [--boot-config] [--user NAME]
 #                         [--bridge-wheels DIR | --no-bridge]
 # - the binary to /usr/local/bin/bikecomputer
-# - a system user (default `bike`) in the gpio, i2c and dialout groups, and the group
+# - a system user (default `bike`) in the gpio, i2c, spi and dialout groups, and the group
 #   `bikebridge` (the bridge socket's)
 # - /etc/tmpfiles.d/bikecomputer.conf: the units' directories with their owners and modes
 # - udev rules for /dev/gpiochip* and /dev/i2c-* (group access, no root needed) and the ANT+ stick
@@ -89,13 +89,13 @@ install_packages() {
 
 install_user() {
     echo "* groups and the $user user"
-    for g in gpio i2c; do
+    for g in gpio i2c spi; do
         getent group "$g" >/dev/null || groupadd --system "$g"
     done
     if ! id "$user" >/dev/null 2>&1; then
         useradd --system --home-dir /var/lib/bikecomputer --no-create-home --shell /usr/sbin/nologin "$user"
     fi
-    usermod -aG gpio,i2c,dialout "$user"
+    usermod -aG gpio,i2c,spi,dialout "$user"
     # The group of the app's bridge socket (/run/bikecomputer is $user:bikebridge 2710): the
     # bridge's own group, made here because the directories below name it (--no-bridge too).
     getent group "$bridge_user" >/dev/null || groupadd --system "$bridge_user"
@@ -127,7 +127,7 @@ install_udev() {
     install -m 0644 "$here/udev/99-bikecomputer.rules" /etc/udev/rules.d/99-bikecomputer.rules
     echo i2c-dev > /etc/modules-load.d/bikecomputer.conf
     modprobe i2c-dev 2>/dev/null || true
-    udevadm control --reload-rules && udevadm trigger --subsystem-match=gpio --subsystem-match=i2c-dev --subsystem-match=usb || true
+    udevadm control --reload-rules && udevadm trigger --subsystem-match=gpio --subsystem-match=i2c-dev --subsystem-match=spidev --subsystem-match=usb || true
 }
 
 # A unit file from board/systemd with User=/Group= set to the service user.
