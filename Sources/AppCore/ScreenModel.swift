@@ -1,3 +1,4 @@
+import Battery
 import Positioning
 import RideModel
 
@@ -144,6 +145,10 @@ public struct ScreenModel: Sendable, Hashable {
     public var gps = GpsStatus()
     /// The track so far, for the map page (stored inline: no allocation when copied).
     public var track = Breadcrumb()
+    /// The unit's own battery (nil: no gauge configured): idle and the running pages' status.
+    public var battery: BatteryStatus?
+    /// The unit is powering off (the battery, the power button): shown over everything.
+    public var poweringOff: PowerOffReason?
 
     public init() {}
 

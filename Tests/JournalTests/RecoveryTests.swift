@@ -175,6 +175,7 @@ extension AppInput {
         case .sensor(.search(let r, let n, let t)): self = .sensor(.search(running: r, found: n, at: t.advanced(byMs: ms)))
         case .sensor(.bridgeConfig(let r, let l, let t)): self = .sensor(.bridgeConfig(readable: r, line: l, at: t.advanced(byMs: ms)))
         case .sensors(let u, let t): self = .sensors(u, at: t.advanced(byMs: ms))
+        case .battery(let r, let t): self = .battery(r, at: t.advanced(byMs: ms))
         }
     }
 }
