@@ -45,7 +45,7 @@ let package = Package(
         .target(name: "RideFiles", dependencies: ["RideModel"], swiftSettings: swift6),
         .target(name: "AppCore", dependencies: ["Positioning", "RideModel", "Training"], swiftSettings: swift6),
         .target(name: "Screens", dependencies: ["AppCore", "Display", "Positioning", "RideModel"], swiftSettings: swift6),
-        .target(name: "Configuration", swiftSettings: swift6),
+        .target(name: "Configuration", dependencies: ["RideModel"], swiftSettings: swift6),
         // The control socket's language (protocol, stream, status, JSON): what `ctl` and the
         // companion link instead of the device stack.
         .target(name: "Control", dependencies: ["AppCore", "RideModel", "Training"], swiftSettings: swift6),
@@ -61,7 +61,7 @@ let package = Package(
 
         // Board-side adapters of the Device ports on a real directory (ride files, journal
         // segments), the system's wall clock and stderr log: shared by the executables.
-        .target(name: "DeviceAdapters", dependencies: ["AppCore", "BoardIO", "Device", "Journal", "RideFiles", "RideModel"], swiftSettings: swift6),
+        .target(name: "DeviceAdapters", dependencies: ["AppCore", "BoardIO", "Configuration", "Device", "Journal", "RideFiles", "RideModel"], swiftSettings: swift6),
 
         // The board's wiring: the runtime on any `EventLoop` with the bridge, buttons, display,
         // buzzer, control socket and companion link as components (`bikecomputer run` puts it on

@@ -101,6 +101,6 @@ public enum SensorsRequest: Sendable, Hashable {
     case close
     case search(seconds: Int)
     case stopSearch
-    case pair(id: String, role: String, name: String)
+    case pair(id: String, kind: SensorKind, name: String)
     case forget(id: String)
 }

@@ -346,19 +346,9 @@ public enum FITEncoder {
         w.end()
     }
 
+    /// device_type: FIT's antplus_device_type (the ANT+ device type) or ble_device_type.
     static func deviceType(_ s: SensorIdentity) -> UInt8 {
-        switch (s.source, s.kind) {
-        case (.ant, .heartRate): 120
-        case (.ant, .power): 11
-        case (.ant, .speedCadence): 121
-        case (.ant, .cadence): 122
-        case (.ant, .speed): 123
-        case (.ble, .heartRate): 1
-        case (.ble, .power): 2
-        case (.ble, .speedCadence): 3
-        case (.ble, .speed): 4
-        case (.ble, .cadence): 5
-        }
+        s.source == .ant ? s.kind.antDeviceType : s.kind.fitBleDeviceType
     }
 
     /// battery_status: good (2) > 50 %, ok (3) > 20 %, low (4) > 10 %, critical (5).

@@ -184,9 +184,9 @@ public enum ScreenCatalogue {
         var sensors = idle
         sensors.mode = .sensors
         sensors.sensorsMenu.setPaired([
-            .init(id: "ble:F2:3A:91:0C:44:17", kind: .heartRate, name: "HRM-Dual", state: "connected", batteryPercent: 82),
-            .init(id: "ant:24681/11/0", kind: .power, state: "searching"),
-            .init(id: "ble:D8:10:6E:2B:90:51", kind: .speedCadence, name: "RPM Cadence", state: "lost", batteryPercent: 100),
+            .init(id: "ble:F2:3A:91:0C:44:17", kind: .heartRate, name: "HRM-Dual", state: .connected, batteryPercent: 82),
+            .init(id: "ant:24681/11/0", kind: .power, state: .searching),
+            .init(id: "ble:D8:10:6E:2B:90:51", kind: .speedCadence, name: "RPM Cadence", state: .lost, batteryPercent: 100),
         ])
         add("sensors", "Sensors (PAGE on idle): the paired sensors with their state and battery; PAGE moves, LAP acts, START goes back", sensors)
         var forget = sensors
@@ -204,7 +204,7 @@ public enum ScreenCatalogue {
         searching.sensorsMenu.found(.init(id: "ble:E9:55:0B:7C:12:A8", kind: .speedCadence, name: "Wahoo SPEED", rssi: -83))
         add("sensors-search", "Sensors: a search (LAP on SEARCH) lists what it finds with its signal; LAP pairs the one selected", searching)
         var paired = sensors
-        paired.sensorsMenu.setPaired(sensors.sensorsMenu.paired + [.init(id: "ble:C4:7F:21:9A:03:EE", kind: .power, name: "ASSIOMA 21044", state: "searching")])
+        paired.sensorsMenu.setPaired(sensors.sensorsMenu.paired + [.init(id: "ble:C4:7F:21:9A:03:EE", kind: .power, name: "ASSIOMA 21044", state: .searching)])
         paired.sensorsMenu.cursor = 3
         paired.sensorsMenu.message = "PAIRED"
         add("sensors-paired", "Sensors: just paired (written to the config file; the bridge connects it)", paired)

@@ -4,21 +4,28 @@ import RideModel
 public struct PairedSensor: Sendable, Hashable {
     /// For ANT+, a transmission type of 0 matches any (as in ANT+ pairing).
     public var identity: SourceIdentity
+    /// What it is (the config's `role`; an ANT+ device type's kind); nil for an onboard receiver
+    /// or a sensor paired without one.
+    public var kind: SensorKind?
     /// The quantities to take from this sensor.
     public var provides: QuantitySet
+    /// The roles whose state this sensor decides (with the others that fill them).
+    public var fills: [SensorRole]
     /// Lower wins when two sensors provide the same quantity.
     public var priority: Int
 
-    public init(_ identity: SourceIdentity, provides: QuantitySet? = nil, priority: Int = 0) {
+    /// `kind` (or, for ANT+, the device type's kind) says what it provides and fills; `provides`
+    /// narrows or replaces that. Without a kind it provides what it is given (everything by
+    /// default) and fills the roles whose first live quantity that includes.
+    public init(_ identity: SourceIdentity, kind: SensorKind? = nil, provides: QuantitySet? = nil, priority: Int = 0) {
         self.identity = identity
         self.priority = priority
-        if let provides {
-            self.provides = provides
-        } else if case let .ant(_, type, _) = identity, let p = Profile(transport: .ant, code: UInt16(type)) {
-            self.provides = p.quantities
-        } else {
-            self.provides = .all
-        }
+        var k = kind
+        if k == nil, case let .ant(_, type, _) = identity { k = SensorKind(antDeviceType: type) }
+        self.kind = k
+        let given = provides ?? k.map { QuantitySet($0.quantities) } ?? .all
+        self.provides = given
+        fills = k?.statusRoles ?? SensorRole.allCases.filter { r in r.liveQuantities.first.map(given.contains) ?? false }
     }
 
     func matches(_ id: SourceIdentity) -> Bool {
@@ -394,11 +401,10 @@ public struct DataSource: Sendable {
 
     mutating func refreshRoles(at now: MonotonicInstant, force: Bool, _ emit: (SensorEvent) -> Void) {
         for role in SensorRole.allCases {
-            let q = role.quantity
             var best = SensorStatus(role, .notConfigured)
             var bestPriority = Int.max
-            if configuration.enabled.contains(q) {
-                for s in slots where s.paired.provides.contains(q) {
+            if role.liveQuantities.first.map(configuration.enabled.contains) ?? true {
+                for s in slots where s.paired.fills.contains(role) {
                     if s.state > best.state || (s.state == best.state && s.paired.priority < bestPriority) {
                         best.state = s.state
                         best.batteryPercent = s.batteryPercent

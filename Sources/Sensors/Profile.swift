@@ -1,17 +1,14 @@
 import RideModel
 
-/// The radio a sensor frame came over.
-public enum Transport: UInt8, Sendable, Hashable, CustomStringConvertible {
-    case ant = 1
-    case ble = 2
-    public var description: String { self == .ant ? "ant" : "ble" }
-}
+/// The radio a sensor frame came over (RideModel's `SensorTransport`, the frame's transport byte).
+public typealias Transport = SensorTransport
 
 /// A set of quantities as a bit mask (bit = `Quantity.rawValue`).
 public struct QuantitySet: OptionSet, Sendable, Hashable {
     public var rawValue: UInt32
     public init(rawValue: UInt32) { self.rawValue = rawValue }
-    public init(_ qs: Quantity...) { rawValue = 0; for q in qs { insert(q) } }
+    public init(_ qs: Quantity...) { self.init(qs) }
+    public init(_ qs: [Quantity]) { rawValue = 0; for q in qs { insert(q) } }
     public func contains(_ q: Quantity) -> Bool { rawValue & (1 << UInt32(q.rawValue)) != 0 }
     public mutating func insert(_ q: Quantity) { rawValue |= 1 << UInt32(q.rawValue) }
     public mutating func remove(_ q: Quantity) { rawValue &= ~(1 << UInt32(q.rawValue)) }
@@ -40,7 +37,12 @@ public enum Profile: UInt8, CaseIterable, Sendable, Hashable, CustomStringConver
         }
     }
 
-    public var transport: Transport { rawValue < Profile.antHeartRate.rawValue ? .ble : .ant }
+    public var transport: Transport {
+        switch self {
+        case .bleHeartRate, .bleSpeedCadence, .bleCyclingPower, .bleCyclingPowerFeature, .bleBatteryLevel: .ble
+        case .antHeartRate, .antBikePower, .antSpeedCadence, .antCadence, .antSpeed: .ant
+        }
+    }
 
     /// GATT characteristic UUID (BLE) or device type (ANT+).
     public var code: UInt16 {

@@ -85,9 +85,9 @@ import RideModel
         for f in frames {
             f.encoded().withBytes { b in inputs.receive(.bridgePacket(b, truncated: false), at: ms(10)) { c.take($0) } }
         }
-        #expect(c.found == [FoundSensor(id: "ble:C0:FF:EE:00:11:22", role: "power", name: "Crank PM", rssi: -61),
-                            FoundSensor(id: "ble:C0:FF:EE:00:11:33", role: "speed_cadence", name: "", rssi: nil),
-                            FoundSensor(id: "ant:777/123/0", role: "speed", name: "", rssi: -80)])
+        #expect(c.found == [FoundSensor(id: "ble:C0:FF:EE:00:11:22", kind: .power, name: "Crank PM", rssi: -61),
+                            FoundSensor(id: "ble:C0:FF:EE:00:11:33", kind: .speedCadence, name: "", rssi: nil),
+                            FoundSensor(id: "ant:777/123/0", kind: .speed, name: "", rssi: -80)])
         #expect(c.searches.map(\.0) == [true, false] && c.searches.last?.1 == 3)
         #expect(inputs.status.bad.total == 0)
         // Frames that go the other way, or come with a descriptor, are misplaced here: counted.
