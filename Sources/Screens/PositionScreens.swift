@@ -5,25 +5,17 @@ import RideModel
 
 /// The climbing and "where am I" pages (docs/gps.md, docs/screens.md).
 public enum PositionPages {
-    /// Timer, altitude, total ascent, grade: a row each.
-    public static let climb128x64 = PageLayout(name: "CLIMB", fields: [
-        Field(.timer, Rect(x: 0, y: 0, width: 122, height: 15), size: .large, label: .left),
-        Field(.metric(.altitude), Rect(x: 0, y: 16, width: 122, height: 15), size: .large, label: .left),
-        Field(.metric(.ascent), Rect(x: 0, y: 32, width: 122, height: 15), size: .large, label: .left),
-        Field(.metric(.grade), Rect(x: 0, y: 48, width: 122, height: 16), size: .large, label: .left),
-    ], rules: [Rect(x: 0, y: 15, width: 122, height: 1), Rect(x: 0, y: 31, width: 122, height: 1),
-               Rect(x: 0, y: 47, width: 122, height: 1)])
+    /// Timer, altitude, total ascent, grade: a row each (altitude over ascent and grade on a
+    /// compact panel). Clear of the page dots by 4 px.
+    public static let climb = PageDesign("CLIMB", trailingInset: 4, [
+        .fill([.init(.timer, .large, label: .left)], in: .from(.regular)),
+        .fill([.init(.metric(.altitude), .large, label: .left)]),
+        .fill([.init(.metric(.ascent), .large, label: .left), .init(.metric(.grade), .medium, label: .left, in: .compact)]),
+        .fill([.init(.metric(.grade), .large, label: .left)], in: .from(.regular)),
+    ])
 
-    /// The track so far across the whole panel (the page dots keep the right edge).
-    public static let map128x64 = PageLayout(name: "MAP", fields: [], map: Rect(x: 0, y: 0, width: 122, height: 64))
-
-    public static let climb128x32 = PageLayout(name: "CLIMB", fields: [
-        Field(.metric(.altitude), Rect(x: 0, y: 0, width: 122, height: 15), size: .large, label: .left),
-        Field(.metric(.ascent), Rect(x: 0, y: 17, width: 61, height: 15), size: .large, label: .left),
-        Field(.metric(.grade), Rect(x: 64, y: 17, width: 58, height: 15), size: .medium, label: .left),
-    ], rules: [Rect(x: 0, y: 16, width: 122, height: 1)])
-
-    public static let map128x32 = PageLayout(name: "MAP", fields: [], map: Rect(x: 0, y: 0, width: 122, height: 32))
+    /// The track so far across the whole panel, clear of the page dots.
+    public static let map = PageDesign("MAP", trailingInset: 4, [.graphic(.track)])
 }
 
 /// Scale bar lengths offered, m (one is picked so that the bar is 16–40 px long).

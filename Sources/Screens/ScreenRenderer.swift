@@ -34,7 +34,10 @@ public struct ScreenRenderer: Sendable {
 
     var width: Int { canvas.width }
     var height: Int { canvas.height }
-    var tall: Bool { canvas.height >= 64 }
+    /// The panel's size class, scale and fonts: every placement below is computed from it.
+    var geometry: PanelGeometry { layouts.geometry }
+    var fonts: FontSet { layouts.geometry.fonts }
+    var tall: Bool { layouts.geometry.isTall }
 
     public mutating func render(_ model: ScreenModel, into framebuffer: inout Framebuffer) {
         draw(model)
@@ -85,7 +88,7 @@ public struct ScreenRenderer: Sendable {
         let index = ((page % pages.count) + pages.count) % pages.count
         keyScratch[0] = UInt8(truncatingIfNeeded: index)
         var n = 1
-        if pages[index].map != nil { n = appendMapKey(model, at: n) }
+        for graphic in pages[index].graphics { n = appendGraphicKey(graphic.kind, model, at: n) }
         for field in pages[index].fields {
             ValueFormat.write(field.content, of: model, into: &text)
             guard n + text.count + 1 <= Self.drawnKeyBytesMax else { drawnKeyCount = -1; return false }
@@ -113,22 +116,38 @@ public struct ScreenRenderer: Sendable {
         drawPageDots(index, of: min(pages.count, max(1, model.runningPageCount)))
     }
 
-    /// Draws any page layout: each field the same way, then the separator lines.
+    /// Draws any page layout: the separator lines, the graphics, then each field the same way.
     public mutating func drawPage(_ layout: PageLayout, _ model: ScreenModel) {
         for rule in layout.rules { canvas.fill(rule) }
-        if let map = layout.map { drawMap(in: map, model) }
+        for graphic in layout.graphics { drawGraphic(graphic, model) }
         for field in layout.fields { drawField(field, model) }
+    }
+
+    /// One graphic of a page in its frame.
+    mutating func drawGraphic(_ graphic: PlacedGraphic, _ model: ScreenModel) {
+        switch graphic.kind {
+        case .track: drawMap(in: graphic.frame, model)
+        }
+    }
+
+    /// What makes a graphic look different, appended to the page's key (a page whose fields did
+    /// not change still redraws when its graphic would). Returns the new key length.
+    mutating func appendGraphicKey(_ kind: PageGraphic, _ model: ScreenModel, at n: Int) -> Int {
+        switch kind {
+        case .track: appendMapKey(model, at: n)
+        }
     }
 
     private mutating func drawField(_ field: Field, _ model: ScreenModel) {
         ValueFormat.write(field.content, of: model, into: &text)
         let label = field.content.label
-        let labelWidth = field.label == .left ? Font.small.widthPx(count: label.utf8.count) + 2 : 0
+        let labelFont = fonts.label
+        let labelWidth = field.label == .left ? labelFont.widthPx(count: label.utf8.count) + geometry.px(2) : 0
         // Values keep 2 px from the field's right edge (separator lines, neighbours).
-        let available = field.frame.width - labelWidth - 2
-        var size = field.size
-        while size.font.widthPx(count: text.count) > available, let smaller = size.smaller { size = smaller }
-        let font = size.font
+        let available = field.frame.width - labelWidth - geometry.px(2)
+        var level = fonts.digitsLevel(field.size)
+        while fonts.digits[level].widthPx(count: text.count) > available, level > 0 { level -= 1 }
+        let font = fonts.digits[level]
         let valueY: Int = field.label == .top
             ? field.frame.maxY - font.height - 1
             : field.frame.y + (field.frame.height - font.height + 1) / 2
@@ -136,18 +155,27 @@ public struct ScreenRenderer: Sendable {
                         alignment: .right)
         switch field.label {
         case .none: break
-        case .top: canvas.drawText(label, font: .small, x: field.frame.x, y: field.frame.y - 1)
-        // Capitals and digits ink rows 2...10 of the small font: centre those on the value.
-        case .left: canvas.drawText(label, font: .small, x: field.frame.x, y: valueY + (font.height - 9) / 2 - 2)
+        case .top: canvas.drawText(label, font: labelFont, x: field.frame.x, y: field.frame.y - 1)
+        // Centre the caption's capitals and digits (rows labelCapTop... of its font) on the value.
+        case .left:
+            canvas.drawText(label, font: labelFont, x: field.frame.x,
+                            y: valueY + (font.height - fonts.labelCapRows) / 2 - fonts.labelCapTop)
         }
     }
 
-    /// Page k of n as dots down the right edge: the current one a 3x3 square.
+    /// Page k of n as dots down the right edge: the current one a square, the others a dot in
+    /// its middle.
     private mutating func drawPageDots(_ index: Int, of count: Int) {
         guard count > 1 else { return }
+        let side = geometry.pageDotPx, dot = geometry.px(1)
+        let x = width - side
         for i in 0..<count {
-            let y = 2 + i * 6
-            if i == index { canvas.fill(Rect(x: 125, y: y, width: 3, height: 3)) } else { canvas.setPixel(x: 126, y: y + 1) }
+            let y = geometry.px(2) + i * geometry.pageDotPitch
+            if i == index {
+                canvas.fill(Rect(x: x, y: y, width: side, height: side))
+            } else {
+                canvas.fill(Rect(x: x + (side - dot) / 2, y: y + (side - dot) / 2, width: dot, height: dot))
+            }
         }
     }
 
