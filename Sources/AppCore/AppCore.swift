@@ -627,6 +627,8 @@ public struct AppCore: Sendable {
             sensorFound(f, at: now)
         case .search(let running, _, _):
             if !running { screen.sensorsMenu.searchEnded() }
+        case .radar:
+            break  // the radar column and its alerts come with the radar's screen
         }
     }
 

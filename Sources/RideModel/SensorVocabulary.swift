@@ -19,6 +19,8 @@ public enum SensorTransport: UInt8, Sendable, Hashable, CaseIterable, CustomStri
 /// sensor is a property here, so a new kind of sensor is one case (and its decoder).
 public enum SensorKind: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case heartRate = "heart_rate", power, speedCadence = "speed_cadence", speed, cadence
+    /// A rear radar (ANT+ Bike Radar, device type 40; Garmin Varia's BLE radar service).
+    case radar
 
     /// The config file's `role`, the control protocol's and the JSON's word.
     public var description: String { rawValue }
@@ -31,6 +33,7 @@ public enum SensorKind: String, Sendable, Hashable, CaseIterable, CustomStringCo
         case .speedCadence: "S+C"
         case .speed: "SPD"
         case .cadence: "CAD"
+        case .radar: "RDR"
         }
     }
 
@@ -42,6 +45,7 @@ public enum SensorKind: String, Sendable, Hashable, CaseIterable, CustomStringCo
         case .speedCadence: [.speed, .cadence]
         case .speed: [.speed]
         case .cadence: [.cadence]
+        case .radar: [.radar]
         }
     }
 
@@ -63,6 +67,7 @@ public enum SensorKind: String, Sendable, Hashable, CaseIterable, CustomStringCo
         case .speedCadence: [.speed, .distance, .cadence, .battery]
         case .speed: [.speed, .distance, .battery]
         case .cadence: [.cadence, .battery]
+        case .radar: [.battery]  // and the vehicles behind (`SensorEvent.radar`), not a ride quantity
         }
     }
 
@@ -79,6 +84,7 @@ public enum SensorKind: String, Sendable, Hashable, CaseIterable, CustomStringCo
         case .speedCadence: 121
         case .cadence: 122
         case .speed: 123
+        case .radar: 40
         }
     }
 
@@ -90,6 +96,7 @@ public enum SensorKind: String, Sendable, Hashable, CaseIterable, CustomStringCo
         case .speedCadence: 8086
         case .cadence: 8102
         case .speed: 8118
+        case .radar: 4084  // 8 Hz
         }
     }
 
@@ -108,6 +115,7 @@ public enum SensorKind: String, Sendable, Hashable, CaseIterable, CustomStringCo
         case .heartRate: Self.sigUUID(0x180D)
         case .power: Self.sigUUID(0x1818)
         case .speedCadence, .speed, .cadence: Self.sigUUID(0x1816)
+        case .radar: Self.variaUUID(0x3200)
         }
     }
 
@@ -137,11 +145,12 @@ public enum SensorKind: String, Sendable, Hashable, CaseIterable, CustomStringCo
         case .heartRate: [0x2A37]
         case .power: [0x2A63]
         case .speedCadence, .speed, .cadence: [0x2A5B]
+        case .radar: [0x3203]  // Garmin's shorthand of its 128-bit characteristic
         }
     }
 
     /// The 128-bit UUIDs of `bleMeasurements`, in the same order.
-    public var bleMeasurementUUIDs: [String] { bleMeasurements.map(Self.sigUUID) }
+    public var bleMeasurementUUIDs: [String] { bleMeasurements.map(self == .radar ? Self.variaUUID : Self.sigUUID) }
 
     /// Characteristics read once after connecting (Cycling Power Feature).
     public var bleReads: [UInt16] { self == .power ? [0x2A65] : [] }
@@ -154,6 +163,7 @@ public enum SensorKind: String, Sendable, Hashable, CaseIterable, CustomStringCo
         case .speedCadence: 3
         case .speed: 4
         case .cadence: 5
+        case .radar: 0xFF  // FIT has no BLE radar type: invalid
         }
     }
 
@@ -163,6 +173,26 @@ public enum SensorKind: String, Sendable, Hashable, CaseIterable, CustomStringCo
         var s = "0000"
         for shift in stride(from: 12, through: 0, by: -4) { s.append(digits[Int((u >> UInt16(shift)) & 0xF)]) }
         return s + "-0000-1000-8000-00805f9b34fb"
+    }
+
+    /// A UUID of Garmin's Varia radar family, 6a4e`u`-667b-11e3-949a-0800200c9a66 (its radar
+    /// service is 0x3200, the targets characteristic 0x3203).
+    public static func variaUUID(_ u: UInt16) -> String {
+        "6a4e" + String(sigUUID(u).dropFirst(4).prefix(4)) + "-667b-11e3-949a-0800200c9a66"
+    }
+
+    /// The bridge protocol's profile code of a BLE characteristic given as typed: 4 hex digits
+    /// (a SIG UUID), a kind's 8-digit shorthand ("6a4e3203") or its 128-bit text.
+    public static func bleProfileCode(uuid typed: String) -> UInt16? {
+        let u = typed.lowercased().hasPrefix("0x") ? String(typed.lowercased().dropFirst(2)) : typed.lowercased()
+        for k in allCases {
+            for (code, full) in zip(k.bleMeasurements, k.bleMeasurementUUIDs) where full == u || (u.count == 8 && full.hasPrefix(u)) {
+                return code
+            }
+        }
+        if u.count == 4 { return UInt16(u, radix: 16) }
+        if u.count == 36, u.hasPrefix("0000"), u.hasSuffix(String(sigUUID(0).dropFirst(8))) { return UInt16(u.dropFirst(4).prefix(4), radix: 16) }
+        return nil
     }
 
     /// The kinds' words, for messages ("heart_rate, power, ...").
@@ -177,6 +207,8 @@ public enum SensorRole: UInt8, Sendable, Hashable, CaseIterable, CustomStringCon
     case heartRate = 0, power = 1, speed = 2, cadence = 3
     /// The GPS fix (docs/gps.md): connected while fixes come, lost when the fix is.
     case gps = 4
+    /// The rear radar: connected while it reports (a clear road included), lost when it stops.
+    case radar = 5
 
     /// The live quantities a source in this role provides (shown as "--" once it is lost); the
     /// first is the one whose enabling decides whether the role is in use.
@@ -188,6 +220,7 @@ public enum SensorRole: UInt8, Sendable, Hashable, CaseIterable, CustomStringCon
         case .speed: [.speed]
         case .cadence: [.cadence]
         case .gps: [.latitude, .longitude]
+        case .radar: []  // the vehicles behind are its reading (`SensorEvent.radar`)
         }
     }
 
@@ -199,6 +232,7 @@ public enum SensorRole: UInt8, Sendable, Hashable, CaseIterable, CustomStringCon
         case .speed: "SPD"
         case .cadence: "CAD"
         case .gps: "GPS"
+        case .radar: "RDR"
         }
     }
 
@@ -210,6 +244,7 @@ public enum SensorRole: UInt8, Sendable, Hashable, CaseIterable, CustomStringCon
         case .speed: "speed"
         case .cadence: "cadence"
         case .gps: "gps"
+        case .radar: "radar"
         }
     }
 }
@@ -291,11 +326,13 @@ public enum SensorEvent: Sendable, Hashable {
     case found(FoundSensor, at: MonotonicInstant)
     /// A search started or ended, with the number of sensors found so far.
     case search(running: Bool, found: Int, at: MonotonicInstant)
+    /// A rear radar's frame: the vehicles behind (none: a clear road).
+    case radar(RadarPicture, at: MonotonicInstant)
 
     public var instant: MonotonicInstant {
         switch self {
         case .sample(let s): s.instant
-        case .status(_, let t), .gps(_, let t), .clock(_, let t), .found(_, let t), .search(_, _, let t): t
+        case .status(_, let t), .gps(_, let t), .clock(_, let t), .found(_, let t), .search(_, _, let t), .radar(_, let t): t
         }
     }
 }

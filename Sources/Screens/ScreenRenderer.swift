@@ -237,13 +237,13 @@ public struct ScreenRenderer: Sendable {
                 if let b = model.sensorBatteryPercent[Int(role.rawValue)], b < AppCore.sensorBatteryLowPercent, low == nil || b < low!.1 { low = (role, b) }
             }
             guard let (r, b) = low else { text.append("SENSORS OK"); return }
-            text.append(roleWord(r))
+            text.append(r.description)
             text.append(" BATTERY ")
             text.append(integer: Int64(b))
             text.append(UInt8(ascii: "%"))
             return
         }
-        text.append(roleWord(role))
+        text.append(role.description)
         text.append(UInt8(ascii: " "))
         text.append(stateWord(state))
     }
@@ -266,7 +266,7 @@ public struct ScreenRenderer: Sendable {
             let box = Rect(x: bx, y: y, width: 24, height: 13)
             let connected = state == .connected
             if connected { canvas.fill(box) } else { canvas.strokeRect(box) }
-            if role == .gps { writeGpsBox(model.gps) } else { text.clear(); text.append(roleWord(role)) }
+            if role == .gps { writeGpsBox(model.gps) } else { text.clear(); text.append(role.description) }
             canvas.drawText(text, font: .small, in: Rect(x: box.x, y: box.y, width: box.width, height: 12),
                             alignment: .center, on: !connected)
             if state == .lost { canvas.line(x0: box.x, y0: box.maxY - 1, x1: box.maxX - 1, y1: box.y) }
@@ -436,8 +436,8 @@ public struct ScreenRenderer: Sendable {
     private mutating func writeAlert(_ alert: Alert) {
         text.clear()
         switch alert {
-        case .sensorLost(let r): text.append(roleWord(r)); text.append(" LOST")
-        case .sensorBack(let r): text.append(roleWord(r)); text.append(" BACK")
+        case .sensorLost(let r): text.append(r.description); text.append(" LOST")
+        case .sensorBack(let r): text.append(r.description); text.append(" BACK")
         case .zoneDrift(let q, let above):
             text.append(q == .power ? "PWR " : "HR ")
             text.append(above ? "HIGH" : "LOW")
@@ -453,21 +453,11 @@ public struct ScreenRenderer: Sendable {
         case .rideDiscarded: text.append("RIDE DISCARDED")
         case .rideTableFull: text.append("RIDE FULL")
         case .lowSensorBattery(let r, let p):
-            text.append(roleWord(r)); text.append(" BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
+            text.append(r.description); text.append(" BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
         }
     }
 
     // MARK: Words
-
-    private func roleWord(_ r: SensorRole) -> String {
-        switch r {
-        case .heartRate: "HR"
-        case .power: "PWR"
-        case .speed: "SPD"
-        case .cadence: "CAD"
-        case .gps: "GPS"
-        }
-    }
 
     private func stateWord(_ s: SensorState) -> String {
         switch s {

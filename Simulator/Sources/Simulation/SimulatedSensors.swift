@@ -59,7 +59,7 @@ public struct SimulatedSensors: Sendable {
             case .power: paired.append(PairedSensor(who, provides: QuantitySet(.power, .cadence, .pedalBalanceRight), priority: 1))
             case .speed: paired.append(PairedSensor(who, provides: QuantitySet(.speed, .distance)))
             case .cadence: paired.append(PairedSensor(who, provides: QuantitySet(.cadence)))
-            case .gps: break // not a bridge sensor (SimulatedPositionFeed)
+            case .gps, .radar: break // not in the catalogue: the GPS is SimulatedPositionFeed's
             }
         }
         return DataSourceConfiguration(sensors: paired, wheelCircumferenceMm: wheelCircumferenceMm)
@@ -168,7 +168,7 @@ public struct SimulatedSensors: Sendable {
         case .cadence:
             SensorPayloads.antRevolutions(eventMs: ride.lastCrankEventMs, revolutions: ride.crankRevolutions,
                                           messageCount: sensors[i].messageCount, into: &payload)
-        case .gps:
+        case .gps, .radar:
             return
         }
         guard let p = Payload(payload) else { framesRejected += 1; return }

@@ -16,6 +16,11 @@ def sig_uuid(u: int) -> str:
     return f"0000{u:04x}{SIG_BASE}"
 
 
+def varia_uuid(u: int) -> str:
+    """A UUID of Garmin's Varia radar family (radar service 0x3200, targets characteristic 0x3203)."""
+    return f"6a4e{u:04x}-667b-11e3-949a-0800200c9a66"
+
+
 @dataclass(frozen=True)
 class Kind:
     name: str  # the config's role, the protocol's kind word
@@ -36,6 +41,7 @@ KINDS: Tuple[Kind, ...] = (
     Kind("speed_cadence", "S+C", ("speed", "cadence"), 121, 8086, sig_uuid(0x1816), 4, ((0x2A5B, sig_uuid(0x2A5B)),)),
     Kind("speed", "SPD", ("speed",), 123, 8118, sig_uuid(0x1816), None, ((0x2A5B, sig_uuid(0x2A5B)),)),
     Kind("cadence", "CAD", ("cadence",), 122, 8102, sig_uuid(0x1816), None, ((0x2A5B, sig_uuid(0x2A5B)),)),
+    Kind("radar", "RDR", ("radar",), 40, 4084, varia_uuid(0x3200), 8, ((0x3203, varia_uuid(0x3203)),)),
 )
 
 BY_NAME: Dict[str, Kind] = {k.name: k for k in KINDS}
