@@ -86,6 +86,8 @@ public struct DataSourceStatus: Sendable, Hashable {
     public var bridgeConnections: UInt64 = 0
     public var lastBridgeID: UInt32?
     public var heartbeats: UInt64 = 0
+    /// Radar pictures handed to the app.
+    public var radarFrames: UInt64 = 0
 }
 
 /// The data source: routes bridge frames from paired sensors through their decoders (and decoded
@@ -108,6 +110,8 @@ public struct DataSource: Sendable {
         /// it connected). A sensor that could provide a quantity but does not (a power meter
         /// without crank data, for cadence) never keeps a lower-priority sensor's values out.
         var producedAt: [MonotonicInstant?] = Array(repeating: nil, count: Quantity.allCases.count)
+        /// When this sensor last delivered a radar picture (nil: not since it connected).
+        var radarAt: MonotonicInstant?
     }
 
     public private(set) var configuration: DataSourceConfiguration
@@ -272,11 +276,32 @@ public struct DataSource: Sendable {
         for raw in 0..<UInt8(BadInput.countMax) {
             if let k = BadInput(rawValue: raw), values.has(k) { status.bad.count(k) }
         }
+        if let b = values.batteryPercent { slots[i].batteryPercent = b }
+        if values.radarShutdown {
+            // The radar says it is switching off: lost now, not a clear road for 10 s.
+            lose(i)
+            refreshRoles(at: now, force: false, emit)
+            return
+        }
         slots[i].lastDataAt = now
         slots[i].state = .connected
-        if let b = values.batteryPercent { slots[i].batteryPercent = b }
         emitSamples(values, from: i, at: now, emit)
         refreshRoles(at: now, force: false, emit)
+        if let picture = values.radar { emitRadar(picture, from: i, at: now, emit) }
+    }
+
+    /// A radar's picture goes to the app from the preferred radar (two paired radars: the one
+    /// listed first while it reports), after its state: the app sees the radar connected first.
+    mutating func emitRadar(_ picture: RadarPicture, from i: Int, at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
+        guard slots[i].paired.fills.contains(.radar) else { return }
+        slots[i].radarAt = now
+        let mine = slots[i].paired.priority
+        for j in slots.indices where j != i && slots[j].state == .connected && slots[j].paired.fills.contains(.radar) {
+            guard let last = slots[j].radarAt, now.milliseconds(since: last) < configuration.staleAfterMs else { continue }
+            if slots[j].paired.priority < mine || (slots[j].paired.priority == mine && j < i) { return }
+        }
+        status.radarFrames &+= 1
+        emit(.radar(picture, at: now))
     }
 
     /// Time passing: stale and lost timeouts, bridge silence. Call at least once a second.
@@ -317,6 +342,7 @@ public struct DataSource: Sendable {
         // (the GPS odometer) goes on across a lost fix and counts the way across the gap.
         if slots[i].paired.identity.radio != nil { slots[i].lastDistanceM = nil }
         for q in slots[i].producedAt.indices { slots[i].producedAt[q] = nil }
+        slots[i].radarAt = nil
     }
 
     mutating func admit(_ i: Int, at now: MonotonicInstant) -> Bool {

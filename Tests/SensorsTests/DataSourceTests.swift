@@ -12,6 +12,7 @@ import RideModel
         var functions: [(SensorRole, SensorState, Int?)] = []
         var found: [FoundSensor] = []
         var searches: [(Bool, Int)] = []
+        var radar: [RadarPicture] = []
         mutating func take(_ o: SensorEvent) {
             switch o {
             case .sample(let s): samples.append(s)
@@ -19,6 +20,7 @@ import RideModel
             case .gps, .clock: break
             case .found(let f, _): found.append(f)
             case let .search(running, n, _): searches.append((running, n))
+            case .radar(let p, _): radar.append(p)
             }
         }
         func values(_ q: Quantity) -> [Double] { samples.filter { $0.quantity == q }.map(\.value) }
@@ -100,7 +102,7 @@ import RideModel
         var c = Collected()
         ds.start(at: ms(0)) { c.take($0) }
         #expect(c.functions.count == SensorRole.allCases.count)
-        #expect(c.functions.allSatisfy { $0.1 == ($0.0 == .gps ? .notConfigured : .searching) }) // no GPS paired
+        #expect(c.functions.allSatisfy { $0.1 == ($0.0 == .gps || $0.0 == .radar ? .notConfigured : .searching) }) // no GPS, no radar paired
         ds.handle(data(.ant(deviceNumber: 99, deviceType: 120, transmissionType: 1), 120, "00 00 00 00 00 00 00 48"), at: ms(10)) { c.take($0) }
         #expect(ds.status.bad[.unpairedSensor] == 1)
         #expect(c.samples.isEmpty)
