@@ -581,7 +581,8 @@ public final class DeviceRuntime {
         case .syncJournal:
             sync(at: now)
         case .alert(let alert):
-            log.log(alert.sounds ? .warning : .info, "alert: \(alert)")
+            // The radar's beeps are news, not trouble: logged as information.
+            log.log(alert.sounds && alert.beep == .single ? .warning : .info, "alert: \(alert)")
             if alert.sounds { alertOutput?.pulse(for: alert, at: now) }
         case .zoneUpdate:
             break // observers get it

@@ -11,7 +11,7 @@ import RideModel
 public enum FITEncoder {
     // Local message types.
     static let lFileID = 0, lDevice = 1, lEvent = 2, lRecord = 3, lHRV = 4, lLap = 5, lSession = 6,
-               lActivity = 7, lHRZone = 8, lPowerZone = 9, lTimeInZone = 10, lFileCreator = 11
+               lActivity = 7, lHRZone = 8, lPowerZone = 9, lTimeInZone = 10, lFileCreator = 11, lRadarEvent = 12
     /// RR intervals per hrv message (Garmin writes 5).
     public static let rrPerMessage = 5
     /// Bytes reserved per record row (upper bound of a record message with every field).
@@ -21,7 +21,7 @@ public enum FITEncoder {
     static let eventBytes = 12, lapBytesMax = 400, deviceInfoBytes = 48
 
     // Profile values.
-    enum Event: UInt8 { case timer = 0, session = 8, lap = 9, activity = 26, userMarker = 32 }
+    enum Event: UInt8 { case timer = 0, session = 8, lap = 9, activity = 26, userMarker = 32, radarThreatAlert = 75 }
     enum EventType: UInt8 { case start = 0, stop = 1, marker = 3, stopAll = 4 }
     static let manufacturerDevelopment: UInt16 = 255
 
@@ -146,6 +146,14 @@ public enum FITEncoder {
         w.define(local: lEvent, global: 21, fields: [FITFieldDefinition(253, .uint32), FITFieldDefinition(0, .enumeration),
                                                      FITFieldDefinition(1, .enumeration), FITFieldDefinition(3, .uint32),
                                                      FITFieldDefinition(4, .uint8)])
+        if b.events.contains(where: { $0.kind == .radar }) {
+            // radar_threat_alert events: threat level max (21), count (22), average and maximum
+            // approach speed (23, 24; m/s × 10).
+            w.define(local: lRadarEvent, global: 21, fields: [FITFieldDefinition(253, .uint32), FITFieldDefinition(0, .enumeration),
+                                                              FITFieldDefinition(1, .enumeration), FITFieldDefinition(21, .enumeration),
+                                                              FITFieldDefinition(22, .uint8), FITFieldDefinition(23, .uint8),
+                                                              FITFieldDefinition(24, .uint8)])
+        }
         w.define(local: lRecord, global: 20, fields: layout.fields)
         if !ride.rrSeconds.isEmpty {
             w.define(local: lHRV, global: 78, fields: [FITFieldDefinition(0, .uint16, count: rrPerMessage)])
@@ -254,6 +262,13 @@ public enum FITEncoder {
                     // A rider's marker (water, food, note, segment) as a user_marker event: data is
                     // its value (ml, kcal), event_group its kind (docs/rides.md).
                     event(e.instant, .userMarker, .marker, data: UInt32(clamping: max(0, e.value)), group: e.markerKind.rawValue)
+                case .radar:
+                    guard let r = RadarAlertRecord(value: e.value) else { break }
+                    w.begin(local: lRadarEvent)
+                    w.u32(ride.fitTime(e.instant)); w.u8(Event.radarThreatAlert.rawValue); w.u8(EventType.marker.rawValue)
+                    w.u8(Self.fitThreatLevel(r.maxThreat)); w.u8(UInt8(r.vehiclesInView))
+                    w.u8(r.averageClosingSpeedMps, scale: 10); w.u8(r.maxClosingSpeedMps, scale: 10)
+                    w.end()
                 }
             }
         }
@@ -349,6 +364,15 @@ public enum FITEncoder {
     /// device_type: FIT's antplus_device_type (the ANT+ device type) or ble_device_type.
     static func deviceType(_ s: SensorIdentity) -> UInt8 {
         s.source == .ant ? s.kind.antDeviceType : s.kind.fitBleDeviceType
+    }
+
+    /// radar_threat_level_type: threat_none 1, threat_approaching 2, threat_approaching_fast 3.
+    static func fitThreatLevel(_ t: RadarThreat) -> UInt8 {
+        switch t {
+        case .none: 1
+        case .approaching: 2
+        case .fastApproach: 3
+        }
     }
 
     /// battery_status: good (2) > 50 %, ok (3) > 20 %, low (4) > 10 %, critical (5).

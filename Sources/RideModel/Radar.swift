@@ -121,3 +121,75 @@ public struct RadarPicture: Sendable, Hashable {
         for i in 0..<count { h.combine(storage[i]) }
     }
 }
+
+/// Vehicles coming up behind, as a ride records them (a `RideEvent` of kind `.radar`, its
+/// fields packed into the event's `value`; a FIT radar_threat_alert event in the file).
+public struct RadarAlertRecord: Sendable, Hashable {
+    /// Vehicles that came into view since the previous frame (1...8).
+    public var vehiclesArrived: Int
+    /// Vehicles in view with them (1...8).
+    public var vehiclesInView: Int
+    public var maxThreat: RadarThreat
+    /// The rider was beeped for them (not within the beep's debounce).
+    public var alerted: Bool
+    /// Closing speeds of the vehicles in view, m/s (0.1 m/s steps, at most 25.5 m/s as FIT keeps them).
+    public var averageClosingSpeedMps: Double?
+    public var maxClosingSpeedMps: Double?
+
+    public init(vehiclesArrived: Int, vehiclesInView: Int, maxThreat: RadarThreat, alerted: Bool,
+                averageClosingSpeedMps: Double? = nil, maxClosingSpeedMps: Double? = nil) {
+        self.vehiclesArrived = min(max(vehiclesArrived, 0), RadarPicture.targetsMax)
+        self.vehiclesInView = min(max(vehiclesInView, 0), RadarPicture.targetsMax)
+        self.maxThreat = maxThreat
+        self.alerted = alerted
+        self.averageClosingSpeedMps = averageClosingSpeedMps.map(Self.tenths)
+        self.maxClosingSpeedMps = maxClosingSpeedMps.map(Self.tenths)
+    }
+
+    /// The vehicles that arrived in `picture` (`arrived` of them), as recorded.
+    public init(_ picture: RadarPicture, arrived: Int, alerted: Bool) {
+        var sum = 0.0, n = 0
+        for i in 0..<picture.count { if let s = picture[i].closingSpeedMps { sum += s; n += 1 } }
+        self.init(vehiclesArrived: arrived, vehiclesInView: picture.count, maxThreat: picture.maxThreat, alerted: alerted,
+                  averageClosingSpeedMps: n > 0 ? sum / Double(n) : nil, maxClosingSpeedMps: picture.maxClosingSpeedMps)
+    }
+
+    static func tenths(_ v: Double) -> Double { (min(max(v, 0), 25.4) * 10).rounded() / 10 }
+
+    /// The event's value: arrived (bits 0–3), in view (4–7), threat (8–9), alerted (10),
+    /// average and maximum speed in 0.1 m/s + 1 (16–23, 24–31; 0: none).
+    public var value: Int64 {
+        func speed(_ v: Double?) -> Int64 { v.map { Int64(($0 * 10).rounded()) + 1 } ?? 0 }
+        return Int64(vehiclesArrived) | Int64(vehiclesInView) << 4 | Int64(maxThreat.rawValue) << 8
+            | (alerted ? 1 << 10 : 0) | speed(averageClosingSpeedMps) << 16 | speed(maxClosingSpeedMps) << 24
+    }
+
+    public init?(value v: Int64) {
+        guard v >= 0, v < 1 << 32, let threat = RadarThreat(rawValue: UInt8((v >> 8) & 3)) else { return nil }
+        func speed(_ bits: Int64) -> Double? { bits == 0 ? nil : Double(bits - 1) / 10 }
+        self.init(vehiclesArrived: Int(v & 0xF), vehiclesInView: Int((v >> 4) & 0xF), maxThreat: threat,
+                  alerted: v & (1 << 10) != 0, averageClosingSpeedMps: speed((v >> 16) & 0xFF), maxClosingSpeedMps: speed((v >> 24) & 0xFF))
+    }
+}
+
+/// A ride's radar figures, from its `.radar` events (the builder adds them as they come, the
+/// recovery and the export rebuild them from the journal or the file).
+public struct RadarRideStatistics: Sendable, Hashable {
+    /// Vehicles that came up behind the rider.
+    public private(set) var vehicles = 0
+    /// Times the rider was beeped for them.
+    public private(set) var alerts = 0
+    /// The highest threat any of them posed (`.none` when none came).
+    public private(set) var maxThreat = RadarThreat.none
+    /// The fastest closing speed reported, m/s.
+    public private(set) var maxClosingSpeedMps: Double?
+
+    public init() {}
+
+    public mutating func add(_ r: RadarAlertRecord) {
+        vehicles += r.vehiclesArrived
+        if r.alerted { alerts += 1 }
+        maxThreat = max(maxThreat, r.maxThreat)
+        if let s = r.maxClosingSpeedMps { maxClosingSpeedMps = max(maxClosingSpeedMps ?? 0, s) }
+    }
+}

@@ -116,13 +116,17 @@ public struct PageLayout: Sendable, Hashable {
 public struct ScreenLayouts: Sendable {
     public let geometry: PanelGeometry
     public var runningPages: [PageLayout]
+    /// The same pages beside the rear radar's column (`RadarColumn`), shown while a radar is paired.
+    public var radarRunningPages: [PageLayout]
+    public var radarColumn: Rect { RadarColumn.frame(geometry) }
     public var width: Int { geometry.width }
     public var height: Int { geometry.height }
 
-    /// Pages already placed (tests, a custom page).
+    /// Pages already placed (tests, a custom page); the radar column is drawn over their left edge.
     public init(width: Int, height: Int, runningPages: [PageLayout]) {
         geometry = PanelGeometry(width: width, height: height)
         self.runningPages = runningPages
+        radarRunningPages = runningPages
     }
 
     /// `designs` laid out for a `width` × `height` panel.
@@ -130,6 +134,7 @@ public struct ScreenLayouts: Sendable {
         let g = PanelGeometry(width: width, height: height)
         geometry = g
         runningPages = designs.map { $0.layout(g) }
+        radarRunningPages = designs.map { $0.layout(g, in: RadarColumn.pageArea(g)) }
     }
 
     public static let standard128x64 = ScreenLayouts(width: 128, height: 64)

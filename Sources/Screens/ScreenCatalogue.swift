@@ -50,7 +50,7 @@ public enum ScreenCatalogue {
         m.elapsedMs = 3_901_000
         m.lapTimerMs = 754_000
         m.lapNumber = 3
-        for role in SensorRole.allCases { m.sensors[Int(role.rawValue)] = .connected }
+        for role in SensorRole.allCases where role != .radar { m.sensors[Int(role.rawValue)] = .connected }  // no radar paired
         m[.speed] = 31.7 / 3.6
         m[.distance] = 32_450
         m[.heartRate] = 148
@@ -266,6 +266,7 @@ public enum ScreenCatalogue {
         small.overlay = .sensorLost(.power)
         add("small-alert", "128x32 panel: alert overlay", height: 32, small)
         out += positionEntries(ride: ride, idle: idle)
+        out += RadarColumn.entries(ride: ride)
         add("small-sensors", "128x32 panel: Sensors, the selected row only", height: 32, smallSensors)
         return out
     }

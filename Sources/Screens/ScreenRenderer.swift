@@ -83,11 +83,16 @@ public struct ScreenRenderer: Sendable {
     /// Whether the canvas already shows running page `page` with these values; if not, keeps
     /// the new key (the caller draws it).
     private mutating func runningPageUnchanged(_ page: Int, _ model: ScreenModel) -> Bool {
-        let pages = layouts.runningPages
+        let pages = model.radarShown ? layouts.radarRunningPages : layouts.runningPages
         guard !pages.isEmpty else { drawnKeyCount = -1; return false }
         let index = ((page % pages.count) + pages.count) % pages.count
         keyScratch[0] = UInt8(truncatingIfNeeded: index)
         var n = 1
+        if model.radarShown {
+            // The column's key: at most 5 bytes and 3 per vehicle.
+            guard n + 5 + 3 * RadarPicture.targetsMax <= Self.drawnKeyBytesMax else { drawnKeyCount = -1; return false }
+            n = appendRadarKey(model, at: n, column: layouts.radarColumn)
+        }
         for graphic in pages[index].graphics { n = appendGraphicKey(graphic.kind, model, at: n) }
         for field in pages[index].fields {
             ValueFormat.write(field.content, of: model, into: &text)
@@ -108,10 +113,11 @@ public struct ScreenRenderer: Sendable {
     }
 
     private mutating func drawRunning(page: Int, _ model: ScreenModel) {
-        let pages = layouts.runningPages
+        let pages = model.radarShown ? layouts.radarRunningPages : layouts.runningPages
         guard !pages.isEmpty else { return }
         let index = ((page % pages.count) + pages.count) % pages.count
         drawPage(pages[index], model)
+        if model.radarShown { drawRadarColumn(layouts.radarColumn, model) }
         // The pages the rider can reach (the climbing and map pages only with GPS or a barometer).
         drawPageDots(index, of: min(pages.count, max(1, model.runningPageCount)))
     }
@@ -489,6 +495,8 @@ public struct ScreenRenderer: Sendable {
         case .rideTableFull: text.append("RIDE FULL")
         case .lowSensorBattery(let r, let p):
             text.append(r.description); text.append(" BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
+        case .vehicleBehind(let t): text.append(t == .fastApproach ? "VEHICLE FAST" : "VEHICLE")
+        case .roadClear: text.append("ROAD CLEAR")
         }
     }
 
