@@ -147,10 +147,14 @@ public enum FITEncoder {
                                                      FITFieldDefinition(1, .enumeration), FITFieldDefinition(3, .uint32),
                                                      FITFieldDefinition(4, .uint8)])
         if b.events.contains(where: { $0.kind == .radar }) {
-            // radar_threat_alert events: threat level max (21), count (22), average and maximum
-            // approach speed (23, 24; m/s × 10).
+            // radar_threat_alert events: threat level max (21), count in view (22), average and
+            // maximum approach speed (23, 24; m/s × 10), and the same four packed into data (3) as
+            // the profile's components of its radar_threat_alert subfield (a decoder expands data
+            // over the fields: they must agree); event_group (4) the vehicles that came up (1–8),
+            // + 128 when the rider was beeped. docs/rides.md.
             w.define(local: lRadarEvent, global: 21, fields: [FITFieldDefinition(253, .uint32), FITFieldDefinition(0, .enumeration),
-                                                              FITFieldDefinition(1, .enumeration), FITFieldDefinition(21, .enumeration),
+                                                              FITFieldDefinition(1, .enumeration), FITFieldDefinition(3, .uint32),
+                                                              FITFieldDefinition(4, .uint8), FITFieldDefinition(21, .enumeration),
                                                               FITFieldDefinition(22, .uint8), FITFieldDefinition(23, .uint8),
                                                               FITFieldDefinition(24, .uint8)])
         }
@@ -266,6 +270,7 @@ public enum FITEncoder {
                     guard let r = RadarAlertRecord(value: e.value) else { break }
                     w.begin(local: lRadarEvent)
                     w.u32(ride.fitTime(e.instant)); w.u8(Event.radarThreatAlert.rawValue); w.u8(EventType.marker.rawValue)
+                    w.u32(Self.fitRadarData(r)); w.u8(Self.fitRadarGroup(r))
                     w.u8(Self.fitThreatLevel(r.maxThreat)); w.u8(UInt8(r.vehiclesInView))
                     w.u8(r.averageClosingSpeedMps, scale: 10); w.u8(r.maxClosingSpeedMps, scale: 10)
                     w.end()
@@ -367,6 +372,22 @@ public enum FITEncoder {
     }
 
     /// radar_threat_level_type: threat_none 1, threat_approaching 2, threat_approaching_fast 3.
+    /// A radar_threat_alert event's data: its components radar_threat_level_max (bits 0–7),
+    /// radar_threat_count (8–15), average and maximum approach speed (16–23, 24–31; m/s × 10,
+    /// 0xFF unknown), as the FIT profile lays them out.
+    static func fitRadarData(_ r: RadarAlertRecord) -> UInt32 {
+        func speed(_ v: Double?) -> UInt32 { v.map { UInt32(min(254, max(0, ($0 * 10).rounded()))) } ?? 0xFF }
+        return UInt32(fitThreatLevel(r.maxThreat)) | UInt32(r.vehiclesInView) << 8
+            | speed(r.averageClosingSpeedMps) << 16 | speed(r.maxClosingSpeedMps) << 24
+    }
+
+    /// A radar_threat_alert event's event_group: the vehicles that came up (1–8), + 128 when the
+    /// rider was beeped for them.
+    static func fitRadarGroup(_ r: RadarAlertRecord) -> UInt8 {
+        assert(r.vehiclesArrived >= 0 && r.vehiclesArrived <= RadarPicture.targetsMax)
+        return UInt8(r.vehiclesArrived) | (r.alerted ? 0x80 : 0)
+    }
+
     static func fitThreatLevel(_ t: RadarThreat) -> UInt8 {
         switch t {
         case .none: 1
