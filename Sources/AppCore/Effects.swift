@@ -27,6 +27,9 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
     /// clear again. A beep each (different ones), no overlay: the radar column shows them.
     case vehicleBehind(RadarThreat)
     case roadClear
+    /// The sensor bridge cannot read the config file (a pairing or an edit made one it cannot
+    /// read): it keeps the sensors it had. `line` 0: it cannot tell where.
+    case sensorConfigUnreadable(line: Int)
 
     public var description: String {
         switch self {
@@ -47,6 +50,7 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
         case .lowSensorBattery(let r, let p): "\(r) BATTERY \(p)%"
         case .vehicleBehind(let t): t == .fastApproach ? "VEHICLE FAST" : "VEHICLE"
         case .roadClear: "ROAD CLEAR"
+        case .sensorConfigUnreadable(let line): line > 0 ? "CONFIG ERR LINE \(line)" : "SENSOR CONFIG ERR"
         }
     }
 
@@ -125,6 +129,9 @@ public enum AppEffect: Sendable, Hashable {
     /// trusted reading at a device instant (not a ride instant). Rides saved on the untrusted
     /// clock are dated by it (docs/journal.md, "The clock").
     case clockTrusted(WallClockAnchor)
+    /// The rider cleared a companion's pairing code with a button: the companion cancels it
+    /// (the control stream's `pairing` line).
+    case pairingCodeDismissed
 }
 
 /// What the Sensors screen asks of the device (`AppEffect.sensors`).

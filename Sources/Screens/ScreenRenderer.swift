@@ -74,7 +74,11 @@ public struct ScreenRenderer: Sendable {
         case .sensors: drawSensors(model.sensorsMenu)
         }
         if let alert = model.overlay { drawOverlay(alert) }
-        if let code = model.pairingCode { drawPairingCode(code) }
+        if let code = model.pairingCode {
+            // Nothing the rider did not start takes the screen (issue 27): the code fills it only
+            // on the idle screen; over anything else it is a badge in the corner.
+            if case .idle = model.mode { drawPairingCode(code) } else { drawPairingBadge(code) }
+        }
         return true
     }
 
@@ -473,6 +477,19 @@ public struct ScreenRenderer: Sendable {
         }
     }
 
+    /// A pairing code while the rider is busy: "P" and the six digits, small, inverted, in the
+    /// top right corner (a button press clears it).
+    private mutating func drawPairingBadge(_ code: UInt32) {
+        text.clear()
+        text.append("P")
+        text.append(integer: Int64(code), minimumDigits: 6)
+        let small = fonts.text, px1 = geometry.px(1)
+        let w = small.widthPx(count: text.count) + 4 * px1
+        let box = Rect(x: width - w, y: 0, width: w, height: small.height + 2 * px1)
+        canvas.fill(box)
+        canvas.drawText(text, font: small, x: box.x + 2 * px1, y: px1, on: false)
+    }
+
     /// The alert's words, written without building a String.
     private mutating func writeAlert(_ alert: Alert) {
         text.clear()
@@ -497,6 +514,8 @@ public struct ScreenRenderer: Sendable {
             text.append(r.description); text.append(" BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
         case .vehicleBehind(let t): text.append(t == .fastApproach ? "VEHICLE FAST" : "VEHICLE")
         case .roadClear: text.append("ROAD CLEAR")
+        case .sensorConfigUnreadable(let line):
+            if line > 0 { text.append("CONFIG ERR LINE "); text.append(integer: Int64(line)) } else { text.append("SENSOR CONFIG ERR") }
         }
     }
 
