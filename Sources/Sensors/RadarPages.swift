@@ -6,7 +6,7 @@ import RideModel
 
 /// Field facts of the ANT+ Bike Radar profile (device type 40) as decoded here. The bit order of
 /// the packed fields (least significant first, little-endian) is decided in docs/sensors.md from
-/// a real radar's page (Tests/SensorsTests/Fixtures/radar).
+/// a real radar's page (Tests/SensorsTests/Corpus/radar).
 public enum ANTRadarField {
     /// One range step, m (6 bits: 0–196.9 m).
     public static let rangeStepM = 3.125

@@ -93,10 +93,13 @@ struct ScreensCommand: ParsableCommand {
         ```
 
         A metric with no live data shows `--` (never the last value, never 0); the timer is shown on
-        every running page. Running pages are lists of fields (`PageLayout` in
-        `Sources/Screens/Layout.swift`): content, frame, value size and label placement. A value
-        that does not fit its frame is drawn one font size smaller. The dots at the right edge show
-        which data page is on screen.
+        every running page. Each running page is described once for every panel (`PageDesign` in
+        `Sources/Screens/PageDesign.swift`, the pages in `RunningPages` and `PositionPages`): rows of
+        fields (content, value size, caption placement) or a graphic, each row and field shown on the
+        size classes it names (compact 128x32, regular 128x64, large 400x240 and 128x128), laid out
+        from the panel's size and fonts (`PanelGeometry`) into `PageLayout`s when the renderer is made.
+        A value that does not fit its frame is drawn one font size smaller. The dots at the right edge
+        show which data page is on screen.
 
         The summary ends with chart pages (`SummaryChartView` in `Sources/Screens/SummaryChart.swift`):
         speed, heart rate and power over the ride's timer time, drawn from the ride's interval table
@@ -111,7 +114,7 @@ struct ScreensCommand: ParsableCommand {
         """
         let sections = [("Idle", "idle"), ("Countdown", "countdown"), ("Running", "running"), ("Paused", "paused"),
                         ("Summary", "summary"), ("Discard confirmation", "confirm"), ("Alert overlays", "alert"), ("Companion pairing", "pairing"),
-                        ("Sensors (finding and pairing)", "sensors"), ("128x32 panel", "small")]
+                        ("Sensors (finding and pairing)", "sensors"), ("Rear radar", "radar"), ("128x32 panel", "small")]
         let entries = ScreenCatalogue.entries()
         for (title, prefix) in sections {
             md += "## \(title)\n\n"
