@@ -10,8 +10,9 @@ import RideModel
 /// the rider a bar at the bottom, each vehicle a box at its range: an outline when approaching, a
 /// filled box the column's width when approaching fast. A clear road is the road with nothing on it.
 ///
-/// Not connected: the column is black, "RDR" on top and the state under it (WAIT, OLD, LOST),
-/// crossed on a panel too short for the word: never the empty road of a clear one.
+/// Not connected: the column is lit, "RDR" on top and the state under it (WAIT, OLD, LOST); on a
+/// panel too short for the word, crossed when lost, struck once when stale, lit alone while
+/// waiting: never the empty road of a clear one.
 public enum RadarColumn {
     /// The column's frame on a panel: three characters of the text font wide, the full height;
     /// on a compact panel a narrow strip without the distance (the page needs the width).
@@ -77,10 +78,14 @@ extension ScreenRenderer {
                                         alignment: .center, on: false)
                     }
                 }
-            } else {
+            } else if state != .searching {
+                // Too short for the word: lost is crossed, stale struck once; waiting is the lit
+                // column alone (each differs from the others and from a road).
                 let top = c.y + (hasText ? small.height + g.px(1) : g.px(1))
                 canvas.line(x0: c.x + g.px(1), y0: top, x1: c.maxX - g.px(2), y1: c.maxY - 1, on: false, thickness: g.px(1))
-                canvas.line(x0: c.maxX - g.px(2), y0: top, x1: c.x + g.px(1), y1: c.maxY - 1, on: false, thickness: g.px(1))
+                if state == .lost {
+                    canvas.line(x0: c.maxX - g.px(2), y0: top, x1: c.x + g.px(1), y1: c.maxY - 1, on: false, thickness: g.px(1))
+                }
             }
             return
         }
@@ -142,8 +147,9 @@ extension RadarColumn {
     /// The radar column on the screen catalogue's ride (goldens, docs/screens).
     static func entries(ride: ScreenModel) -> [ScreenCatalogue.Entry] {
         var out: [ScreenCatalogue.Entry] = []
-        func add(_ name: String, _ caption: String, height: Int = 64, _ m: ScreenModel) {
-            out.append(ScreenCatalogue.Entry(name: name, caption: caption, height: height, model: m))
+        func add(_ name: String, _ caption: String, _ m: ScreenModel) {
+            // At every size: ScreenCatalogue.entries() draws each at 128x32 and 400x240 too.
+            out.append(ScreenCatalogue.Entry(name: name, caption: caption, height: 64, model: m))
         }
         var r = ride
         r.sensors[Int(SensorRole.radar.rawValue)] = .connected
@@ -154,18 +160,15 @@ extension RadarColumn {
         r.radar = RadarPicture([RadarTarget(rangeM: 95, closingSpeedMps: 6, threat: .approaching)])
         add("radar-power-page", "Rear radar on the second data page: one vehicle approaching at 95 m", r)
         r.mode = .running(page: 0)
+        var paired = r
+        paired.pairingCode = 482_913
+        add("radar-pairing", "Rear radar with a companion's pairing code: the page beside the column and above the status line", paired)
         r.radar = RadarPicture()
         add("radar-clear", "Rear radar connected, the road behind clear", r)
         r.sensors[Int(SensorRole.radar.rawValue)] = .lost
         add("radar-lost", "Rear radar lost (switched off or out of reach): the column says so, never an empty road", r)
         r.sensors[Int(SensorRole.radar.rawValue)] = .searching
         add("radar-searching", "Rear radar paired, not heard from yet", r)
-        var small = ride
-        small.sensors[Int(SensorRole.radar.rawValue)] = .connected
-        small.radar = RadarPicture([RadarTarget(rangeM: 40, closingSpeedMps: 9, threat: .approaching)])
-        add("small-radar", "128x32 panel: the radar column beside running page 1", height: 32, small)
-        small.sensors[Int(SensorRole.radar.rawValue)] = .lost
-        add("small-radar-lost", "128x32 panel: radar lost, crossed out", height: 32, small)
         return out
     }
 }

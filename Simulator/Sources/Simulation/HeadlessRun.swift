@@ -19,6 +19,8 @@ public final class HeadlessRun {
         public var powerCutRebootMs: Int64
         /// Simulated wall clock at the simulation's start (trusted).
         public var startUnixMs: Int64
+        /// The bike's wheel (the simulated sensor's and the device's setting).
+        public var wheelCircumferenceMm = SimulatedSensors.wheelCircumferenceMm
 
         public init(seed: UInt64 = 1, framesOnEveryChange: Bool = false, crashRestartMs: Int64 = 2_000,
                     powerCutRebootMs: Int64 = 15_000,
@@ -75,7 +77,7 @@ public final class HeadlessRun {
         // With a GPS or a barometer the climbing and map pages are there, as on the board.
         self.configuration = scenario.withPositionPages(configuration)
         let seed = scenario.seed ?? options.seed
-        sensors = SimulatedSensors(seed: seed, present: scenario.sensors)
+        sensors = SimulatedSensors(seed: seed, present: scenario.sensors, wheelCircumferenceMm: options.wheelCircumferenceMm)
         sensors.positioning.startUnixMs = options.startUnixMs
         runtime = Self.boot(storage: storage, archive: archive, screen: screen, log: log, configuration: self.configuration,
                             sensors: sensors.configuration, seed: seed, options: options, at: 0, counters: &counters)
