@@ -1,3 +1,4 @@
+import Battery
 import Positioning
 import RideModel
 
@@ -153,6 +154,10 @@ public struct ScreenModel: Sendable, Hashable {
 
     /// Whether a radar is paired: the running pages make room for its column.
     public var radarShown: Bool { sensor(.radar) != .notConfigured }
+    /// The unit's own battery (nil: no gauge configured): idle and the running pages' status.
+    public var battery: BatteryStatus?
+    /// The unit is powering off (the battery, the power button): shown over everything.
+    public var poweringOff: PowerOffReason?
 
     public init() {}
 

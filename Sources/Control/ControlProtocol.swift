@@ -52,7 +52,7 @@ public enum ControlProtocol {
     }
 
     public static let markerValueMax: Int64 = 1_000_000
-    public static let commandWords = "start, pause, resume, lap, end, discard, dismiss, page, marker, target, zones, autopause, autolap, sensors, status, help"
+    public static let commandWords = "start, pause, resume, lap, end, discard, dismiss, page, marker, target, zones, autopause, autolap, sensors, phone-time, status, help"
 
     static func clip(_ s: String) -> String { s.count > 32 ? String(s.prefix(32)) + "…" : s }
 
@@ -85,6 +85,7 @@ public enum ControlProtocol {
         case "zones": return parseZones(Array(args))
         case "autopause", "auto-pause": return parseAutoPause(Array(args))
         case "autolap", "auto-lap": return parseAutoLap(Array(args))
+        case "phone-time": return parsePhoneTime(Array(args))
         default: return .failure(.unknownCommand(word))
         }
         if let extra = args.first { return .failure(.unexpectedArgument(command: word, argument: extra)) }
@@ -196,6 +197,7 @@ public enum ControlProtocol {
         case .clearTargetZone(let q): "target \(q.name) off"
         case .setAutoPause(let a): a == nil ? "autopause off" : "autopause on"
         case .setAutoLap(let a): a == nil ? "autolap off" : "autolap on"
+        case .phoneTime(let ms): "phone-time \(ms)"
         }
     }
 

@@ -58,7 +58,7 @@ public struct ScreenRenderer: Sendable {
     /// Draws `model` into the canvas; false when the canvas already shows it (nothing drawn).
     @discardableResult
     private mutating func draw(_ model: ScreenModel) -> Bool {
-        if case .running(let page) = model.mode, model.overlay == nil, model.pairingCode == nil {
+        if case .running(let page) = model.mode, model.overlay == nil, model.pairingCode == nil, model.poweringOff == nil {
             if runningPageUnchanged(page, model) { return false }
         } else {
             drawnKeyCount = -1
@@ -85,6 +85,7 @@ public struct ScreenRenderer: Sendable {
             default: drawPairingBadge(code)
             }
         }
+        if let reason = model.poweringOff { drawPoweringOff(reason, model) }
         return true
     }
 
@@ -104,6 +105,7 @@ public struct ScreenRenderer: Sendable {
             n = appendRadarKey(model, at: n, column: layouts.radarColumn)
         }
         for graphic in pages[index].graphics { n = appendGraphicKey(graphic.kind, model, at: n) }
+        n = appendBatteryKey(model, at: n)
         for field in pages[index].fields {
             ValueFormat.write(field.content, of: model, into: &text)
             guard n + text.count + 1 <= Self.drawnKeyBytesMax else { drawnKeyCount = -1; return false }
@@ -131,6 +133,7 @@ public struct ScreenRenderer: Sendable {
         if model.radarShown { drawRadarColumn(layouts.radarColumn, model) }
         // The pages the rider can reach (the climbing and map pages only with GPS or a barometer).
         drawPageDots(index, of: min(pages.count, max(1, model.runningPageCount)))
+        drawRunningBattery(model, below: min(pages.count, max(1, model.runningPageCount)))
     }
 
     /// Draws any page layout: the separator lines, the graphics, then each field the same way.
@@ -239,6 +242,7 @@ public struct ScreenRenderer: Sendable {
             let beside = title.widthPx(count: 5) + geometry.px(8)
             let room = expectedSensorCount(model) * boxStep(model) - (boxStep(model) - sensorBox.width)
             drawSensorBoxes(y: title.height + geometry.px(2), x: room <= width - beside ? beside : 0, model)
+            drawIdleBattery(model)
             return
         }
         canvas.horizontalLine(x: 0, y: title.height, length: width, thickness: geometry.px(1))
@@ -249,6 +253,7 @@ public struct ScreenRenderer: Sendable {
         sensorStatusLine(model)
         canvas.drawText(text, font: small, x: 0, y: height - 2 * small.height + geometry.px(1))
         canvas.drawText("START to ride", font: small, x: 0, y: height - small.height)
+        drawIdleBattery(model)
     }
 
     /// A sensor box: four characters of the list font, one pixel taller.
@@ -396,6 +401,7 @@ public struct ScreenRenderer: Sendable {
             let y = height - value.height - geometry.px(1)
             canvas.drawText("ELAPSED", font: small, x: 0, y: y + max(0, (value.height - small.height) / 2))
             canvas.drawText(text, font: value, in: Rect(x: 0, y: y, width: width, height: value.height), alignment: .right)
+            drawPausedBattery(model)
         } else {
             let digits = fonts.digits(.large)
             // The code in the text font, leaving the timer its room at the right.
@@ -587,6 +593,9 @@ public struct ScreenRenderer: Sendable {
             text.append(r.description); text.append(" BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
         case .vehicleBehind(let t): text.append(t == .fastApproach ? "VEHICLE FAST" : "VEHICLE")
         case .roadClear: text.append("ROAD CLEAR")
+        case .lowBattery(let p): text.append("BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
+        case .batteryEmpty: text.append("BATTERY EMPTY")
+        case .poweringOff: text.append("POWERING OFF")
         case .sensorConfigUnreadable(let line):
             if line > 0 { text.append("CONFIG ERR LINE "); text.append(integer: Int64(line)) } else { text.append("SENSOR CONFIG ERR") }
         }
