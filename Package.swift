@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "Battery", swiftSettings: swift6),
         .target(name: "AppCore", dependencies: ["Battery", "Positioning", "RideModel", "Training"], swiftSettings: swift6),
         .target(name: "Screens", dependencies: ["AppCore", "Battery", "Display", "Positioning", "RideModel"], swiftSettings: swift6),
-        .target(name: "Configuration", swiftSettings: swift6),
+        .target(name: "Configuration", dependencies: ["RideModel"], swiftSettings: swift6),
         // The control socket's language (protocol, stream, status, JSON): what `ctl` and the
         // companion link instead of the device stack.
         .target(name: "Control", dependencies: ["AppCore", "Battery", "RideModel", "Training"], swiftSettings: swift6),
@@ -65,7 +65,7 @@ let package = Package(
 
         // Board-side adapters of the Device ports on a real directory (ride files, journal
         // segments), the system's wall clock and stderr log: shared by the executables.
-        .target(name: "DeviceAdapters", dependencies: ["AppCore", "BoardIO", "Device", "Journal", "RideFiles", "RideModel"], swiftSettings: swift6),
+        .target(name: "DeviceAdapters", dependencies: ["AppCore", "BoardIO", "Configuration", "Device", "Journal", "RideFiles", "RideModel"], swiftSettings: swift6),
 
         // The board's wiring: the runtime on any `EventLoop` with the bridge, buttons, display,
         // buzzer, control socket and companion link as components (`bikecomputer run` puts it on

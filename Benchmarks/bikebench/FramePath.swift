@@ -143,8 +143,8 @@ struct FrameStream {
             case .cadence:
                 SensorPayloads.bleCadence(ride, into: &payload)
                 who = Self.cadence; code = 0x2A5B
-            case .gps:
-                continue // not a bridge sensor (PositionStream)
+            case .gps, .radar:
+                continue // not a bridge sensor (PositionStream); the radar has its own stream
             }
             let frame = BridgeFrame(bridgeTimeUs: UInt64(t) * 1000, .data(who, profileCode: code, Payload(payload)!))
             bytes += frame.encoded().bytes

@@ -56,7 +56,7 @@ public struct AppConfiguration: Sendable, Hashable {
                 alertDisplayMs: Int64 = 4_000,
                 runningPageCount: Int = 3,
                 summaryPageCount: Int = 6, // Screens' SummaryPage.standard (a DisplayTests test keeps them equal)
-                expectedSensors: [SensorRole] = SensorRole.allCases,
+                expectedSensors: [SensorRole] = SensorRole.allCases.filter { $0 != .radar },  // a radar when one is paired
                 disabledQuantities: [Quantity] = [],
                 recordPowerSeries: Bool = true,
                 activity: String = "cycling",
@@ -130,6 +130,8 @@ public struct AppCore: Sendable {
     var countdownStart: MonotonicInstant?
     /// The Sensors screen is open (idle only; its state is `screen.sensorsMenu`).
     var sensorsOpen = false
+    /// When the rear radar beeps (RadarCore.swift).
+    public internal(set) var radarAlerting = RadarAlerting()
     var nextRecordInstant: MonotonicInstant?
     var overlayUntil: MonotonicInstant?
     var runningPage = 0
@@ -617,7 +619,7 @@ public struct AppCore: Sendable {
 
     static func makeSummary(_ b: RideBuilder, header: RideHeader, saved: Bool?, recovered: Bool, at now: MonotonicInstant) -> RideSummary {
         let r = b.statistics(at: now)
-        return RideSummary(
+        var s = RideSummary(
             rideID: header.rideID, saved: saved,
             timerTimeMs: b.timerTimeMs(at: now), elapsedTimeMs: b.elapsedTimeMs(at: now),
             movingTimeMs: r.movingTime,
@@ -633,6 +635,8 @@ public struct AppCore: Sendable {
             heartRateZones: b.settings.heartRateZones, powerZones: b.settings.powerZones,
             lapHeartRateZoneTimes: b.laps.map(\.heartRateZoneTimes), lapPowerZoneTimes: b.laps.map(\.powerZoneTimes),
             charts: SummaryCharts(b.intervals))
+        s.radar = b.radar
+        return s
     }
 
     // MARK: Samples, sensors, clock, storage
@@ -666,6 +670,8 @@ public struct AppCore: Sendable {
             sensorFound(f, at: now)
         case .search(let running, _, _):
             if !running { screen.sensorsMenu.searchEnded() }
+        case .radar(let picture, _):
+            handleRadar(picture, at: now)
         case .bridgeConfig(let readable, let line, _):
             // The bridge keeps the sensors it had: say so once (ctl status and the log say why).
             if !readable { showOverlay(.sensorConfigUnreadable(line: line), at: now) }
@@ -685,6 +691,7 @@ public struct AppCore: Sendable {
             // Its values are no longer live: show "--" at once, never the last value.
             for q in status.role.liveQuantities { liveValues[q.index].seen = false }
         }
+        if status.role == .radar { radarStateChanged(status.state) }
     }
 
     /// The one place that decides what a wall-clock reading changes, whether it comes from the
@@ -726,6 +733,7 @@ public struct AppCore: Sendable {
 
     mutating func handleTick(_ now: MonotonicInstant) {
         checkLongPresses(at: now)
+        radarTick(at: now)
         _ = screen.sensorsMenu.expire(at: now)
         if sensorsOpen { screen.sensorsMenu.tick(at: now) }
         if lifecycle.state == .prepared, let c = countdownStart {

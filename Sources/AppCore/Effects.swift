@@ -23,6 +23,10 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
     case rideTableFull
     /// At the start of a ride: a sensor's battery is under `AppCore.sensorBatteryLowPercent`.
     case lowSensorBattery(SensorRole, percent: Int)
+    /// The rear radar: vehicles coming up behind (the highest threat in view), and the road
+    /// clear again. A beep each (different ones), no overlay: the radar column shows them.
+    case vehicleBehind(RadarThreat)
+    case roadClear
     /// The unit's own battery fell to a warning level (`BatterySettings.lowPercent`, `veryLowPercent`).
     case lowBattery(percent: Int)
     /// The unit's battery is at the critical level: the ride is paused and saved, the unit powers off.
@@ -50,6 +54,8 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
         case .rideDiscarded: "RIDE DISCARDED"
         case .rideTableFull: "RIDE FULL"
         case .lowSensorBattery(let r, let p): "\(r) BATTERY \(p)%"
+        case .vehicleBehind(let t): t == .fastApproach ? "VEHICLE FAST" : "VEHICLE"
+        case .roadClear: "ROAD CLEAR"
         case .lowBattery(let p): "BATTERY \(p)%"
         case .batteryEmpty: "BATTERY EMPTY"
         case .poweringOff: "POWERING OFF"
@@ -60,10 +66,37 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
     /// Whether a buzzer/LED line should pulse for it.
     public var sounds: Bool {
         switch self {
-        case .sensorLost, .zoneDrift, .storageFull, .storageError, .rideNotSaved, .lowSensorBattery, .lowBattery, .batteryEmpty: true
+        case .sensorLost, .zoneDrift, .storageFull, .storageError, .rideNotSaved, .lowSensorBattery, .lowBattery, .batteryEmpty, .vehicleBehind, .roadClear: true
         default: false
         }
     }
+
+    /// How the buzzer sounds it: (on, off) pulse pairs in ms, at most `Beep.pulsesMax`.
+    public var beep: Beep {
+        switch self {
+        case .vehicleBehind(let t): t == .fastApproach ? .vehicleFast : .vehicle
+        case .roadClear: .roadClear
+        default: .single
+        }
+    }
+}
+
+/// A buzzer pattern: pulses of `onMs` separated by `offMs`. Named once so the rider learns them:
+/// one 300 ms pulse for alerts, two short ones for a vehicle behind (three when it closes fast),
+/// one long one when the road is clear again.
+public struct Beep: Sendable, Hashable {
+    public static let pulsesMax = 3
+    public var pulses: Int
+    public var onMs: Int64
+    public var offMs: Int64
+
+    public static let single = Beep(pulses: 1, onMs: 300, offMs: 0)
+    public static let vehicle = Beep(pulses: 2, onMs: 80, offMs: 80)
+    public static let vehicleFast = Beep(pulses: 3, onMs: 80, offMs: 80)
+    public static let roadClear = Beep(pulses: 1, onMs: 600, offMs: 0)
+
+    /// The whole pattern's length, ms.
+    public var durationMs: Int64 { Int64(pulses) * onMs + Int64(max(0, pulses - 1)) * offMs }
 }
 
 /// A live zone update: emitted whenever the current zone of heart rate or power changes.
@@ -135,6 +168,6 @@ public enum SensorsRequest: Sendable, Hashable {
     case close
     case search(seconds: Int)
     case stopSearch
-    case pair(id: String, role: String, name: String)
+    case pair(id: String, kind: SensorKind, name: String)
     case forget(id: String)
 }

@@ -65,7 +65,7 @@ extension AppCore {
             case .resume: try builder!.resume(at: e.instant, trigger: e.trigger)
             case .lap: try builder!.lap(at: e.instant, trigger: e.trigger)
             case .stop: try builder!.stop(at: e.instant)
-            case .marker, .gap: try builder!.mark(e)
+            case .marker, .gap, .radar: try builder!.mark(e)
             }
         } catch {
             replayRefusals &+= 1
@@ -85,7 +85,7 @@ extension AppCore {
             trainingDidResume(at: e.instant, trigger: e.trigger)
         case .lap:
             noteLapForAutoLap(e.trigger)
-        case .marker:
+        case .marker, .radar:
             break
         case .stop:
             autoPause.didStop()

@@ -281,13 +281,6 @@ public final class BoardWiring {
 
     /// One control-socket line: the runtime answers it (its status with the board's figures).
     public func controlLine(_ line: String) -> ControlAnswer {
-        let words = line.split(separator: " ")
-        if words.first == "sensors" {
-            let answer = sensors.control(Array(words.dropFirst()))
-            log.log(answer.isError ? .warning : .info, "control: \(line) → \(answer.line)")
-            afterInputs()
-            return answer
-        }
         let answer = runtime.control(line, stream: companion.stream, at: now) { statusJSON() }
         afterInputs()
         return answer

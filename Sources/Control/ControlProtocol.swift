@@ -10,6 +10,7 @@ import Training
 ///     target hr|power ZONE|off      (ZONE as shown on the screen: 2 or z2)
 ///     zones hr|power B1,B2,...|preferred   (custom zones for the next ride only)
 ///     autopause on|off              autolap off|5km|10min
+///     sensors scan|stop|found|pair|forget …   (`SensorsControl`)
 ///     status            → ok {JSON StatusReport}
 ///     help              → ok the command list
 ///
@@ -23,6 +24,8 @@ public enum ControlProtocol {
         case command(ControlCommand)
         case status
         case help
+        /// Finding and pairing sensors (the board carries it out).
+        case sensors(SensorsControl)
     }
 
     /// Why a line is not a request.
@@ -49,7 +52,7 @@ public enum ControlProtocol {
     }
 
     public static let markerValueMax: Int64 = 1_000_000
-    public static let commandWords = "start, pause, resume, lap, end, discard, dismiss, page, marker, target, zones, autopause, autolap, phone-time, status, help"
+    public static let commandWords = "start, pause, resume, lap, end, discard, dismiss, page, marker, target, zones, autopause, autolap, sensors, phone-time, status, help"
 
     static func clip(_ s: String) -> String { s.count > 32 ? String(s.prefix(32)) + "…" : s }
 
@@ -59,7 +62,9 @@ public enum ControlProtocol {
         for scalar in line.unicodeScalars where scalar.value < 0x20 && scalar != "\t" || scalar.value == 0x7F || scalar == "\u{FFFD}" {
             return .failure(.notText)
         }
-        let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map { $0.lowercased() }
+        let typed = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+        if typed.first?.lowercased() == "sensors" { return SensorsControl.parse(Array(typed.dropFirst())) }
+        let words = typed.map { $0.lowercased() }
         guard let word = words.first else { return .failure(.empty) }
         let args = words.dropFirst()
         let simple: ControlCommand?

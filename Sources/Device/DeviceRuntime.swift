@@ -120,6 +120,9 @@ public final class DeviceRuntime {
     /// the id its `ControlAnswer.awaitingDurability` carried. Without a sink nothing waits: the
     /// reply goes out at once, saying the change is not durable yet.
     public var durableReplySink: ((UInt64, ControlAnswer) -> Void)?
+    /// Carries out `sensors …` control lines (the board's sensors component: the bridge, the
+    /// config file); nil where nothing can search or pair (the simulator, the tests).
+    public var sensorsControl: ((SensorsControl) -> ControlAnswer)?
     /// Control replies that waited for durability, and those sent without it (a failing or
     /// disabled journal, a card slower than `controlReplyWaitMsMax`, too many waiting).
     public internal(set) var repliesDelayedForDurability: UInt64 = 0
@@ -379,6 +382,9 @@ public final class DeviceRuntime {
             return ControlAnswer(ControlProtocol.formatHelp())
         case .success(.status):
             return ControlAnswer("ok " + status())
+        case .success(.sensors(let request)):
+            guard let sensorsControl else { return ControlAnswer("error this device has no bridge to search or pair sensors with", isError: true) }
+            return sensorsControl(request)
         case .success(.command(let c)):
             let markBefore = journal.confirmationMark
             let finishedBefore = lastFinishedRide
@@ -678,7 +684,8 @@ public final class DeviceRuntime {
         case .syncJournal:
             sync(at: now)
         case .alert(let alert):
-            log.log(alert.sounds ? .warning : .info, "alert: \(alert)")
+            // The radar's beeps are news, not trouble: logged as information.
+            log.log(alert.sounds && alert.beep == .single ? .warning : .info, "alert: \(alert)")
             if alert.sounds { alertOutput?.pulse(for: alert, at: now) }
         case .zoneUpdate:
             break // observers get it

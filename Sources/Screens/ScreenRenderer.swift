@@ -94,11 +94,16 @@ public struct ScreenRenderer: Sendable {
     /// Whether the canvas already shows running page `page` with these values; if not, keeps
     /// the new key (the caller draws it).
     private mutating func runningPageUnchanged(_ page: Int, _ model: ScreenModel) -> Bool {
-        let pages = layouts.runningPages
+        let pages = model.radarShown ? layouts.radarRunningPages : layouts.runningPages
         guard !pages.isEmpty else { drawnKeyCount = -1; return false }
         let index = ((page % pages.count) + pages.count) % pages.count
         keyScratch[0] = UInt8(truncatingIfNeeded: index)
         var n = 1
+        if model.radarShown {
+            // The column's key: at most 5 bytes and 3 per vehicle.
+            guard n + 5 + 3 * RadarPicture.targetsMax <= Self.drawnKeyBytesMax else { drawnKeyCount = -1; return false }
+            n = appendRadarKey(model, at: n, column: layouts.radarColumn)
+        }
         for graphic in pages[index].graphics { n = appendGraphicKey(graphic.kind, model, at: n) }
         n = appendBatteryKey(model, at: n)
         for field in pages[index].fields {
@@ -120,10 +125,12 @@ public struct ScreenRenderer: Sendable {
     }
 
     private mutating func drawRunning(page: Int, _ model: ScreenModel) {
-        let pages = model.pairingCode == nil ? layouts.runningPages : layouts.statusLinePages
+        let pages = model.radarShown ? (model.pairingCode == nil ? layouts.radarRunningPages : layouts.radarStatusLinePages)
+            : (model.pairingCode == nil ? layouts.runningPages : layouts.statusLinePages)
         guard !pages.isEmpty else { return }
         let index = ((page % pages.count) + pages.count) % pages.count
         drawPage(pages[index], model)
+        if model.radarShown { drawRadarColumn(layouts.radarColumn, model) }
         // The pages the rider can reach (the climbing and map pages only with GPS or a barometer).
         drawPageDots(index, of: min(pages.count, max(1, model.runningPageCount)))
         drawRunningBattery(model, below: min(pages.count, max(1, model.runningPageCount)))
@@ -292,13 +299,13 @@ public struct ScreenRenderer: Sendable {
                 if let b = model.sensorBatteryPercent[Int(role.rawValue)], b < AppCore.sensorBatteryLowPercent, low == nil || b < low!.1 { low = (role, b) }
             }
             guard let (r, b) = low else { text.append("SENSORS OK"); return }
-            text.append(roleWord(r))
+            text.append(r.description)
             text.append(" BATTERY ")
             text.append(integer: Int64(b))
             text.append(UInt8(ascii: "%"))
             return
         }
-        text.append(roleWord(role))
+        text.append(role.description)
         text.append(UInt8(ascii: " "))
         text.append(stateWord(state))
     }
@@ -328,7 +335,7 @@ public struct ScreenRenderer: Sendable {
             let box = Rect(x: bx, y: y, width: boxWidth, height: sensorBox.height)
             let connected = state == .connected
             if connected { canvas.fill(box) } else { canvas.strokeRect(box, thickness: geometry.px(1)) }
-            if role == .gps { writeGpsBox(model.gps) } else { text.clear(); text.append(roleWord(role)) }
+            if role == .gps { writeGpsBox(model.gps) } else { text.clear(); text.append(role.description) }
             canvas.drawText(text, font: fonts.list, in: Rect(x: box.x, y: box.y, width: box.width, height: fonts.list.height),
                             alignment: .center, on: !connected, clip: box)
             if state == .lost {
@@ -566,8 +573,8 @@ public struct ScreenRenderer: Sendable {
     private mutating func writeAlert(_ alert: Alert) {
         text.clear()
         switch alert {
-        case .sensorLost(let r): text.append(roleWord(r)); text.append(" LOST")
-        case .sensorBack(let r): text.append(roleWord(r)); text.append(" BACK")
+        case .sensorLost(let r): text.append(r.description); text.append(" LOST")
+        case .sensorBack(let r): text.append(r.description); text.append(" BACK")
         case .zoneDrift(let q, let above):
             text.append(q == .power ? "PWR " : "HR ")
             text.append(above ? "HIGH" : "LOW")
@@ -583,7 +590,9 @@ public struct ScreenRenderer: Sendable {
         case .rideDiscarded: text.append("RIDE DISCARDED")
         case .rideTableFull: text.append("RIDE FULL")
         case .lowSensorBattery(let r, let p):
-            text.append(roleWord(r)); text.append(" BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
+            text.append(r.description); text.append(" BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
+        case .vehicleBehind(let t): text.append(t == .fastApproach ? "VEHICLE FAST" : "VEHICLE")
+        case .roadClear: text.append("ROAD CLEAR")
         case .lowBattery(let p): text.append("BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
         case .batteryEmpty: text.append("BATTERY EMPTY")
         case .poweringOff: text.append("POWERING OFF")
@@ -593,16 +602,6 @@ public struct ScreenRenderer: Sendable {
     }
 
     // MARK: Words
-
-    private func roleWord(_ r: SensorRole) -> String {
-        switch r {
-        case .heartRate: "HR"
-        case .power: "PWR"
-        case .speed: "SPD"
-        case .cadence: "CAD"
-        case .gps: "GPS"
-        }
-    }
 
     private func stateWord(_ s: SensorState) -> String {
         switch s {

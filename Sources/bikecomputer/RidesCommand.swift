@@ -124,6 +124,7 @@ struct Rides: ParsableCommand {
                 show("max power:", s.maxPowerW, " W")
                 show("avg cad:  ", s.avgCadence, " rpm")
             }
+            if let radar = Self.radarLine(a) { print("radar:    \(radar)") }
             let ride = try Self.rebuild(a, rideID: r.rideID)
             print("averages: cadence \(ride.builder.zeroAveraging[Quantity.cadence.index]), power \(ride.builder.zeroAveraging[Quantity.power.index]), time-weighted over timer time (docs/statistics.md)")
             print("")
@@ -203,6 +204,40 @@ extension Rides {
     }
 }
 
+// MARK: rides show: the radar's figures (the file's radar_threat_alert events)
+
+/// What a ride's radar_threat_alert events add up to.
+/// Another device's file says neither how many vehicles an event stands for (one is counted) nor
+/// whether the rider was beeped (then no beep count is given).
+struct RadarFigures {
+    var vehicles = 0
+    var beeps: Int? = 0
+    var maxThreat = "none"
+    var maxApproachMps: Double?
+
+    init(_ a: FITActivity) {
+        var level: UInt8 = 0
+        for r in a.radarAlerts {
+            vehicles += r.vehiclesArrived ?? 1
+            if let b = r.beeped { if b { beeps? += 1 } } else { beeps = nil }
+            level = max(level, r.threatLevel ?? 0)
+            if let s = r.maxApproachMps { maxApproachMps = max(maxApproachMps ?? 0, s) }
+        }
+        maxThreat = level >= 3 ? "fast_approach" : level == 2 ? "approaching" : "none"
+    }
+}
+
+extension Rides.Show {
+    /// "12 vehicles, 9 beeps, worst threat fast approach, fastest 14.2 m/s"; nil without radar events.
+    static func radarLine(_ a: FITActivity) -> String? {
+        guard !a.radarAlerts.isEmpty else { return nil }
+        let r = RadarFigures(a)
+        var s = "\(r.vehicles) vehicle\(r.vehicles == 1 ? "" : "s"), " + (r.beeps.map { "\($0) beep\($0 == 1 ? "" : "s"), " } ?? "") + "worst threat \(String(r.maxThreat.map { $0 == "_" ? " " : $0 }))"
+        if let m = r.maxApproachMps { s += ", fastest \(decimalText(m, decimals: 1)) m/s" }
+        return s
+    }
+}
+
 // MARK: rides show: lap and interval tables (docs/statistics.md)
 
 extension Rides.Show {
@@ -278,6 +313,13 @@ extension Rides.Show {
             w.number("avg_cadence_rpm", s.avgCadence); w.number("max_cadence_rpm", s.maxCadence)
         }
         if let s = a.sessions.first { w.beginObject("session"); summary(s); w.endObject() } else { w.raw("session", "null") }
+        if !a.radarAlerts.isEmpty {
+            let r = RadarFigures(a)
+            w.beginObject("radar")
+            w.int("vehicles", Int64(r.vehicles)); if let b = r.beeps { w.int("beeps", Int64(b)) } else { w.raw("beeps", "null") }
+            w.string("max_threat", r.maxThreat); w.number("max_approach_speed_mps", r.maxApproachMps)
+            w.endObject()
+        }
         w.beginArray("laps")
         for (i, l) in a.laps.enumerated() { w.beginObject(); w.int("index", Int64(i)); summary(l); w.endObject() }
         w.endArray()

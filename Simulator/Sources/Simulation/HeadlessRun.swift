@@ -262,6 +262,10 @@ public final class HeadlessRun {
             }
         case .screenshot(let name):
             onScreenshot?(name)
+        case .car(let speed):
+            sensors.car(speedMps: speed, atMs: ms)
+        case .radarOff(let len):
+            sensors.radarOff(atMs: ms, lengthMs: len, runtime)
         case .charger(let on):
             battery?.advance(to: ms, running: !poweredOff)
             battery?.charging = on

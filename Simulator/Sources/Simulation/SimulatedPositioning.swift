@@ -215,6 +215,8 @@ extension Scenario {
         var c = c
         let gps = sensors.contains(.gps), baro = sensors.contains(.baro)
         if c.runningPageCount == 3 { c.runningPageCount = 3 + (gps || baro ? 1 : 0) + (gps ? 1 : 0) }
+        // A radar in the scenario is a paired radar: its column and its state are expected.
+        c.expectedSensors[Int(SensorRole.radar.rawValue)] = sensors.contains(.radar)
         return c
     }
 }

@@ -64,6 +64,16 @@ public enum SummaryJSON {
                    hrZones: h.settings.heartRateZones == nil ? nil : b.heartRateZoneTimes,
                    powerZones: h.settings.powerZones == nil ? nil : b.powerZoneTimes,
                    lostMs: core.gapsMs + Int64(core.recordsSkipped) * 1000, recovered: core.recovered)
+        if core.screen.radarShown {
+            // The rear radar (docs/simulator.md, "Radar"): vehicles that came up behind, the
+            // beeps for them, the worst threat.
+            w.beginObject("radar")
+            w.int("vehicles", Int64(b.radar.vehicles))
+            w.int("alerts", Int64(b.radar.alerts))
+            w.string("max_threat", b.radar.maxThreat.description)
+            w.number("max_closing_speed_mps", b.radar.maxClosingSpeedMps, decimals: 1)
+            w.endObject()
+        }
         w.beginArray("laps")
         for lap in b.laps {
             w.beginObject()

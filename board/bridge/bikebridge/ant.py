@@ -1,8 +1,7 @@
 """ANT+ through a USB stick with openant: one receive channel per paired device (device number 0
 = pair with the first found), extended messages on so every page carries the channel id (and,
 where the stick supports it, the RSSI), each 8-byte broadcast page forwarded raw; and on request
-a search: a wildcard channel per device type (120 heart rate, 11 power, 121 speed and cadence,
-122 cadence, 123 speed) for the given time, every device heard reported once per
+a search: a wildcard channel per device type a kind has (kinds.py) for the given time, every device heard reported once per
 FOUND_REPORT_S with its device number and signal strength.
 
 openant cannot remove a channel safely (its channels are a list indexed by channel number), so
@@ -13,13 +12,13 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
-from . import protocol
+from . import kinds, protocol
 
 log = logging.getLogger("bikebridge.ant")
 
-# Channel periods (1/32768 s) per device type, from the ANT+ profiles.
-PERIODS = {120: 8070, 11: 8182, 121: 8086, 122: 8102, 123: 8118}
-SEARCH_TYPES = (120, 11, 121, 122, 123)
+# Channel periods (1/32768 s) per device type, from the ANT+ profiles (kinds.py).
+PERIODS = kinds.ANT_PERIODS
+SEARCH_TYPES = kinds.ANT_TYPES
 RF_FREQUENCY = 57
 FOUND_REPORT_S = 2.0
 EXT_CHANNEL_ID, EXT_RSSI, EXT_TIMESTAMP = 0x80, 0x40, 0x20

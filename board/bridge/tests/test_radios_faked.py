@@ -80,7 +80,8 @@ def test_ant_search_reports_each_device_once_and_frees_its_channels(monkeypatch)
     radio.node.max_channels = 8
     radio._apply_paired([(120, 4321, 1)])
     radio._start_search(5)
-    assert len(channels) == 6 and [c.id for c in channels[1:]] == [(0, t, 0) for t in ant.SEARCH_TYPES]
+    assert len(channels) == 1 + len(ant.SEARCH_TYPES) and [c.id for c in channels[1:]] == [(0, t, 0) for t in ant.SEARCH_TYPES]
+    assert 40 in ant.SEARCH_TYPES, "a search finds rear radars too"
     page = [0x10, 1, 0xFF, 90, 0, 0, 200, 0]
     by_type = {c.id[1]: c for c in channels[1:]}
     for _ in range(3):  # heard three times: reported once
@@ -93,6 +94,6 @@ def test_ant_search_reports_each_device_once_and_frees_its_channels(monkeypatch)
         (protocol.AntId(12345, 11, 5), 11, -75), (protocol.AntId(2, 121, 1), 121, None)]
     assert [s.scanning for s in rec.of(protocol.KIND_SCAN)] == [True, False]
     assert bridge.bad["ant_no_channel_id"] == 1
-    assert len(radio.pool) == 5 and channels[0].opened and not any(c.opened for c in channels[1:])
+    assert len(radio.pool) == len(ant.SEARCH_TYPES) and channels[0].opened and not any(c.opened for c in channels[1:])
     radio._apply_paired([(120, 4321, 1), (11, 12345, 5)])  # pairing what the search found reuses a channel
-    assert len(channels) == 6 and channels[1].id == (12345, 11, 5) and channels[1].opened
+    assert len(channels) == 1 + len(ant.SEARCH_TYPES) and channels[1].id == (12345, 11, 5) and channels[1].opened
