@@ -41,15 +41,19 @@ let package = Package(
         // GPS (gpsd reports, fix rules, odometer), barometer compensation, altitude, ascent,
         // grade and the breadcrumb track (docs/gps.md).
         .target(name: "Positioning", dependencies: ["RideModel", .product(name: "RealModule", package: "swift-numerics")], swiftSettings: swift6),
+        // Following a course: the course, its compact file, the follower (docs/navigation.md).
+        .target(name: "Navigation", dependencies: ["Positioning", .product(name: "RealModule", package: "swift-numerics")], swiftSettings: swift6),
+        // Course files in: GPX, TCX, FIT courses, prepared into a Navigation.Course (off the run loop).
+        .target(name: "CourseImport", dependencies: ["Navigation", "Positioning", "RideFiles"], swiftSettings: swift6),
         .target(name: "Journal", dependencies: ["RideModel"], swiftSettings: swift6),
         .target(name: "RideFiles", dependencies: ["RideModel"], swiftSettings: swift6),
-        .target(name: "AppCore", dependencies: ["Positioning", "RideModel", "Training"], swiftSettings: swift6),
-        .target(name: "Screens", dependencies: ["AppCore", "Display", "Positioning", "RideModel"], swiftSettings: swift6),
+        .target(name: "AppCore", dependencies: ["Navigation", "Positioning", "RideModel", "Training"], swiftSettings: swift6),
+        .target(name: "Screens", dependencies: ["AppCore", "Display", "Navigation", "Positioning", "RideModel"], swiftSettings: swift6),
         .target(name: "Configuration", swiftSettings: swift6),
         // The control socket's language (protocol, stream, status, JSON): what `ctl` and the
         // companion link instead of the device stack.
         .target(name: "Control", dependencies: ["AppCore", "RideModel", "Training"], swiftSettings: swift6),
-        .target(name: "Device", dependencies: ["AppCore", "Configuration", "Control", "Display", "Journal", "Positioning", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
+        .target(name: "Device", dependencies: ["AppCore", "Configuration", "Control", "Display", "Journal", "Navigation", "Positioning", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
 
         // MARK: Board layer (Linux)
         .target(name: "CBoardShims", path: "Sources/CBoardShims"),
@@ -116,6 +120,7 @@ let package = Package(
         // What every test target shares (the seeded generator of the randomized tests).
         .target(name: "TestSupport", dependencies: ["RideModel"], path: "Tests/TestSupport", swiftSettings: swift6),
         .testTarget(name: "PositioningTests", dependencies: ["TestSupport", "Positioning", "RideModel", "RideFiles"], swiftSettings: swift6),
+        .testTarget(name: "NavigationTests", dependencies: ["TestSupport", "CourseImport", "Navigation", "Positioning", "RideFiles", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "RideModelTests", dependencies: ["TestSupport", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "AppCoreTests", dependencies: ["TestSupport", "AppCore", "Control", "Positioning", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
         .testTarget(name: "TrainingTests", dependencies: ["TestSupport", "Training", "RideModel"], swiftSettings: swift6),

@@ -1,3 +1,4 @@
+import Navigation
 import Positioning
 import RideModel
 
@@ -55,6 +56,8 @@ public enum ScreenMode: Sendable, Hashable, CustomStringConvertible {
     case confirmDiscard
     /// The Sensors screen (from idle): `ScreenModel.sensorsMenu`.
     case sensors
+    /// The Courses screen (LAP on idle): `ScreenModel.coursesMenu`.
+    case courses
 
     public var description: String {
         switch self {
@@ -65,6 +68,7 @@ public enum ScreenMode: Sendable, Hashable, CustomStringConvertible {
         case .summary(let p): "summary page \(p + 1)"
         case .confirmDiscard: "confirm discard"
         case .sensors: "sensors"
+        case .courses: "courses"
         }
     }
 }
@@ -142,6 +146,10 @@ public struct ScreenModel: Sendable, Hashable {
     public var gps = GpsStatus()
     /// The track so far, for the map page (stored inline: no allocation when copied).
     public var track = Breadcrumb()
+    /// The course being followed and where the rider is on it (the navigation pages, the map).
+    public var navigation = NavigationView()
+    /// The Courses screen's rows and selection (shown in mode `.courses`).
+    public var coursesMenu = CoursesMenu()
 
     public init() {}
 

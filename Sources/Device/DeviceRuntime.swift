@@ -78,6 +78,11 @@ public final class DeviceRuntime {
     var gate = ConfirmationGate()
     var sensorRequests: [SensorsRequest] = []
     public static let sensorRequestsMax = 8
+    /// The courses on the card (nil: none can be loaded; `course load` says so).
+    public var courseStore: CourseStorePort?
+    /// What the Courses screen asked, carried out after the input (CourseStore.swift).
+    var courseRequests: [CoursesRequest] = []
+    public static let courseRequestsMax = 4
 
     /// A control reply held until the command's state change is durable (`control`).
     struct WaitingReply {
@@ -189,6 +194,7 @@ public final class DeviceRuntime {
         refreshDerived()
         if !stepsRideFiles && !rideFiles.isEmpty { writeDueRideFiles(at: now) }
         if !waitingReplies.isEmpty { settleWaitingReplies(at: now) }
+        if !courseRequests.isEmpty { serviceCourseRequests(at: now) }
     }
 
     public func addObserver(_ o: RideObserver) -> Bool {
@@ -345,6 +351,10 @@ public final class DeviceRuntime {
             return ControlAnswer(ControlProtocol.formatHelp())
         case .success(.status):
             return ControlAnswer("ok " + status())
+        case .success(.courseList):
+            return controlCourse(.list, at: now)
+        case .success(.courseLoad(let name)):
+            return controlCourse(.load(name), at: now)
         case .success(.command(let c)):
             let markBefore = journal.confirmationMark
             let reply = command(c, at: now)
@@ -603,6 +613,9 @@ public final class DeviceRuntime {
             sensorRequests.append(request)
         case .clockTrusted(let anchor):
             archive.clockTrusted(anchor)
+        case .courses(let request):
+            if courseRequests.count >= Self.courseRequestsMax { courseRequests.removeFirst() }
+            courseRequests.append(request)
         }
     }
 

@@ -69,6 +69,7 @@ public struct ScreenRenderer: Sendable {
         case .summary(let page): drawSummary(page: page, model)
         case .confirmDiscard: drawConfirmDiscard()
         case .sensors: drawSensors(model.sensorsMenu)
+        case .courses: drawCourses(model.coursesMenu, model)
         }
         if let alert = model.overlay { drawOverlay(alert) }
         if let code = model.pairingCode { drawPairingCode(code) }
@@ -82,9 +83,15 @@ public struct ScreenRenderer: Sendable {
     private mutating func runningPageUnchanged(_ page: Int, _ model: ScreenModel) -> Bool {
         let pages = layouts.runningPages
         guard !pages.isEmpty else { drawnKeyCount = -1; return false }
+        if let nav = navigationPageIndex(page, model) {
+            keyScratch[0] = 0xFE
+            let n = appendNavigationKey(model, page: nav, at: 1)
+            return keyUnchanged(n)
+        }
         let index = ((page % pages.count) + pages.count) % pages.count
         keyScratch[0] = UInt8(truncatingIfNeeded: index)
         var n = 1
+        if pages[index].map != nil && model.navigation.course != nil { n = appendNavigationKey(model, page: -1, at: n) }
         if pages[index].map != nil { n = appendMapKey(model, at: n) }
         for field in pages[index].fields {
             ValueFormat.write(field.content, of: model, into: &text)
@@ -94,6 +101,11 @@ public struct ScreenRenderer: Sendable {
             keyScratch[n] = 0xFF
             n += 1
         }
+        return keyUnchanged(n)
+    }
+
+    /// Whether the key just written (`n` bytes of `keyScratch`) is the one drawn; if not, keeps it.
+    private mutating func keyUnchanged(_ n: Int) -> Bool {
         if n == drawnKeyCount {
             var same = true
             for i in 0..<n where keyScratch[i] != drawnKey[i] { same = false; break }
@@ -107,16 +119,25 @@ public struct ScreenRenderer: Sendable {
     private mutating func drawRunning(page: Int, _ model: ScreenModel) {
         let pages = layouts.runningPages
         guard !pages.isEmpty else { return }
+        if let nav = navigationPageIndex(page, model) {
+            drawNavigationPage(nav, model)
+            drawPageDots(page, of: max(1, model.runningPageCount))
+            return
+        }
         let index = ((page % pages.count) + pages.count) % pages.count
         drawPage(pages[index], model)
-        // The pages the rider can reach (the climbing and map pages only with GPS or a barometer).
-        drawPageDots(index, of: min(pages.count, max(1, model.runningPageCount)))
+        // The pages the rider can reach (the climbing and map pages only with GPS or a barometer;
+        // the navigation pages while a course is loaded).
+        let reachable = max(1, model.runningPageCount)
+        drawPageDots(index, of: model.navigation.course != nil ? reachable : min(pages.count, reachable))
     }
 
     /// Draws any page layout: each field the same way, then the separator lines.
     public mutating func drawPage(_ layout: PageLayout, _ model: ScreenModel) {
         for rule in layout.rules { canvas.fill(rule) }
-        if let map = layout.map { drawMap(in: map, model) }
+        if let map = layout.map {
+            if model.navigation.course != nil { drawCourseMap(in: map, model) } else { drawMap(in: map, model) }
+        }
         for field in layout.fields { drawField(field, model) }
     }
 
@@ -145,8 +166,10 @@ public struct ScreenRenderer: Sendable {
     /// Page k of n as dots down the right edge: the current one a 3x3 square.
     private mutating func drawPageDots(_ index: Int, of count: Int) {
         guard count > 1 else { return }
+        // 6 px apart, closer when more pages than that fit (the navigation pages on a 32-row panel).
+        let pitch = max(3, min(6, (height - 4) / count))
         for i in 0..<count {
-            let y = 2 + i * 6
+            let y = 2 + i * pitch
             if i == index { canvas.fill(Rect(x: 125, y: y, width: 3, height: 3)) } else { canvas.setPixel(x: 126, y: y + 1) }
         }
     }
@@ -371,6 +394,10 @@ public struct ScreenRenderer: Sendable {
 
     /// A light box with dark text over the middle of whatever is on screen.
     private mutating func drawOverlay(_ alert: Alert) {
+        if case .cue(let type, let stage, let d, let name) = alert {
+            drawCueOverlay(type, stage: stage, distanceM: d, name: name)
+            return
+        }
         writeAlert(alert)
         let box = tall ? Rect(x: 4, y: 18, width: width - 8, height: 28) : Rect(x: 2, y: 4, width: width - 4, height: 24)
         canvas.fill(Rect(x: box.x - 1, y: box.y - 1, width: box.width + 2, height: box.height + 2), on: false)
@@ -426,6 +453,15 @@ public struct ScreenRenderer: Sendable {
         case .rideTableFull: text.append("RIDE FULL")
         case .lowSensorBattery(let r, let p):
             text.append(roleWord(r)); text.append(" BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
+        case .offCourse: text.append("OFF COURSE")
+        case .wrongWay: text.append("WRONG WAY")
+        case .backOnCourse: text.append("BACK ON COURSE")
+        case .cue(let t, _, let d, _): text.append(t.word); text.append(UInt8(ascii: " ")); text.append(integer: Int64(d)); text.append(" M")
+        case .climbStart(let n, let count, let l, let g):
+            text.append("CLIMB "); text.append(integer: Int64(n)); text.append(UInt8(ascii: "/")); text.append(integer: Int64(count))
+            text.append(UInt8(ascii: " ")); text.append(Double(l) / 1000, decimals: 1); text.append("K ")
+            text.append(Double(g) / 10, decimals: 1); text.append(UInt8(ascii: "%"))
+        case .courseFinished: text.append("COURSE DONE")
         }
     }
 
