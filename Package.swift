@@ -73,7 +73,7 @@ let package = Package(
         .target(name: "BoardWiring", dependencies: ["AppCore", "BoardHardware", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "Positioning", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
 
         // The simulator's library: synthetic rides, scenarios, simulated adapters, headless runner.
-        .target(name: "Simulation", dependencies: ["AppCore", "Control", "Device", "Display", "Journal", "Positioning", "RideFiles", "RideModel", "Screens", "Sensors",
+        .target(name: "Simulation", dependencies: ["AppCore", "Control", "Device", "Display", "Journal", "Navigation", "Positioning", "RideFiles", "RideModel", "Screens", "Sensors",
                                                    .product(name: "RealModule", package: "swift-numerics")],
                 path: "Simulator/Sources/Simulation", swiftSettings: swift6),
 

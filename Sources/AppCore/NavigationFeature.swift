@@ -75,7 +75,7 @@ extension AppCore {
 
     func courseStatus() -> ActionOutcome {
         guard let c = navigation.course else { return .done("no course loaded") }
-        guard let f = navigation.follower else {
+        guard let f = navigation.follower, rideCollecting else {
             return .done("course \(c.name): \(CourseFigures.kilometres(c.lengthM)) km, \(c.cues.count) cues, \(c.climbs.count) climbs; not followed until a ride starts")
         }
         let v = f.view
@@ -113,12 +113,10 @@ extension AppCore {
         refreshNavigationScreen()
     }
 
-    /// The ride stopped: an open off-course period ends here; the follower stops (the course
-    /// stays loaded for the next ride).
+    /// The ride stopped: an open off-course period ends here; the follower is fed no more (it
+    /// keeps where the ride ended, for the summary; the course stays loaded for the next ride).
     mutating func navigationDidFinishRide(at now: MonotonicInstant) {
         closeOffCoursePeriod(at: now)
-        navigation.follower = nil
-        refreshNavigationScreen()
     }
 
     mutating func refreshNavigationScreen() {

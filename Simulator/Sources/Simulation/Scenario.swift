@@ -20,6 +20,8 @@ import RideModel
 ///     at 45m power-cut
 ///     at 50m disk-full 2m
 ///     at 55m screenshot climb
+///     at 20m detour 300m 2m        (with a course: ride 300 m beside it for 2 min)
+///     at 0s ride-backwards         (with a course: from its end to its start)
 ///
 /// Times are offsets on the simulated clock from the start of the simulation.
 public struct Scenario: Sendable, Hashable {
@@ -46,6 +48,13 @@ public struct Scenario: Sendable, Hashable {
         case gpsLost(ms: Int64)
         case diskFull(ms: Int64)
         case screenshot(String)
+        /// The rider leaves the course (docs/navigation.md): out to `offsetM` beside it and back,
+        /// over `ms`.
+        case detour(offsetM: Double, ms: Int64)
+        /// The rider rides the course from its end to its start.
+        case rideBackwards
+        /// `course load NAME` from the control socket (the course given with `--course`).
+        case courseLoad(String)
     }
 
     public struct Step: Sendable, Hashable {
@@ -147,7 +156,7 @@ public struct Scenario: Sendable, Hashable {
                 scenario.sensors = set
             case "at":
                 let at = try duration(1, "time")
-                guard words.count >= 3 else { throw fail("'at TIME' needs an action: press, hold, command, marker, dropout, bridge-restart, gps-lost, crash, power-cut, disk-full, screenshot") }
+                guard words.count >= 3 else { throw fail("'at TIME' needs an action: press, hold, command, marker, dropout, bridge-restart, gps-lost, detour, ride-backwards, crash, power-cut, disk-full, screenshot") }
                 let action: Action
                 switch words[2] {
                 case "press":
@@ -163,6 +172,7 @@ public struct Scenario: Sendable, Hashable {
                     let line = words[3...].joined(separator: " ")
                     switch ControlProtocol.parse(line) {
                     case .success(.command(let c)): action = .command(c)
+                    case .success(.courseLoad(let name)): action = .courseLoad(name)
                     case .success: throw fail("'\(line)' does not act on the ride; status and help are for the control socket")
                     case .failure(let e): throw fail("\(e)")
                     }
@@ -190,6 +200,14 @@ public struct Scenario: Sendable, Hashable {
                 case "gps-lost":
                     guard words.count == 4 else { throw fail("gps-lost takes a duration, e.g. gps-lost 30s") }
                     action = .gpsLost(ms: try duration(3, "how long the fix is lost"))
+                case "detour":
+                    guard words.count == 5, words[3].hasSuffix("m"), let m = Double(words[3].dropLast()), m > 0, m <= 50_000 else {
+                        throw fail("detour takes how far from the course and for how long, e.g. detour 300m 2m")
+                    }
+                    action = .detour(offsetM: m, ms: try duration(4, "detour length"))
+                case "ride-backwards":
+                    guard words.count == 3 else { throw fail("ride-backwards takes nothing") }
+                    action = .rideBackwards
                 case "crash": action = .crash
                 case "power-cut": action = .powerCut
                 case "disk-full":
