@@ -90,7 +90,7 @@ let package = Package(
         .executableTarget(
             name: "bikesim",
             dependencies: [
-                "AppCore", "BoardIO", "Device", "DeviceAdapters", "Display", "RideFiles", "RideModel", "Screens", "Simulation",
+                "AppCore", "BoardIO", "CourseImport", "Device", "DeviceAdapters", "Display", "Navigation", "RideFiles", "RideModel", "Screens", "Simulation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Simulator/Sources/bikesim",

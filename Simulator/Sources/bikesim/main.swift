@@ -1,5 +1,6 @@
 import ArgumentParser
 import BoardIO
+import CourseImport
 import Device
 import Glibc
 import Simulation
@@ -7,6 +8,7 @@ import DeviceAdapters
 import RideFiles
 import AppCore
 import Display
+import Navigation
 import RideModel
 
 /// The desktop simulator: runs the same app code as the board with simulated adapters.
@@ -37,6 +39,9 @@ struct Ride: ParsableCommand {
 
     @Option(help: "Replay a recorded FIT activity through the app instead of the synthetic ride (headless).")
     var replay: String?
+
+    @Option(help: ArgumentHelp("Follow a course (GPX, TCX or FIT; docs/navigation.md): the replay's or the synthetic ride's positions are matched on it, and the synthetic GPS rides along it.", valueName: "FILE"))
+    var course: String?
 
     @Option(help: "Directory for summary.json, ride files and frames (headless).")
     var out: String?
@@ -91,10 +96,12 @@ struct Ride: ParsableCommand {
         } else {
             text = BuiltinScenarios.demo
         }
-        let parsed: Scenario
+        var parsed: Scenario
         do { parsed = try Scenario.parse(text) } catch {
             throw ValidationError("\(scenario ?? "built-in demo"): \(error)")
         }
+        // A course is followed with the GPS.
+        if course != nil { parsed.sensors.insert(.gps) }
         if headless {
             try runHeadless(parsed)
         } else {
@@ -103,9 +110,26 @@ struct Ride: ParsableCommand {
     }
 
     var options: HeadlessRun.Options {
-        var o = HeadlessRun.Options(seed: seed)
-        if let wallStart { o.startUnixMs = wallStart * 1000 }
-        return o
+        get throws {
+            var o = HeadlessRun.Options(seed: seed)
+            if let wallStart { o.startUnixMs = wallStart * 1000 }
+            o.course = try loadCourse()
+            return o
+        }
+    }
+
+    /// The `--course` file, imported as `bikecomputer courses import` would (nil without one).
+    func loadCourse() throws -> Course? {
+        guard let path = course else { return nil }
+        let bytes: [UInt8]
+        do { bytes = try Files.readBytes(path) } catch { throw ValidationError("cannot read course \(path): \(error)") }
+        do {
+            let (c, report) = try CourseImport.course(from: bytes, fileName: path)
+            for w in report.warnings { print("bikesim: \(path): \(w)") }
+            return c
+        } catch {
+            throw ValidationError(error.description)
+        }
     }
 
     func runReplay(_ path: String) throws {
@@ -127,7 +151,7 @@ struct Ride: ParsableCommand {
             print("bikesim: warning: left out \(activity.recordsOutsideActivity) records dated outside the activity (a clock glitch of the unit)")
         }
         let started = Clock.monotonicMs()
-        let run = try ReplayRun(activity: activity, storage: try makeStorage(), seed: seed)
+        let run = try ReplayRun(activity: activity, storage: try makeStorage(), seed: seed, course: try loadCourse())
         run.run()
         guard let summary = run.summaryJSON else { throw ValidationError("the replay did not finish a ride") }
         try Files.makeDirectories(outDir)
@@ -164,7 +188,7 @@ struct Ride: ParsableCommand {
         let archive: RideArchivePort = library ?? memoryArchive
         let textScreen = TextScreenRecorder(print: printScreens)
         let display = EmulatedScreen(captureEveryChange: frames)
-        let sim = HeadlessRun(scenario: scenario, options: options, storage: storage, archive: archive,
+        let sim = HeadlessRun(scenario: scenario, options: try options, storage: storage, archive: archive,
                               screen: ScreenFanOut([display, textScreen]))
         sim.onScreenshot = { name in display.capture(name) }
         let started = Clock.monotonicMs()
@@ -211,13 +235,13 @@ struct Ride: ParsableCommand {
         guard terminal.isInteractive else {
             // Not a terminal (a pipe, CI): ride the scenario and print every screen as text.
             let textScreen = TextScreenRecorder(print: true)
-            let sim = HeadlessRun(scenario: scenario, options: options, storage: try makeStorage(),
+            let sim = HeadlessRun(scenario: scenario, options: try options, storage: try makeStorage(),
                                   archive: MemoryArchive(), screen: textScreen)
             sim.run()
             return
         }
         let display = EmulatedScreen()
-        let sim = HeadlessRun(scenario: scenario, options: options, storage: try makeStorage(), archive: MemoryArchive(),
+        let sim = HeadlessRun(scenario: scenario, options: try options, storage: try makeStorage(), archive: MemoryArchive(),
                               screen: display)
         installSignalRestore(terminal) // before raw mode: saves the rider's settings
         installResizeHandler()
