@@ -1,22 +1,25 @@
 /// Lines, outlines and bar charts. All clip to the framebuffer and never allocate.
 extension Framebuffer {
-    public mutating func horizontalLine(x: Int, y: Int, length: Int, on: Bool = true) {
-        fill(Rect(x: x, y: y, width: length, height: 1), on: on)
+    /// A line `thickness` rows thick, its top row at `y`.
+    public mutating func horizontalLine(x: Int, y: Int, length: Int, on: Bool = true, thickness: Int = 1) {
+        fill(Rect(x: x, y: y, width: length, height: thickness), on: on)
     }
 
-    public mutating func verticalLine(x: Int, y: Int, length: Int, on: Bool = true) {
-        fill(Rect(x: x, y: y, width: 1, height: length), on: on)
+    /// A line `thickness` columns thick, its left column at `x`.
+    public mutating func verticalLine(x: Int, y: Int, length: Int, on: Bool = true, thickness: Int = 1) {
+        fill(Rect(x: x, y: y, width: thickness, height: length), on: on)
     }
 
-    /// A line from (x0, y0) to (x1, y1), both ends included (Bresenham).
-    public mutating func line(x0: Int, y0: Int, x1: Int, y1: Int, on: Bool = true) {
+    /// A line from (x0, y0) to (x1, y1), both ends included (Bresenham); with `thickness` t > 1
+    /// each point is a t×t square whose top left is on the line.
+    public mutating func line(x0: Int, y0: Int, x1: Int, y1: Int, on: Bool = true, thickness: Int = 1) {
         var x = x0, y = y0
         let dx = abs(x1 - x0), dy = -abs(y1 - y0)
         let sx = x0 < x1 ? 1 : -1, sy = y0 < y1 ? 1 : -1
         var err = dx + dy
-        // Bounded: at most max(dx, |dy|) + 1 pixels.
+        // Bounded: at most max(dx, |dy|) + 1 points.
         for _ in 0...max(dx, -dy) {
-            setPixel(x: x, y: y, on)
+            if thickness > 1 { fill(Rect(x: x, y: y, width: thickness, height: thickness), on: on) } else { setPixel(x: x, y: y, on) }
             if x == x1 && y == y1 { break }
             let e2 = 2 * err
             if e2 >= dy { err += dy; x += sx }
@@ -24,13 +27,14 @@ extension Framebuffer {
         }
     }
 
-    /// A one-pixel outline just inside `rect`.
-    public mutating func strokeRect(_ rect: Rect, on: Bool = true) {
+    /// An outline `thickness` pixels wide just inside `rect`.
+    public mutating func strokeRect(_ rect: Rect, on: Bool = true, thickness: Int = 1) {
         guard rect.width > 0, rect.height > 0 else { return }
-        horizontalLine(x: rect.x, y: rect.y, length: rect.width, on: on)
-        horizontalLine(x: rect.x, y: rect.maxY - 1, length: rect.width, on: on)
-        verticalLine(x: rect.x, y: rect.y, length: rect.height, on: on)
-        verticalLine(x: rect.maxX - 1, y: rect.y, length: rect.height, on: on)
+        let t = max(1, min(thickness, rect.width, rect.height))
+        horizontalLine(x: rect.x, y: rect.y, length: rect.width, on: on, thickness: t)
+        horizontalLine(x: rect.x, y: rect.maxY - t, length: rect.width, on: on, thickness: t)
+        verticalLine(x: rect.x, y: rect.y, length: rect.height, on: on, thickness: t)
+        verticalLine(x: rect.maxX - t, y: rect.y, length: rect.height, on: on, thickness: t)
     }
 
     /// A horizontal bar: the outline of `rect`, filled from the left in proportion

@@ -19,6 +19,11 @@ public struct PanelPipeline<Driver: PanelDriver>: Sendable {
         self.driver = driver
     }
 
+    /// The standard pages laid out for the driver's panel size.
+    public init(driver: Driver) {
+        self.init(driver: driver, layouts: .standard(width: driver.width, height: driver.height))
+    }
+
     /// The panel's full start-up (one full frame of bus time: start-up only).
     public mutating func start(bus: inout some DisplayLink) throws(DisplayBusError) {
         try driver.start(bus: &bus)

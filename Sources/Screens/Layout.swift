@@ -47,20 +47,15 @@ public enum FieldContent: Sendable, Hashable {
     }
 }
 
-/// How big a field's value is drawn. If the value does not fit its frame the next smaller size
-/// is used.
+/// How big a field's value is drawn: a step of the panel's digit fonts (`FontSet.digits`). If
+/// the value does not fit its frame the next smaller font is used.
 public enum FieldSize: Int, Sendable, Hashable, Comparable {
-    case medium = 0   // 8 px wide digits, 10 px tall
-    case large = 1    // 12 px wide, 15 px tall
-    case huge = 2     // 16 px wide, 26 px tall
+    case medium = 0   // 128x64: 8 px wide digits, 10 px tall; 400x240: 16 x 26
+    case large = 1    // 128x64: 12 px wide, 15 px tall; 400x240: 24 x 30
+    case huge = 2     // 128x64: 16 px wide, 26 px tall; 400x240: 32 x 52
 
-    public var font: Font {
-        switch self {
-        case .medium: .digitsMedium
-        case .large: .digitsLarge
-        case .huge: .digitsHuge
-        }
-    }
+    /// The font on a panel with these fonts.
+    public func font(in fonts: FontSet) -> Font { fonts.digits(self) }
 
     public var smaller: FieldSize? { FieldSize(rawValue: rawValue - 1) }
 
@@ -91,83 +86,103 @@ public struct Field: Sendable, Hashable {
     }
 }
 
-/// A data page: a list of fields and the lines between them. Adding a field is adding a value
-/// here; the renderer draws any field the same way.
+/// A data page placed on a panel: fields with their frames, the lines between them, graphics.
+/// Made from a `PageDesign` for the panel's size (`PageDesign.layout`); the renderer draws any
+/// field the same way.
 public struct PageLayout: Sendable, Hashable {
     public var name: String
     public var fields: [Field]
-    /// Separator lines: horizontal (height 1) or vertical (width 1) rectangles.
+    /// Separator lines: horizontal or vertical rectangles.
     public var rules: [Rect]
-    /// Where the track so far is drawn (the map page), if anywhere.
-    public var map: Rect?
+    /// Graphics and where they go (the map page's track).
+    public var graphics: [PlacedGraphic]
 
-    public init(name: String, fields: [Field], rules: [Rect] = [], map: Rect? = nil) {
+    public init(name: String, fields: [Field], rules: [Rect] = [], graphics: [PlacedGraphic] = []) {
         self.name = name
         self.fields = fields
         self.rules = rules
-        self.map = map
+        self.graphics = graphics
+    }
+
+    public init(name: String, fields: [Field], rules: [Rect] = [], map: Rect?) {
+        self.init(name: name, fields: fields, rules: rules, graphics: map.map { [PlacedGraphic(.track, $0)] } ?? [])
+    }
+
+    /// Where the track so far is drawn (the map page), if anywhere.
+    public var map: Rect? { graphics.first { $0.kind == .track }?.frame }
+}
+
+/// The running pages laid out for a panel size, with the panel's geometry (fonts, scale).
+public struct ScreenLayouts: Sendable {
+    public let geometry: PanelGeometry
+    public var runningPages: [PageLayout]
+    /// The navigation pages (shown after the data pages while a course is loaded).
+    public var navigationPages: [PageLayout]
+    public var width: Int { geometry.width }
+    public var height: Int { geometry.height }
+
+    /// Pages already placed (tests, a custom page).
+    public init(width: Int, height: Int, runningPages: [PageLayout]) {
+        let g = PanelGeometry(width: width, height: height)
+        geometry = g
+        self.runningPages = runningPages
+        navigationPages = NavigationPageDesigns.all.map { $0.layout(g) }
+    }
+
+    /// `designs` laid out for a `width` × `height` panel.
+    public init(width: Int, height: Int, designs: [PageDesign] = RunningPages.standard) {
+        let g = PanelGeometry(width: width, height: height)
+        geometry = g
+        runningPages = designs.map { $0.layout(g) }
+        navigationPages = NavigationPageDesigns.all.map { $0.layout(g) }
+    }
+
+    public static let standard128x64 = ScreenLayouts(width: 128, height: 64)
+    public static let standard128x32 = ScreenLayouts(width: 128, height: 32)
+
+    /// The standard pages on a 128-pixel-wide OLED of this height.
+    public static func standard(height: Int) -> ScreenLayouts { height == 32 ? standard128x32 : standard128x64 }
+
+    /// The standard pages on any panel.
+    public static func standard(width: Int, height: Int) -> ScreenLayouts {
+        switch (width, height) {
+        case (128, 64): standard128x64
+        case (128, 32): standard128x32
+        default: ScreenLayouts(width: width, height: height)
+        }
     }
 }
 
-/// The running pages for a panel size.
-public struct ScreenLayouts: Sendable, Hashable {
-    public var width: Int
-    public var height: Int
-    public var runningPages: [PageLayout]
-
-    public init(width: Int, height: Int, runningPages: [PageLayout]) {
-        self.width = width
-        self.height = height
-        self.runningPages = runningPages
+/// The running pages, each described once for every panel size (`PageDesign`).
+public enum RunningPages {
+    private static func captionLeftWhenCompact(_ content: FieldContent, _ size: FieldSize, in classes: SizeClasses = .all) -> PageDesign.Cell {
+        .init(content, size, label: .top, in: classes, compact: .init(size, .left))
     }
 
-    /// 128x64: page 1 timer / speed / distance; page 2 timer, power, cadence, heart rate,
-    /// heart-rate zone; page 3 timer, lap time, lap number, power zone.
-    public static let standard128x64 = ScreenLayouts(width: 128, height: 64, runningPages: [
-        PageLayout(name: "RIDE", fields: [
-            Field(.timer, Rect(x: 0, y: 0, width: 126, height: 28), size: .huge, label: .none),
-            Field(.metric(.speed), Rect(x: 0, y: 31, width: 61, height: 33), size: .large),
-            Field(.metric(.distance), Rect(x: 64, y: 31, width: 62, height: 33), size: .large),
-        ], rules: [Rect(x: 0, y: 29, width: 126, height: 1), Rect(x: 62, y: 31, width: 1, height: 33)]),
-        PageLayout(name: "POWER", fields: [
-            Field(.timer, Rect(x: 0, y: 0, width: 126, height: 16), size: .large, label: .left),
-            Field(.metric(.power), Rect(x: 0, y: 18, width: 61, height: 22), size: .large, label: .left),
-            Field(.metric(.cadence), Rect(x: 64, y: 18, width: 62, height: 22), size: .large, label: .left),
-            Field(.metric(.heartRate), Rect(x: 0, y: 42, width: 61, height: 22), size: .large, label: .left),
-            Field(.metric(.heartRateZone), Rect(x: 64, y: 42, width: 62, height: 22), size: .large, label: .left),
-        ], rules: [Rect(x: 0, y: 17, width: 126, height: 1), Rect(x: 0, y: 41, width: 126, height: 1),
-                   Rect(x: 62, y: 18, width: 1, height: 46)]),
-        PageLayout(name: "LAP", fields: [
-            Field(.timer, Rect(x: 0, y: 0, width: 126, height: 16), size: .large, label: .left),
-            Field(.lapTime, Rect(x: 0, y: 18, width: 126, height: 28), size: .huge, label: .left),
-            Field(.lapNumber, Rect(x: 0, y: 48, width: 61, height: 16), size: .large, label: .left),
-            Field(.metric(.powerZone), Rect(x: 64, y: 48, width: 62, height: 16), size: .large, label: .left),
-        ], rules: [Rect(x: 0, y: 17, width: 126, height: 1), Rect(x: 0, y: 47, width: 126, height: 1),
-                   Rect(x: 62, y: 48, width: 1, height: 16)]),
-        PositionPages.climb128x64,
-        PositionPages.map128x64,
+    /// Timer, speed, distance.
+    public static let ride = PageDesign("RIDE", [
+        .fit(pad: 2, [.init(.timer, .huge, label: .none, compact: .init(.large, .left))]),
+        .fill([captionLeftWhenCompact(.metric(.speed), .large), captionLeftWhenCompact(.metric(.distance), .large)]),
     ])
 
-    /// 128x32: one row per page.
-    public static let standard128x32 = ScreenLayouts(width: 128, height: 32, runningPages: [
-        PageLayout(name: "RIDE", fields: [
-            Field(.timer, Rect(x: 0, y: 0, width: 126, height: 15), size: .large, label: .left),
-            Field(.metric(.speed), Rect(x: 0, y: 17, width: 61, height: 15), size: .large, label: .left),
-            Field(.metric(.distance), Rect(x: 64, y: 17, width: 62, height: 15), size: .large, label: .left),
-        ], rules: [Rect(x: 0, y: 16, width: 126, height: 1)]),
-        PageLayout(name: "POWER", fields: [
-            Field(.metric(.power), Rect(x: 0, y: 0, width: 61, height: 15), size: .large, label: .left),
-            Field(.metric(.cadence), Rect(x: 64, y: 0, width: 62, height: 15), size: .large, label: .left),
-            Field(.metric(.heartRate), Rect(x: 0, y: 17, width: 61, height: 15), size: .large, label: .left),
-            Field(.timer, Rect(x: 64, y: 17, width: 62, height: 15), size: .medium, label: .none),
-        ], rules: [Rect(x: 0, y: 16, width: 126, height: 1)]),
-        PageLayout(name: "LAP", fields: [
-            Field(.lapTime, Rect(x: 0, y: 0, width: 126, height: 15), size: .large, label: .left),
-            Field(.timer, Rect(x: 0, y: 17, width: 126, height: 15), size: .large, label: .left),
-        ], rules: [Rect(x: 0, y: 16, width: 126, height: 1)]),
-        PositionPages.climb128x32,
-        PositionPages.map128x32,
+    /// Timer, power, cadence, heart rate and its zone (the timer last and small on a compact panel).
+    public static let power = PageDesign("POWER", [
+        .fit(pad: 1, [.init(.timer, .large, label: .left)], in: .from(.regular)),
+        .fill([.init(.metric(.power), .large, label: .left), .init(.metric(.cadence), .large, label: .left)]),
+        .fill([.init(.metric(.heartRate), .large, label: .left),
+               .init(.metric(.heartRateZone), .large, label: .left, in: .from(.regular)),
+               .init(.timer, .medium, label: .none, in: .compact)]),
     ])
 
-    public static func standard(height: Int) -> ScreenLayouts { height == 32 ? standard128x32 : standard128x64 }
+    /// Timer, lap time, lap number, power zone (lap time over the timer on a compact panel).
+    public static let lap = PageDesign("LAP", [
+        .fit(pad: 1, [.init(.timer, .large, label: .left)], in: .from(.regular)),
+        .fit(pad: 2, [.init(.lapTime, .huge, label: .left, compact: .init(.large, .left))]),
+        .fill([.init(.lapNumber, .large, label: .left), .init(.metric(.powerZone), .large, label: .left)], in: .from(.regular)),
+        .fill([.init(.timer, .large, label: .left)], in: .compact),
+    ])
+
+    /// Timer, data pages 1-3, then the climbing and map pages (with GPS or a barometer; the
+    /// core's `runningPageCount` says how many the rider reaches).
+    public static let standard: [PageDesign] = [ride, power, lap, PositionPages.climb, PositionPages.map]
 }

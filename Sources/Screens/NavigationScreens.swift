@@ -3,64 +3,64 @@ import Display
 import Navigation
 import RideModel
 
-/// Where each part of the navigation pages goes, from the panel's size (one place per page:
-/// docs/screens.md). At 128×64 the arrow is a 40-pixel square at the left; on a 32-row panel
-/// it shrinks to the panel's height and the bottom row moves to the right column.
+/// The navigation pages, each described once (a graphic filling the running area): NAV (the
+/// next cue, or the way back to the course) and PROFILE (the course ahead, the climb). They follow
+/// the data pages while a course is loaded (`NavigationPages.count`).
+public enum NavigationPageDesigns {
+    public static let nav = PageDesign("NAV", [.graphic(.navigation)])
+    public static let profile = PageDesign("PROFILE", [.graphic(.courseProfile)])
+    public static let all: [PageDesign] = [nav, profile]
+}
+
+/// Where each part of the NAV page goes in its frame, from the frame and the panel's fonts (the
+/// one place the page is laid out): the arrow a square at the left as tall as the frame allows
+/// (40 px on the 128×64 OLED), the distance, name and the cue after in the column beside it, and
+/// the distance and time to go in a row along the bottom when the frame is tall enough.
 struct NavigationLayout {
     var arrow: Rect
-    /// The right column: distance (large digits), name, the cue after.
     var distance: Rect
     var name: Rect
-    var then: Rect
-    /// The bottom row: distance and time to go.
+    var then: Rect?
     var bottom: Rect?
     var rule: Rect?
-    /// The profile chart.
-    var chart: Rect
 
-    init(width: Int, height: Int) {
-        let usable = width - 6 // the page dots keep the right edge
-        if height >= 64 {
-            let arrowSide = min(40, height - 24)
-            arrow = Rect(x: 0, y: 1, width: arrowSide, height: arrowSide)
-            let x = arrowSide + 4
-            distance = Rect(x: x, y: 1, width: usable - x, height: 15)
-            name = Rect(x: x, y: 18, width: usable - x, height: 12)
-            then = Rect(x: x, y: 30, width: usable - x, height: 12)
-            rule = Rect(x: 0, y: height - 14, width: usable, height: 1)
-            bottom = Rect(x: 0, y: height - 13, width: usable, height: 12)
-            chart = Rect(x: 0, y: 25, width: usable, height: height - 25)
-        } else {
-            let arrowSide = height - 2
-            arrow = Rect(x: 0, y: 1, width: arrowSide, height: arrowSide)
-            let x = arrowSide + 3
-            distance = Rect(x: x, y: 0, width: usable - x, height: 15)
-            name = Rect(x: x, y: 17, width: usable - x, height: 12)
-            then = Rect(x: x, y: 17, width: 0, height: 0)
-            rule = nil
-            bottom = nil
-            chart = Rect(x: 0, y: 13, width: usable, height: height - 13)
+    init(_ frame: Rect, _ g: PanelGeometry) {
+        let text = g.fonts.text.height
+        let tall = frame.height >= g.px(48)
+        let bottomRow = tall ? text + g.px(2) : 0
+        let side = min(frame.height - bottomRow - g.px(2), frame.width / 3)
+        arrow = Rect(x: frame.x, y: frame.y + g.px(1), width: side, height: side)
+        let x = arrow.maxX + g.px(4)
+        let w = frame.maxX - x
+        let digits = g.fonts.digits(.large).height
+        distance = Rect(x: x, y: frame.y + g.px(1), width: w, height: digits)
+        name = Rect(x: x, y: distance.maxY + g.px(2), width: w, height: text)
+        then = name.maxY + text <= frame.maxY - bottomRow ? Rect(x: x, y: name.maxY, width: w, height: text) : nil
+        if tall {
+            rule = Rect(x: frame.x, y: frame.maxY - bottomRow, width: frame.width, height: g.px(1))
+            bottom = Rect(x: frame.x, y: frame.maxY - text - g.px(1), width: frame.width, height: text)
         }
     }
 }
 
 extension ScreenRenderer {
-    /// Whether running page `page` is a navigation page (index among them), given the model.
+    /// Whether running page `page` is a navigation page (its index among them), given the model:
+    /// the last `NavigationPages.count` pages the rider reaches while a course is loaded.
     func navigationPageIndex(_ page: Int, _ model: ScreenModel) -> Int? {
-        guard model.navigation.course != nil else { return nil }
+        guard model.navigation.course != nil, layouts.navigationPages.count == NavigationPages.count else { return nil }
         let first = model.runningPageCount - NavigationPages.count
         return page >= first && page < model.runningPageCount ? page - first : nil
     }
 
-    /// The key of a navigation page: its index, the navigation view, the fix and the clock shown.
-    mutating func appendNavigationKey(_ model: ScreenModel, page: Int, at n: Int) -> Int {
+    /// What makes the navigation look different: the navigation view and the fix. Returns the
+    /// new key length.
+    mutating func appendNavigationKey(_ model: ScreenModel, at n: Int) -> Int {
         var h = Hasher()
-        h.combine(page)
         h.combine(model.navigation)
         h.combine(model.gps.mode)
         var v = UInt64(bitPattern: Int64(h.finalize()))
         var k = n
-        for _ in 0..<8 {
+        for _ in 0..<8 where k < Self.drawnKeyBytesMax {
             keyScratch[k] = UInt8(truncatingIfNeeded: v)
             v >>= 8
             k += 1
@@ -68,35 +68,29 @@ extension ScreenRenderer {
         return k
     }
 
-    mutating func drawNavigationPage(_ index: Int, _ model: ScreenModel) {
-        let layout = NavigationLayout(width: width, height: height)
-        if index == 0 { drawNavigation(layout, model) } else { drawProfile(layout, model) }
-    }
-
     // MARK: NAV
 
     /// The cue (arrow, distance, name, the one after), or the way back to the course, and the
     /// distance and time to go.
-    mutating func drawNavigation(_ l: NavigationLayout, _ model: ScreenModel) {
+    mutating func drawNavigation(in frame: Rect, _ model: ScreenModel) {
+        let l = NavigationLayout(frame, geometry)
         let v = model.navigation
+        let small = fonts.text
         if let bottom = l.bottom, let rule = l.rule {
             canvas.fill(rule)
             text.clear()
             text.append("TO GO ")
             appendDistance(v.distanceToGoM)
-            canvas.drawText(text, font: .small, x: bottom.x, y: bottom.y)
+            canvas.drawText(text, font: small, x: bottom.x, y: bottom.y)
             if let s = v.secondsToGo, s.isFinite, s < 360_000 {
-                text.clear()
-                text.append(clockMs: Int64(s / 60) * 60_000)
                 text.clear()
                 let minutes = Int64(s / 60)
                 text.append(integer: minutes / 60)
                 text.append(UInt8(ascii: ":"))
                 text.append(integer: minutes % 60, minimumDigits: 2)
-                canvas.drawText(text, font: .small, in: bottom, alignment: .right)
+                canvas.drawText(text, font: small, in: bottom, alignment: .right)
             }
         }
-        let away = v.state == .offCourse || v.state == .wrongWay || v.state == .acquiring
         if v.gpsLost || (v.state == .acquiring && v.latDeg == nil) {
             drawBanner(l, v.gpsLost ? "GPS LOST" : "WAITING FOR GPS")
             drawCourseName(l, v)
@@ -107,65 +101,70 @@ extension ScreenRenderer {
             drawCourseName(l, v)
             return
         }
-        if away {
+        if v.state == .offCourse || v.state == .wrongWay || v.state == .acquiring {
             drawBanner(l, v.state == .offCourse ? "OFF COURSE" : v.state == .wrongWay ? "WRONG WAY" : "TO COURSE")
-            // The way back: relative to the heading when the rider moves, else north-up with "N".
+            // The way back: relative to the heading when the rider moves, else north up with "N".
             if let b = v.backBearingDeg {
-                let relative = v.headingDeg.map { b - $0 } ?? b
-                drawDirectionArrow(in: l.arrow, degrees: relative)
-                if v.headingDeg == nil { canvas.drawText("N", font: .small, x: l.arrow.x, y: l.arrow.y - 2) }
+                drawDirectionArrow(in: l.arrow, degrees: v.headingDeg.map { b - $0 } ?? b)
+                if v.headingDeg == nil { canvas.drawText("N", font: small, x: l.arrow.x, y: l.arrow.y - geometry.px(2)) }
             }
             text.clear()
             appendDistance(v.backDistanceM)
-            canvas.drawText(text, font: .medium, in: Rect(x: l.name.x, y: l.name.y - 2, width: l.name.width, height: 16), alignment: .left)
+            canvas.drawText(text, font: fonts.title, x: l.name.x, y: l.name.y)
             return
         }
         guard let cue = v.cue else {
             drawDirectionArrow(in: l.arrow, degrees: 0)
-            text.clear()
-            text.append("NO MORE CUES")
-            canvas.drawText(text, font: .small, x: l.distance.x, y: l.distance.y + 2)
+            canvas.drawText("NO MORE CUES", font: small, x: l.distance.x, y: l.distance.y)
             drawCourseName(l, v)
             return
         }
         drawCueArrow(in: l.arrow, cue.type, now: cue.stage == .now)
         text.clear()
-        if cue.stage == .now { text.append("NOW") } else { appendDistance(cue.distanceM, digitsOnly: true) }
-        let font: Font = cue.stage == .now ? .medium : .digitsLarge
-        let drawnX = canvas.drawText(text, font: font, in: Rect(x: l.distance.x, y: l.distance.y, width: l.distance.width, height: 15), alignment: .left)
+        let font: Font
+        if cue.stage == .now {
+            text.append("NOW")
+            font = fonts.title
+        } else {
+            appendDistance(cue.distanceM, digitsOnly: true)
+            font = fonts.digits(.large)
+        }
+        canvas.drawText(text, font: font, x: l.distance.x, y: l.distance.y)
         if cue.stage != .now {
-            let unitX = drawnX + font.widthPx(count: text.count) + 2
+            let unitX = l.distance.x + font.widthPx(count: text.count) + geometry.px(2)
             text.clear()
             appendDistanceUnit(cue.distanceM)
-            canvas.drawText(text, font: .small, x: unitX, y: l.distance.y + 3)
+            canvas.drawText(text, font: small, x: unitX, y: l.distance.maxY - small.height)
         }
         text.clear()
         text.append(cue.name.isEmpty ? cue.type.word : cue.name)
-        clip(to: l.name.width / Font.small.width)
-        canvas.drawText(text, font: .small, x: l.name.x, y: l.name.y)
-        if let next = v.followingCue, l.then.width > 0 {
+        clip(to: l.name.width / small.width)
+        canvas.drawText(text, font: small, x: l.name.x, y: l.name.y)
+        if let next = v.followingCue, let then = l.then {
             text.clear()
             text.append("THEN ")
             text.append(next.type.word)
             text.append(UInt8(ascii: " "))
             appendDistance(next.distanceM - cue.distanceM)
-            clip(to: l.then.width / Font.small.width)
-            canvas.drawText(text, font: .small, x: l.then.x, y: l.then.y)
+            clip(to: then.width / small.width)
+            canvas.drawText(text, font: small, x: then.x, y: then.y)
         }
     }
 
     /// A banner across the right column (inverted), e.g. "OFF COURSE".
     mutating func drawBanner(_ l: NavigationLayout, _ words: String) {
-        let r = Rect(x: l.distance.x - 1, y: l.distance.y, width: l.distance.width + 1, height: 14)
+        let small = fonts.text
+        let r = Rect(x: l.distance.x - geometry.px(1), y: l.distance.y, width: l.distance.width + geometry.px(1), height: small.height + geometry.px(2))
         canvas.fill(r)
-        canvas.drawText(words, font: .small, in: Rect(x: r.x, y: r.y + 1, width: r.width, height: 12), alignment: .center, on: false)
+        canvas.drawText(words, font: small, in: Rect(x: r.x, y: r.y + geometry.px(1), width: r.width, height: small.height), alignment: .center, on: false)
     }
 
+    /// The course's name under the banner.
     mutating func drawCourseName(_ l: NavigationLayout, _ v: NavigationView) {
         text.clear()
         text.append(v.course?.name ?? "")
-        clip(to: (l.name.width + l.name.x) / Font.small.width)
-        canvas.drawText(text, font: .small, x: 0, y: l.name.y + (l.then.width > 0 ? 12 : 0))
+        clip(to: l.name.width / fonts.text.width)
+        canvas.drawText(text, font: fonts.text, x: l.name.x, y: l.name.y + geometry.px(2))
     }
 
     /// Keeps the first `n` characters of `text`.
@@ -202,11 +201,9 @@ extension ScreenRenderer {
         return (ScreenCatalogue.cosine(r - Double.pi / 2), -ScreenCatalogue.cosine(r))
     }
 
-    /// A thick line (3 px).
+    /// A thick line (3 px at 128×64, scaled).
     mutating func thickLine(_ x0: Double, _ y0: Double, _ x1: Double, _ y1: Double) {
-        for (ox, oy) in [(0, 0), (1, 0), (0, 1), (-1, 0), (0, -1)] {
-            canvas.line(x0: Int(x0.rounded()) + ox, y0: Int(y0.rounded()) + oy, x1: Int(x1.rounded()) + ox, y1: Int(y1.rounded()) + oy)
-        }
+        canvas.line(x0: Int(x0.rounded()), y0: Int(y0.rounded()), x1: Int(x1.rounded()), y1: Int(y1.rounded()), thickness: geometry.px(3))
     }
 
     mutating func arrowHead(atX x: Double, y: Double, degrees: Double, size: Double) {
@@ -228,11 +225,15 @@ extension ScreenRenderer {
     /// A turn: a stem from the bottom to the centre, then the new direction with its head; a
     /// U-turn hooks back down; a cue that is no turn is its word in a box.
     mutating func drawCueArrow(in box: Rect, _ type: CueType, now: Bool) {
-        if now { canvas.strokeRect(box) }
+        if now { canvas.strokeRect(box, thickness: geometry.px(1)) }
         guard let turn = type.turnDeg else {
-            canvas.strokeRect(box.insetBy(4))
-            canvas.drawText(type.word.count <= 6 ? type.word : String(type.word.prefix(5)), font: .small,
-                            in: Rect(x: box.x, y: box.y + box.height / 2 - 6, width: box.width, height: 12), alignment: .center)
+            let small = fonts.text
+            canvas.strokeRect(box.insetBy(geometry.px(4)), thickness: geometry.px(1))
+            text.clear()
+            text.append(type.word)
+            clip(to: max(1, (box.width - geometry.px(10)) / small.width))
+            canvas.drawText(text, font: small, in: Rect(x: box.x, y: box.y + (box.height - small.height) / 2, width: box.width, height: small.height),
+                            alignment: .center)
             return
         }
         let cx = Double(box.x) + Double(box.width - 1) / 2, cy = Double(box.y) + Double(box.height - 1) / 2 + 2
@@ -255,30 +256,28 @@ extension ScreenRenderer {
 
     // MARK: PROFILE
 
-    /// The course ahead: on a climb, what is left of it; before one, how far to it; the
-    /// profile of the next kilometres with the rider's place on it.
-    mutating func drawProfile(_ l: NavigationLayout, _ model: ScreenModel) {
+    /// The course ahead in `frame`: on a climb, what is left of it; before one, how far to it;
+    /// the profile of the next kilometres with the rider's place on it.
+    mutating func drawProfile(in frame: Rect, _ model: ScreenModel) {
         let v = model.navigation
         guard let course = v.course else { return }
+        let small = fonts.text
         text.clear()
         if let c = v.climb {
+            text.append("CLIMB ")
+            text.append(integer: Int64(c.number))
             if c.onClimb {
-                text.append("CLIMB ")
-                text.append(integer: Int64(c.number))
                 text.append(UInt8(ascii: "/"))
                 text.append(integer: Int64(c.count))
                 text.append(UInt8(ascii: " "))
-                appendDistance(c.distanceM)
             } else {
-                text.append("CLIMB ")
-                text.append(integer: Int64(c.number))
                 text.append(" IN ")
-                appendDistance(c.distanceM)
             }
+            appendDistance(c.distanceM)
         } else {
             text.append(course.hasAltitude ? "NO CLIMBS AHEAD" : "NO ALTITUDE")
         }
-        canvas.drawText(text, font: .small, x: 0, y: 0)
+        canvas.drawText(text, font: small, x: frame.x, y: frame.y)
         text.clear()
         if let c = v.climb {
             text.append(integer: Int64(c.elevationM.rounded()))
@@ -289,46 +288,51 @@ extension ScreenRenderer {
             text.append(integer: Int64(a.rounded()))
             text.append("M TO GO")
         }
-        if height >= 64 {
-            canvas.drawText(text, font: .small, x: 0, y: 11)
+        // Two rows of words over the chart on a tall frame; one (the figures at its right) on a
+        // short one.
+        let twoRows = frame.height >= geometry.px(48)
+        if twoRows {
+            canvas.drawText(text, font: small, x: frame.x, y: frame.y + small.height - geometry.px(1))
         } else {
-            canvas.drawText(text, font: .small, in: Rect(x: 0, y: 0, width: l.chart.width, height: 12), alignment: .right)
+            canvas.drawText(text, font: small, in: Rect(x: frame.x, y: frame.y, width: frame.width, height: small.height), alignment: .right)
         }
         guard course.hasAltitude else { return }
+        let top = frame.y + (twoRows ? 2 * small.height : small.height) + geometry.px(1)
+        let chart = Rect(x: frame.x, y: top, width: frame.width, height: frame.maxY - top)
+        guard chart.height >= geometry.px(4), chart.width >= 8 else { return }
         // What is drawn: from a little behind the rider to the climb's top (at least 1 km), or
-        // the next 5 km; the rider at the left.
+        // the next 5 km; the rider near the left.
         let here = v.alongM ?? 0
         var span = 5_000.0
         if let c = v.climb, c.onClimb { span = max(1_000, c.distanceM * 1.15) }
-        let behind = span * 0.1
-        let start = max(0, here - behind)
+        let start = max(0, here - span * 0.1)
         let end = min(course.lengthM, start + span)
         guard end > start else { return }
-        let chart = l.chart
-        var lo = Double.infinity, hi = -Double.infinity
         let columns = chart.width
+        func along(_ x: Int) -> Double { start + (end - start) * Double(x) / Double(max(1, columns - 1)) }
+        var lo = Double.infinity, hi = -Double.infinity
         for x in 0..<columns {
-            let a = start + (end - start) * Double(x) / Double(max(1, columns - 1))
-            if let alt = course.altitude(atAlongM: a) { lo = min(lo, alt); hi = max(hi, alt) }
+            if let alt = course.altitude(atAlongM: along(x)) { lo = min(lo, alt); hi = max(hi, alt) }
         }
         guard lo.isFinite else { return }
         let rangeM = max(20, hi - lo)
         for x in 0..<columns {
-            let a = start + (end - start) * Double(x) / Double(max(1, columns - 1))
+            let a = along(x)
             guard let alt = course.altitude(atAlongM: a) else { continue }
             let h = Int(((alt - lo) / rangeM * Double(chart.height - 2)).rounded()) + 1
-            let inClimb = v.climb.map { c in c.onClimb && a >= here && a <= here + c.distanceM } ?? false
-            if inClimb || a < here {
+            // Behind the rider and the climb being ridden filled; the rest an outline.
+            let filled = a < here || (v.climb.map { c in c.onClimb && a <= here + c.distanceM } ?? false)
+            if filled {
                 canvas.verticalLine(x: chart.x + x, y: chart.maxY - h, length: h)
             } else {
                 canvas.setPixel(x: chart.x + x, y: chart.maxY - h)
                 canvas.setPixel(x: chart.x + x, y: chart.maxY - 1)
             }
         }
-        // The rider: an inverted marker at their place.
         if v.alongM != nil {
             let x = chart.x + Int((here - start) / (end - start) * Double(columns - 1))
-            canvas.invert(Rect(x: max(chart.x, x - 1), y: chart.y, width: 3, height: chart.height))
+            let w = geometry.px(3)
+            canvas.invert(Rect(x: max(chart.x, x - w / 2), y: chart.y, width: w, height: chart.height))
         }
     }
 
@@ -340,16 +344,16 @@ extension ScreenRenderer {
         let v = model.navigation
         guard let course = v.course else { return }
         guard let lat = v.latDeg, let lon = v.lonDeg else {
-            canvas.drawText("NO GPS FIX", font: .small, in: Rect(x: area.x, y: area.y + area.height / 2 - 6, width: area.width, height: 12),
-                            alignment: .center)
+            canvas.drawText("NO GPS FIX", font: fonts.text, in: Rect(x: area.x, y: area.y + (area.height - fonts.text.height) / 2,
+                                                                     width: area.width, height: fonts.text.height), alignment: .center)
             return
         }
         let plane = LocalPlane(latDeg: lat, lonDeg: lon)
         // Zoom: the next cue (or 400 m) and a little more fit in the shorter half-side.
         let reach = min(3_000, max(250, (v.cue?.distanceM ?? 400) * 1.3))
-        let half = Double(min(area.width, area.height)) / 2 - 3
+        let half = Double(min(area.width, area.height)) / 2 - Double(geometry.px(3))
         var mpp = reach / half
-        for step in [2.0, 3, 5, 8, 10, 15, 20, 30, 50] where step >= mpp { mpp = step; break }
+        for step in [0.5, 1, 2, 3, 5, 8, 10, 15, 20, 30, 50] where step >= mpp { mpp = step; break }
         mpp = min(mpp, 50)
         let cx = Double(area.x) + Double(area.width - 1) / 2, cy = Double(area.y) + Double(area.height - 1) / 2
         func px(_ e: Double, _ n: Double) -> (Int, Int) { (Int((cx + e / mpp).rounded()), Int((cy - n / mpp).rounded())) }
@@ -379,44 +383,53 @@ extension ScreenRenderer {
             let c = course.position(atAlongM: course.cues[cue.index].alongM)
             let o = plane.offset(latDeg: c.latDeg, lonDeg: c.lonDeg)
             let p = px(o.east, o.north)
-            canvas.fill(Rect(x: p.0 - 3, y: p.1 - 3, width: 7, height: 7), on: false)
-            canvas.strokeRect(Rect(x: p.0 - 3, y: p.1 - 3, width: 7, height: 7))
+            let r = geometry.px(3)
+            canvas.fill(Rect(x: p.0 - r, y: p.1 - r, width: 2 * r + 1, height: 2 * r + 1), on: false)
+            canvas.strokeRect(Rect(x: p.0 - r, y: p.1 - r, width: 2 * r + 1, height: 2 * r + 1), thickness: geometry.px(1))
         }
         // The rider.
         let here = px(0, 0)
-        canvas.fill(Rect(x: here.0 - 4, y: here.1 - 4, width: 9, height: 9), on: false)
+        let k = Double(geometry.px(1))
+        canvas.fill(Rect(x: here.0 - geometry.px(4), y: here.1 - geometry.px(4), width: geometry.px(9), height: geometry.px(9)), on: false)
         if let h = v.headingDeg {
             let d = direction(h)
-            let tip = (Double(here.0) + d.dx * 5, Double(here.1) + d.dy * 5)
-            thickLine(Double(here.0) - d.dx * 3, Double(here.1) - d.dy * 3, tip.0, tip.1)
-            arrowHead(atX: tip.0, y: tip.1, degrees: h, size: 3)
+            let tip = (Double(here.0) + d.dx * 5 * k, Double(here.1) + d.dy * 5 * k)
+            thickLine(Double(here.0) - d.dx * 3 * k, Double(here.1) - d.dy * 3 * k, tip.0, tip.1)
+            arrowHead(atX: tip.0, y: tip.1, degrees: h, size: 3 * k)
         } else {
-            canvas.fill(Rect(x: here.0 - 2, y: here.1 - 2, width: 5, height: 5))
+            canvas.fill(Rect(x: here.0 - geometry.px(2), y: here.1 - geometry.px(2), width: geometry.px(5), height: geometry.px(5)))
         }
-        canvas.fill(Rect(x: area.x, y: area.y, width: 7, height: 17), on: false)
+        canvas.fill(Rect(x: area.x, y: area.y, width: geometry.px(7), height: geometry.px(17)), on: false)
         drawNorthMark(x: area.x, y: area.y)
         drawScaleBar(metresPerPixel: mpp, right: area.maxX - 1, bottom: area.maxY - 1)
     }
 
     // MARK: The Courses screen
 
+    /// LAP on idle: the courses on the card (the loaded one marked), or the loaded course's page
+    /// (length, ascent, cues and its climbs before the ride).
     mutating func drawCourses(_ menu: CoursesMenu, _ model: ScreenModel) {
-        let banner = Rect(x: 0, y: 0, width: width, height: 11)
+        let small = fonts.text
+        let pitch = small.height
+        let banner = Rect(x: 0, y: 0, width: width, height: small.height - geometry.px(1))
         canvas.fill(banner)
         let loaded = model.navigation.course
-        let rowPitch = 12
-        let rows = max(1, (height - 12) / rowPitch)
+        let rows = max(1, (height - banner.maxY - geometry.px(1)) / pitch)
+        let chars = width / small.width
         switch menu.page {
         case .list:
-            canvas.drawText("COURSES", font: .small, x: 1, y: -1, on: false)
+            canvas.drawText("COURSES", font: small, x: geometry.px(1), y: -geometry.px(1), on: false)
             text.clear()
             if menu.loading { text.append("...") } else { text.append(integer: Int64(menu.courses.count)) }
-            canvas.drawText(text, font: .small, in: Rect(x: 0, y: -1, width: width - 1, height: 12), alignment: .right, on: false)
+            canvas.drawText(text, font: small, in: Rect(x: 0, y: -geometry.px(1), width: width - geometry.px(1), height: small.height),
+                            alignment: .right, on: false)
             let first = max(0, min(menu.cursor - rows + 1, menu.rowCount - rows))
             for r in 0..<rows {
                 let i = first + r
                 guard i < menu.rowCount else { break }
-                let y = 12 + r * rowPitch
+                let y = banner.maxY + geometry.px(1) + r * pitch
+                let selected = i == menu.cursor
+                if selected { canvas.fill(Rect(x: 0, y: y, width: width, height: pitch)) }
                 text.clear()
                 if i == 0 {
                     text.append(loaded == nil ? "* NO COURSE" : "  NO COURSE")
@@ -424,25 +437,29 @@ extension ScreenRenderer {
                     let c = menu.courses[i - 1]
                     text.append(loaded?.name == c.name ? "* " : "  ")
                     text.append(c.name)
-                    clip(to: (width / Font.small.width) - 7)
+                    clip(to: chars - 7)
                 }
-                let row = Rect(x: 0, y: y, width: width, height: rowPitch)
-                if i == menu.cursor { canvas.fill(row) }
-                canvas.drawText(text, font: .small, x: 0, y: y, on: i != menu.cursor)
+                canvas.drawText(text, font: small, x: 0, y: y, on: !selected)
                 if i > 0 {
+                    let c = menu.courses[i - 1]
                     text.clear()
-                    text.append(menu.courses[i - 1].lengthM / 1000, decimals: menu.courses[i - 1].lengthM < 100_000 ? 1 : 0)
+                    text.append(c.lengthM / 1000, decimals: c.lengthM < 100_000 ? 1 : 0)
                     text.append("K")
-                    canvas.drawText(text, font: .small, in: Rect(x: 0, y: y, width: width - 1, height: 12), alignment: .right, on: i != menu.cursor)
+                    canvas.drawText(text, font: small, in: Rect(x: 0, y: y, width: width - geometry.px(1), height: pitch),
+                                    alignment: .right, on: !selected)
                 }
             }
         case .course:
             text.clear()
             text.append(loaded?.name ?? "NO COURSE")
-            clip(to: width / Font.small.width - 1)
-            canvas.drawText(text, font: .small, x: 1, y: -1, on: false)
+            clip(to: chars - 1)
+            canvas.drawText(text, font: small, x: geometry.px(1), y: -geometry.px(1), on: false)
             guard let c = loaded else { break }
-            var lines: [(Int, TextBuffer)] = []
+            var row = 0
+            func line() {
+                if row < rows { canvas.drawText(text, font: small, x: 0, y: banner.maxY + geometry.px(1) + row * pitch) }
+                row += 1
+            }
             text.clear()
             text.append(c.lengthM / 1000, decimals: 1)
             text.append(" KM")
@@ -451,14 +468,15 @@ extension ScreenRenderer {
                 text.append(integer: Int64(c.totalAscentM.rounded()))
                 text.append(" M")
             }
-            lines.append((0, text))
+            line()
             text.clear()
             text.append(integer: Int64(c.cues.count))
             text.append(" CUES  ")
             text.append(integer: Int64(c.climbs.count))
             text.append(" CLIMBS")
-            lines.append((1, text))
-            for k in 0..<CoursesMenu.climbRowsShown {
+            line()
+            let shown = max(CoursesMenu.climbRowsShown, rows - 2)
+            for k in 0..<shown {
                 let i = menu.climbRow + k
                 guard i < c.climbs.count else { break }
                 let climb = c.climbs[i]
@@ -470,17 +488,16 @@ extension ScreenRenderer {
                 text.append(climb.gradePercent, decimals: 1)
                 text.append("% @")
                 text.append(climb.startAlongM / 1000, decimals: 1)
-                lines.append((2 + k, text))
-            }
-            for (row, line) in lines where row < rows {
-                canvas.drawText(line, font: .small, x: 0, y: 12 + row * rowPitch)
+                line()
             }
         }
         if let m = menu.message {
-            let box = Rect(x: 8, y: height / 2 - 8, width: width - 16, height: 16)
+            let m8 = geometry.px(8)
+            let box = Rect(x: m8, y: height / 2 - m8, width: width - 2 * m8, height: small.height + geometry.px(4))
             canvas.fill(Rect(x: box.x - 1, y: box.y - 1, width: box.width + 2, height: box.height + 2), on: false)
             canvas.fill(box)
-            canvas.drawText(m, font: .small, in: Rect(x: box.x, y: box.y + 2, width: box.width, height: 12), alignment: .center, on: false)
+            canvas.drawText(m, font: small, in: Rect(x: box.x, y: box.y + geometry.px(2), width: box.width, height: small.height),
+                            alignment: .center, on: false)
         }
     }
 
@@ -488,18 +505,21 @@ extension ScreenRenderer {
 
     /// A cue over the page: the arrow at the left, the distance (or NOW) and the name.
     mutating func drawCueOverlay(_ type: CueType, stage: CueStage, distanceM: Int, name: String) {
-        let box = height >= 64 ? Rect(x: 2, y: 10, width: width - 4, height: 44) : Rect(x: 1, y: 1, width: width - 2, height: 30)
+        let small = fonts.text, title = fonts.title
+        let m = geometry.px(2)
+        let box = tall ? Rect(x: m, y: geometry.px(10), width: width - 2 * m, height: height - geometry.px(20))
+                       : Rect(x: geometry.px(1), y: geometry.px(1), width: width - geometry.px(2), height: height - geometry.px(2))
         canvas.fill(Rect(x: box.x - 1, y: box.y - 1, width: box.width + 2, height: box.height + 2), on: false)
-        canvas.strokeRect(box)
-        let side = box.height - 4
-        drawCueArrow(in: Rect(x: box.x + 2, y: box.y + 2, width: side, height: side), type, now: false)
-        let x = box.x + side + 6
+        canvas.strokeRect(box, thickness: geometry.px(1))
+        let side = box.height - 2 * m
+        drawCueArrow(in: Rect(x: box.x + m, y: box.y + m, width: side, height: side), type, now: false)
+        let x = box.x + side + 3 * m
         text.clear()
         if stage == .now { text.append("NOW") } else { appendDistance(Double(distanceM)) }
-        canvas.drawText(text, font: .medium, x: x, y: box.y + 3)
+        canvas.drawText(text, font: title, x: x, y: box.y + m)
         text.clear()
         text.append(name.isEmpty ? type.word : name)
-        clip(to: (box.maxX - x - 2) / Font.small.width)
-        canvas.drawText(text, font: .small, x: x, y: box.y + 19)
+        clip(to: (box.maxX - x - m) / small.width)
+        canvas.drawText(text, font: small, x: x, y: box.y + m + title.height)
     }
 }

@@ -5,33 +5,26 @@ import RideModel
 
 /// The climbing and "where am I" pages (docs/gps.md, docs/screens.md).
 public enum PositionPages {
-    /// Timer, altitude, total ascent, grade: a row each.
-    public static let climb128x64 = PageLayout(name: "CLIMB", fields: [
-        Field(.timer, Rect(x: 0, y: 0, width: 122, height: 15), size: .large, label: .left),
-        Field(.metric(.altitude), Rect(x: 0, y: 16, width: 122, height: 15), size: .large, label: .left),
-        Field(.metric(.ascent), Rect(x: 0, y: 32, width: 122, height: 15), size: .large, label: .left),
-        Field(.metric(.grade), Rect(x: 0, y: 48, width: 122, height: 16), size: .large, label: .left),
-    ], rules: [Rect(x: 0, y: 15, width: 122, height: 1), Rect(x: 0, y: 31, width: 122, height: 1),
-               Rect(x: 0, y: 47, width: 122, height: 1)])
+    /// Timer, altitude, total ascent, grade: a row each (altitude over ascent and grade on a
+    /// compact panel). Clear of the page dots by 4 px.
+    public static let climb = PageDesign("CLIMB", trailingInset: 4, [
+        .fill([.init(.timer, .large, label: .left)], in: .from(.regular)),
+        .fill([.init(.metric(.altitude), .large, label: .left)]),
+        .fill([.init(.metric(.ascent), .large, label: .left), .init(.metric(.grade), .medium, label: .left, in: .compact)]),
+        .fill([.init(.metric(.grade), .large, label: .left)], in: .from(.regular)),
+    ])
 
-    /// The track so far across the whole panel (the page dots keep the right edge).
-    public static let map128x64 = PageLayout(name: "MAP", fields: [], map: Rect(x: 0, y: 0, width: 122, height: 64))
-
-    public static let climb128x32 = PageLayout(name: "CLIMB", fields: [
-        Field(.metric(.altitude), Rect(x: 0, y: 0, width: 122, height: 15), size: .large, label: .left),
-        Field(.metric(.ascent), Rect(x: 0, y: 17, width: 61, height: 15), size: .large, label: .left),
-        Field(.metric(.grade), Rect(x: 64, y: 17, width: 58, height: 15), size: .medium, label: .left),
-    ], rules: [Rect(x: 0, y: 16, width: 122, height: 1)])
-
-    public static let map128x32 = PageLayout(name: "MAP", fields: [], map: Rect(x: 0, y: 0, width: 122, height: 32))
+    /// The track so far across the whole panel, clear of the page dots.
+    public static let map = PageDesign("MAP", trailingInset: 4, [.graphic(.track)])
 }
 
 /// Scale bar lengths offered, m (one is picked so that the bar is 16–40 px long).
 let scaleBarLengthsM: [Double] = [10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000]
 
 extension ScreenRenderer {
-    /// Sensor boxes are 24 px wide; five expected sources (with the GPS) sit 25 px apart.
-    func boxStep(_ model: ScreenModel) -> Int { expectedSensorCount(model) >= 5 ? 25 : 26 }
+    /// Sensor boxes are four characters wide (24 px on the OLEDs), 2 px apart, 1 px with five
+    /// expected sources (the GPS among them).
+    func boxStep(_ model: ScreenModel) -> Int { sensorBox.width + geometry.px(expectedSensorCount(model) >= 5 ? 1 : 2) }
 
     /// The GPS box: the fix and the satellites in use ("3D 9", "2D12"), "GPS" without a fix.
     mutating func writeGpsBox(_ g: GpsStatus) {
@@ -78,8 +71,10 @@ extension ScreenRenderer {
     /// there is no position yet. Pieces of track separated by a lost fix are not joined.
     mutating func drawMap(in area: Rect, _ model: ScreenModel) {
         let t = model.track
+        let small = fonts.text, g = geometry
         guard let b = t.bounds, let current = t.current else {
-            canvas.drawText("NO GPS TRACK", font: .small, in: Rect(x: area.x, y: area.y + area.height / 2 - 8, width: area.width, height: 12),
+            canvas.drawText("NO GPS TRACK", font: small,
+                            in: Rect(x: area.x, y: area.y + area.height / 2 - small.height + g.px(4), width: area.width, height: small.height),
                             alignment: .center)
             // "NO FIX 2/7 SAT", "3D 9/12 SAT", "-- " without gpsd.
             text.clear()
@@ -91,14 +86,14 @@ extension ScreenRenderer {
                 text.append(integer: Int64(max(0, min(99, model.gps.satellitesVisible ?? 0))))
                 text.append(" SAT")
             }
-            canvas.drawText(text, font: .small, in: Rect(x: area.x, y: area.y + area.height / 2 + 4, width: area.width, height: 12),
+            canvas.drawText(text, font: small, in: Rect(x: area.x, y: area.y + area.height / 2 + g.px(4), width: area.width, height: small.height),
                             alignment: .center)
             return
         }
         // The track keeps clear of the north mark (top left) and, on a tall panel, of the scale
         // bar's row (bottom).
-        let margin = 3
-        let scaleRowPx = area.height >= 48 ? 10 : 0
+        let margin = g.px(3)
+        let scaleRowPx = area.height >= g.px(48) ? small.height - g.px(2) : 0
         let inner = Rect(x: area.x + margin, y: area.y + margin, width: area.width - 2 * margin,
                          height: area.height - 2 * margin - scaleRowPx)
         let spanE = b.maxEastM - b.minEastM, spanN = b.maxNorthM - b.minNorthM
@@ -109,43 +104,48 @@ extension ScreenRenderer {
         func px(_ e: Double, _ n: Double) -> (Int, Int) {
             (Int(((e - midE) / mpp + cx).rounded()), Int((cy - (n - midN) / mpp).rounded()))
         }
+        let stroke = g.px(1)
         var previous: (Int, Int)?
         for i in 0..<t.count {
             let p = t.point(i)
             let q = px(p.eastM, p.northM)
-            if let prev = previous, !p.startsPiece { canvas.line(x0: prev.0, y0: prev.1, x1: q.0, y1: q.1) }
+            if let prev = previous, !p.startsPiece { canvas.line(x0: prev.0, y0: prev.1, x1: q.0, y1: q.1, thickness: stroke) }
             previous = q
         }
         let here = px(current.eastM, current.northM)
-        if let prev = previous { canvas.line(x0: prev.0, y0: prev.1, x1: here.0, y1: here.1) }
+        if let prev = previous { canvas.line(x0: prev.0, y0: prev.1, x1: here.0, y1: here.1, thickness: stroke) }
+        let mark = g.px(5), half = g.px(2)
         if t.count > 0 {
             let s = px(t.point(0).eastM, t.point(0).northM)
-            canvas.fill(Rect(x: s.0 - 2, y: s.1 - 2, width: 5, height: 5), on: false)
-            canvas.strokeRect(Rect(x: s.0 - 2, y: s.1 - 2, width: 5, height: 5))
+            canvas.fill(Rect(x: s.0 - half, y: s.1 - half, width: mark, height: mark), on: false)
+            canvas.strokeRect(Rect(x: s.0 - half, y: s.1 - half, width: mark, height: mark), thickness: stroke)
         }
-        canvas.fill(Rect(x: here.0 - 2, y: here.1 - 2, width: 5, height: 5))
+        canvas.fill(Rect(x: here.0 - half, y: here.1 - half, width: mark, height: mark))
         drawNorthMark(x: area.x, y: area.y)
         drawScaleBar(metresPerPixel: mpp, right: area.maxX - 1, bottom: area.maxY - 1)
     }
 
-    /// A small "N" over an upward arrow in the top right corner.
+    /// A small "N" over an upward arrow in the top left corner.
     mutating func drawNorthMark(x: Int, y: Int) {
-        canvas.drawText("N", font: .small, x: x, y: y - 2)
-        canvas.verticalLine(x: x + 2, y: y + 9, length: 6)
-        canvas.line(x0: x, y0: y + 11, x1: x + 2, y1: y + 9)
-        canvas.line(x0: x + 4, y0: y + 11, x1: x + 2, y1: y + 9)
+        let g = geometry, t = g.px(1)
+        canvas.drawText("N", font: fonts.text, x: x, y: y - g.px(2))
+        let top = y + fonts.text.height - g.px(3)
+        canvas.verticalLine(x: x + g.px(2), y: top, length: g.px(6), thickness: t)
+        canvas.line(x0: x, y0: top + g.px(2), x1: x + g.px(2), y1: top, thickness: t)
+        canvas.line(x0: x + g.px(4), y0: top + g.px(2), x1: x + g.px(2), y1: top, thickness: t)
     }
 
-    /// A bar of a round length (up to 40 px) with end ticks, ending at `right`, its length
-    /// ("500m", "2km") to its left.
+    /// A bar of a round length (up to 40 px on the OLEDs) with end ticks, ending at `right`, its
+    /// length ("500m", "2km") to its left.
     mutating func drawScaleBar(metresPerPixel mpp: Double, right: Int, bottom: Int) {
+        let g = geometry, t = g.px(1), tick = g.px(3)
         var length = scaleBarLengthsM[0]
-        for l in scaleBarLengthsM where l / mpp <= 40 { length = l }
+        for l in scaleBarLengthsM where l / mpp <= Double(g.px(40)) { length = l }
         let px = max(2, Int((length / mpp).rounded()))
         let x = right - px + 1
-        canvas.horizontalLine(x: x, y: bottom, length: px)
-        canvas.verticalLine(x: x, y: bottom - 3, length: 3)
-        canvas.verticalLine(x: right, y: bottom - 3, length: 3)
+        canvas.horizontalLine(x: x, y: bottom - t + 1, length: px, thickness: t)
+        canvas.verticalLine(x: x, y: bottom - tick, length: tick, thickness: t)
+        canvas.verticalLine(x: right - t + 1, y: bottom - tick, length: tick, thickness: t)
         text.clear()
         if length >= 1000 {
             text.append(integer: Int64(length / 1000))
@@ -154,7 +154,8 @@ extension ScreenRenderer {
             text.append(integer: Int64(length))
             text.append(UInt8(ascii: "m"))
         }
-        canvas.drawText(text, font: .small, x: x - 2 - Font.small.widthPx(count: text.count), y: bottom - 10)
+        let small = fonts.text
+        canvas.drawText(text, font: small, x: x - g.px(2) - small.widthPx(count: text.count), y: bottom - small.height + g.px(2))
     }
 }
 

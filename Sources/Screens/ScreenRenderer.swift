@@ -34,7 +34,10 @@ public struct ScreenRenderer: Sendable {
 
     var width: Int { canvas.width }
     var height: Int { canvas.height }
-    var tall: Bool { canvas.height >= 64 }
+    /// The panel's size class, scale and fonts: every placement below is computed from it.
+    var geometry: PanelGeometry { layouts.geometry }
+    var fonts: FontSet { layouts.geometry.fonts }
+    var tall: Bool { layouts.geometry.isTall }
 
     public mutating func render(_ model: ScreenModel, into framebuffer: inout Framebuffer) {
         draw(model)
@@ -84,15 +87,15 @@ public struct ScreenRenderer: Sendable {
         let pages = layouts.runningPages
         guard !pages.isEmpty else { drawnKeyCount = -1; return false }
         if let nav = navigationPageIndex(page, model) {
-            keyScratch[0] = 0xFE
-            let n = appendNavigationKey(model, page: nav, at: 1)
+            keyScratch[0] = UInt8(truncatingIfNeeded: 0x80 | nav)
+            var n = 1
+            for graphic in layouts.navigationPages[nav].graphics { n = appendGraphicKey(graphic.kind, model, at: n) }
             return keyUnchanged(n)
         }
         let index = ((page % pages.count) + pages.count) % pages.count
         keyScratch[0] = UInt8(truncatingIfNeeded: index)
         var n = 1
-        if pages[index].map != nil && model.navigation.course != nil { n = appendNavigationKey(model, page: -1, at: n) }
-        if pages[index].map != nil { n = appendMapKey(model, at: n) }
+        for graphic in pages[index].graphics { n = appendGraphicKey(graphic.kind, model, at: n) }
         for field in pages[index].fields {
             ValueFormat.write(field.content, of: model, into: &text)
             guard n + text.count + 1 <= Self.drawnKeyBytesMax else { drawnKeyCount = -1; return false }
@@ -120,7 +123,7 @@ public struct ScreenRenderer: Sendable {
         let pages = layouts.runningPages
         guard !pages.isEmpty else { return }
         if let nav = navigationPageIndex(page, model) {
-            drawNavigationPage(nav, model)
+            drawPage(layouts.navigationPages[nav], model)
             drawPageDots(page, of: max(1, model.runningPageCount))
             return
         }
@@ -132,24 +135,43 @@ public struct ScreenRenderer: Sendable {
         drawPageDots(index, of: model.navigation.course != nil ? reachable : min(pages.count, reachable))
     }
 
-    /// Draws any page layout: each field the same way, then the separator lines.
+    /// Draws any page layout: the separator lines, the graphics, then each field the same way.
     public mutating func drawPage(_ layout: PageLayout, _ model: ScreenModel) {
         for rule in layout.rules { canvas.fill(rule) }
-        if let map = layout.map {
-            if model.navigation.course != nil { drawCourseMap(in: map, model) } else { drawMap(in: map, model) }
-        }
+        for graphic in layout.graphics { drawGraphic(graphic, model) }
         for field in layout.fields { drawField(field, model) }
+    }
+
+    /// One graphic of a page in its frame.
+    mutating func drawGraphic(_ graphic: PlacedGraphic, _ model: ScreenModel) {
+        switch graphic.kind {
+        case .track:
+            // With a course: the course around the rider (NavigationScreens.swift).
+            if model.navigation.course != nil { drawCourseMap(in: graphic.frame, model) } else { drawMap(in: graphic.frame, model) }
+        case .navigation: drawNavigation(in: graphic.frame, model)
+        case .courseProfile: drawProfile(in: graphic.frame, model)
+        }
+    }
+
+    /// What makes a graphic look different, appended to the page's key (a page whose fields did
+    /// not change still redraws when its graphic would). Returns the new key length.
+    mutating func appendGraphicKey(_ kind: PageGraphic, _ model: ScreenModel, at n: Int) -> Int {
+        switch kind {
+        case .track: model.navigation.course == nil ? appendMapKey(model, at: n) : appendNavigationKey(model, at: appendMapKey(model, at: n))
+        case .navigation, .courseProfile: appendNavigationKey(model, at: n)
+        }
     }
 
     private mutating func drawField(_ field: Field, _ model: ScreenModel) {
         ValueFormat.write(field.content, of: model, into: &text)
         let label = field.content.label
-        let labelWidth = field.label == .left ? Font.small.widthPx(count: label.utf8.count) + 2 : 0
+        let labelFont = fonts.label
+        let labelWidth = field.label == .left ? labelFont.widthPx(count: label.utf8.count) + geometry.px(2) : 0
         // Values keep 2 px from the field's right edge (separator lines, neighbours).
-        let available = field.frame.width - labelWidth - 2
-        var size = field.size
-        while size.font.widthPx(count: text.count) > available, let smaller = size.smaller { size = smaller }
-        let font = size.font
+        let available = field.frame.width - labelWidth - geometry.px(2)
+        var level = fonts.digitsLevel(field.size)
+        while fonts.digits[level].widthPx(count: text.count) > available, level > 0 { level -= 1 }
+        let font = fonts.digits[level]
         let valueY: Int = field.label == .top
             ? field.frame.maxY - font.height - 1
             : field.frame.y + (field.frame.height - font.height + 1) / 2
@@ -157,41 +179,58 @@ public struct ScreenRenderer: Sendable {
                         alignment: .right)
         switch field.label {
         case .none: break
-        case .top: canvas.drawText(label, font: .small, x: field.frame.x, y: field.frame.y - 1)
-        // Capitals and digits ink rows 2...10 of the small font: centre those on the value.
-        case .left: canvas.drawText(label, font: .small, x: field.frame.x, y: valueY + (font.height - 9) / 2 - 2)
+        case .top: canvas.drawText(label, font: labelFont, x: field.frame.x, y: field.frame.y - 1)
+        // Centre the caption's capitals and digits (rows labelCapTop... of its font) on the value.
+        case .left:
+            canvas.drawText(label, font: labelFont, x: field.frame.x,
+                            y: valueY + (font.height - fonts.labelCapRows) / 2 - fonts.labelCapTop)
         }
     }
 
-    /// Page k of n as dots down the right edge: the current one a 3x3 square.
+    /// Page k of n as dots down the right edge: the current one a square, the others a dot in
+    /// its middle.
     private mutating func drawPageDots(_ index: Int, of count: Int) {
         guard count > 1 else { return }
-        // 6 px apart, closer when more pages than that fit (the navigation pages on a 32-row panel).
-        let pitch = max(3, min(6, (height - 4) / count))
+        let side = geometry.pageDotPx, dot = geometry.px(1)
+        let x = width - side
+        // Closer together when more pages than fit at the usual pitch (the navigation pages on a
+        // 32-row panel).
+        let pitch = max(side, min(geometry.pageDotPitch, (height - geometry.px(2)) / count))
         for i in 0..<count {
-            let y = 2 + i * pitch
-            if i == index { canvas.fill(Rect(x: 125, y: y, width: 3, height: 3)) } else { canvas.setPixel(x: 126, y: y + 1) }
+            let y = geometry.px(2) + i * pitch
+            if i == index {
+                canvas.fill(Rect(x: x, y: y, width: side, height: side))
+            } else {
+                canvas.fill(Rect(x: x + (side - dot) / 2, y: y + (side - dot) / 2, width: dot, height: dot))
+            }
         }
     }
 
     // MARK: Idle and countdown
 
     private mutating func drawIdle(_ model: ScreenModel) {
-        canvas.drawText("READY", font: .medium, x: 0, y: 0)
+        let title = fonts.title, small = fonts.text
+        canvas.drawText("READY", font: title, x: 0, y: 0)
         if model.storage != .ok {
-            canvas.drawText(storageWord(model.storage), font: .small, in: Rect(x: 48, y: 2, width: 80, height: 12), alignment: .right)
+            canvas.drawText(storageWord(model.storage), font: small, in: Rect(x: 0, y: geometry.px(2), width: width, height: small.height),
+                            alignment: .right)
         }
         guard tall else {
-            drawSensorBoxes(y: 18, x: 48, model)
+            drawSensorBoxes(y: title.height + geometry.px(2), x: title.widthPx(count: 5) + geometry.px(8), model)
             return
         }
-        canvas.horizontalLine(x: 0, y: 16, length: width)
-        drawSensorBoxes(y: 19, x: 0, model)
-        drawSensorBatteries(y: 31, x: 0, model)
+        canvas.horizontalLine(x: 0, y: title.height, length: width, thickness: geometry.px(1))
+        let boxesY = title.height + geometry.px(3)
+        drawSensorBoxes(y: boxesY, x: 0, model)
+        drawSensorBatteries(y: boxesY + small.height, x: 0, model)
+        // The status line and the hint sit at the bottom.
         sensorStatusLine(model)
-        canvas.drawText(text, font: .small, x: 0, y: 41)
-        canvas.drawText("START to ride", font: .small, x: 0, y: 52)
+        canvas.drawText(text, font: small, x: 0, y: height - 2 * small.height + geometry.px(1))
+        canvas.drawText("START to ride", font: small, x: 0, y: height - small.height)
     }
+
+    /// A sensor box: four characters of the text font, one pixel taller.
+    var sensorBox: (width: Int, height: Int) { (fonts.text.widthPx(count: 4), fonts.text.height + geometry.px(1)) }
 
     /// Each expected sensor's last reported battery level under its box ("82%"; blank when the
     /// sensor has not said).
@@ -200,14 +239,15 @@ public struct ScreenRenderer: Sendable {
         for role in SensorRole.allCases {
             let state = model.sensor(role)
             guard state != .notConfigured else { continue }
+            let cell = Rect(x: bx, y: y, width: sensorBox.width, height: fonts.text.height)
             if role == .gps {
                 writeSatellites(model.gps)
-                canvas.drawText(text, font: .small, in: Rect(x: bx, y: y, width: 24, height: 12), alignment: .center)
+                canvas.drawText(text, font: fonts.text, in: cell, alignment: .center)
             } else if let b = model.sensorBatteryPercent[Int(role.rawValue)] {
                 text.clear()
                 text.append(integer: Int64(max(0, min(100, b))))
                 text.append(UInt8(ascii: "%"))
-                canvas.drawText(text, font: .small, in: Rect(x: bx, y: y, width: 24, height: 12), alignment: .center)
+                canvas.drawText(text, font: fonts.text, in: cell, alignment: .center)
             }
             bx += boxStep(model)
         }
@@ -258,13 +298,15 @@ public struct ScreenRenderer: Sendable {
         for role in SensorRole.allCases {
             let state = model.sensor(role)
             guard state != .notConfigured else { continue }
-            let box = Rect(x: bx, y: y, width: 24, height: 13)
+            let box = Rect(x: bx, y: y, width: sensorBox.width, height: sensorBox.height)
             let connected = state == .connected
-            if connected { canvas.fill(box) } else { canvas.strokeRect(box) }
+            if connected { canvas.fill(box) } else { canvas.strokeRect(box, thickness: geometry.px(1)) }
             if role == .gps { writeGpsBox(model.gps) } else { text.clear(); text.append(roleWord(role)) }
-            canvas.drawText(text, font: .small, in: Rect(x: box.x, y: box.y, width: box.width, height: 12),
+            canvas.drawText(text, font: fonts.text, in: Rect(x: box.x, y: box.y, width: box.width, height: fonts.text.height),
                             alignment: .center, on: !connected)
-            if state == .lost { canvas.line(x0: box.x, y0: box.maxY - 1, x1: box.maxX - 1, y1: box.y) }
+            if state == .lost {
+                for k in 0..<geometry.px(1) { canvas.line(x0: box.x + k, y0: box.maxY - 1, x1: box.maxX - 1, y1: box.y + k) }
+            }
             bx += boxStep(model)
         }
     }
@@ -272,18 +314,23 @@ public struct ScreenRenderer: Sendable {
     private mutating func drawCountdown(_ seconds: Int, _ model: ScreenModel) {
         text.clear()
         text.append(integer: Int64(max(0, seconds)))
+        let small = fonts.text, digits = fonts.digits(.huge)
         if tall {
-            canvas.drawText("STARTING IN", font: .small, in: Rect(x: 0, y: 0, width: width, height: 12), alignment: .center)
-            canvas.drawText(text, font: .digitsHuge, in: Rect(x: 0, y: 14, width: width, height: 26), alignment: .center)
+            canvas.drawText("STARTING IN", font: small, in: Rect(x: 0, y: 0, width: width, height: small.height), alignment: .center)
+            canvas.drawText(text, font: digits, in: Rect(x: 0, y: small.height + geometry.px(2), width: width, height: digits.height),
+                            alignment: .center)
             if expectedSensorCount(model) == 0 {
-                canvas.drawText("NO SENSORS", font: .small, in: Rect(x: 0, y: 48, width: width, height: 12), alignment: .center)
+                canvas.drawText("NO SENSORS", font: small, in: Rect(x: 0, y: height - small.height - geometry.px(4), width: width, height: small.height),
+                                alignment: .center)
             } else {
-                drawSensorBoxes(y: 47, x: (width - boxStep(model) * expectedSensorCount(model) + 2) / 2, model)
+                drawSensorBoxes(y: height - sensorBox.height - geometry.px(4),
+                                x: (width - boxStep(model) * expectedSensorCount(model) + geometry.px(2)) / 2, model)
             }
         } else {
-            canvas.drawText(text, font: .digitsHuge, x: 4, y: 3)
-            canvas.drawText("STARTING", font: .small, x: 28, y: 0)
-            drawSensorBoxes(y: 16, x: 28, model)
+            let x = geometry.px(4) + digits.width + geometry.px(8)
+            canvas.drawText(text, font: digits, x: geometry.px(4), y: geometry.px(3))
+            canvas.drawText("STARTING", font: small, x: x, y: 0)
+            drawSensorBoxes(y: small.height + geometry.px(4), x: x, model)
         }
     }
 
@@ -296,24 +343,29 @@ public struct ScreenRenderer: Sendable {
     // MARK: Paused
 
     private mutating func drawPaused(_ model: ScreenModel) {
-        let banner = Rect(x: 0, y: 0, width: width, height: 16)
+        let title = fonts.title, small = fonts.text
+        let banner = Rect(x: 0, y: 0, width: width, height: title.height)
         canvas.fill(banner)
         text.clear()
         text.append(clockMs: model.timerMs)
         if tall {
-            canvas.drawText("PAUSED", font: .medium, in: banner, alignment: .center, on: false)
-            canvas.drawText(text, font: .digitsHuge, in: Rect(x: 0, y: 20, width: width, height: 26), alignment: .center)
+            let digits = fonts.digits(.huge)
+            canvas.drawText("PAUSED", font: title, in: banner, alignment: .center, on: false)
+            canvas.drawText(text, font: digits, in: Rect(x: 0, y: banner.maxY + geometry.px(4), width: width, height: digits.height), alignment: .center)
             text.clear()
             text.append(clockMs: model.elapsedMs)
-            canvas.drawText("ELAPSED", font: .small, x: 0, y: 51)
-            canvas.drawText(text, font: .small, in: Rect(x: 0, y: 51, width: width, height: 12), alignment: .right)
+            let y = height - small.height - geometry.px(1)
+            canvas.drawText("ELAPSED", font: small, x: 0, y: y)
+            canvas.drawText(text, font: small, in: Rect(x: 0, y: y, width: width, height: small.height), alignment: .right)
         } else {
-            canvas.drawText("PAUSED", font: .medium, x: 2, y: 0, on: false)
-            canvas.drawText(text, font: .small, in: Rect(x: 0, y: 2, width: width - 2, height: 12), alignment: .right, on: false)
+            let digits = fonts.digits(.large)
+            canvas.drawText("PAUSED", font: title, x: geometry.px(2), y: 0, on: false)
+            canvas.drawText(text, font: small, in: Rect(x: 0, y: geometry.px(2), width: width - geometry.px(2), height: small.height),
+                            alignment: .right, on: false)
             text.clear()
             text.append(clockMs: model.elapsedMs)
-            canvas.drawText("ELAPSED", font: .small, x: 0, y: 18)
-            canvas.drawText(text, font: .digitsLarge, in: Rect(x: 0, y: 17, width: width, height: 15), alignment: .right)
+            canvas.drawText("ELAPSED", font: small, x: 0, y: banner.maxY + geometry.px(2))
+            canvas.drawText(text, font: digits, in: Rect(x: 0, y: height - digits.height, width: width, height: digits.height), alignment: .right)
         }
     }
 
@@ -322,10 +374,11 @@ public struct ScreenRenderer: Sendable {
     private mutating func drawSummary(page: Int, _ model: ScreenModel) {
         let count = max(1, summaryPages.count)
         let index = ((page % count) + count) % count
-        let banner = Rect(x: 0, y: 0, width: width, height: 11)
+        let small = fonts.text, px1 = geometry.px(1)
+        let banner = Rect(x: 0, y: 0, width: width, height: small.height - px1)
         canvas.fill(banner)
         let title = summaryPages.isEmpty ? "SUMMARY" : summaryPages[index].title
-        canvas.drawText(title, font: .small, x: 1, y: -1, on: false)
+        canvas.drawText(title, font: small, x: px1, y: -px1, on: false)
         text.clear()
         if let s = model.summary {
             if s.recovered { text.append("RECOVERED ") }
@@ -334,59 +387,67 @@ public struct ScreenRenderer: Sendable {
         text.append(integer: Int64(index + 1))
         text.append(UInt8(ascii: "/"))
         text.append(integer: Int64(count))
-        canvas.drawText(text, font: .small, in: Rect(x: 0, y: -1, width: width - 1, height: 12), alignment: .right, on: false)
+        canvas.drawText(text, font: small, in: Rect(x: 0, y: -px1, width: width - px1, height: small.height), alignment: .right, on: false)
         guard let summary = model.summary, !summaryPages.isEmpty else {
-            canvas.drawText("--", font: .medium, in: Rect(x: 0, y: 24, width: width, height: 16), alignment: .center)
+            let title = fonts.title
+            canvas.drawText("--", font: title, in: Rect(x: 0, y: (height - title.height) / 2, width: width, height: title.height), alignment: .center)
             return
         }
-        let rowPitch = tall ? 13 : 10
-        let rowsMax = tall ? 4 : 2
-        var y = tall ? 12 : 10
+        // Rows under the banner: a pixel apart on a tall panel; overlapping their blank top and
+        // bottom rows on a compact one (two rows in 22 px).
+        var y = tall ? banner.maxY + px1 : banner.maxY - px1
+        let rowPitch = tall ? small.height + px1 : small.height - geometry.px(2)
+        let rowsMax = (height - y) / rowPitch
         for (i, item) in summaryPages[index].items.enumerated() where i < rowsMax {
             if item == .zoneBars {
                 drawZoneBars(summary, top: y)
                 return
             }
             if case .chart(let q) = item {
-                SummaryChartView.draw(summary.charts, q, timerTimeMs: summary.timerTimeMs, top: y, into: &canvas, text: &text)
+                SummaryChartView.draw(summary.charts, q, timerTimeMs: summary.timerTimeMs, top: y, geometry: geometry, into: &canvas, text: &text)
                 return
             }
             item.write(summary, into: &text)
-            canvas.drawText(item.label, font: .small, x: 0, y: y)
-            canvas.drawText(text, font: .small, in: Rect(x: 0, y: y, width: width, height: 12), alignment: .right)
+            canvas.drawText(item.label, font: small, x: 0, y: y)
+            canvas.drawText(text, font: small, in: Rect(x: 0, y: y, width: width, height: small.height), alignment: .right)
             y += rowPitch
         }
     }
 
     /// Time in heart-rate zones (left half) and power zones (right half), one bar per zone.
     private mutating func drawZoneBars(_ s: RideSummary, top: Int) {
-        let half = width / 2
-        drawZoneChart("HR", s.heartRateZoneTimes, x: 0, width: half - 2, top: top)
-        drawZoneChart("PWR", s.powerZoneTimes, x: half + 2, width: half - 2, top: top)
-        canvas.verticalLine(x: half, y: top, length: height - top)
+        let half = width / 2, gap = geometry.px(2)
+        drawZoneChart("HR", s.heartRateZoneTimes, x: 0, width: half - gap, top: top)
+        drawZoneChart("PWR", s.powerZoneTimes, x: half + gap, width: half - gap, top: top)
+        canvas.fill(Rect(x: half, y: top, width: geometry.px(1), height: height - top))
     }
 
     private mutating func drawZoneChart(_ label: String, _ zones: ZoneTimes, x: Int, width chartWidth: Int, top: Int) {
-        canvas.drawText(label, font: .small, x: x, y: top)
+        let small = fonts.text
+        canvas.drawText(label, font: small, x: x, y: top)
         if zones.zoneCount == 0 || zones.totalMs == 0 {
-            canvas.drawText("--", font: .small, x: x + 24, y: top)
+            canvas.drawText("--", font: small, x: x + small.widthPx(count: 4), y: top)
             return
         }
-        let chartTop = top + 12
-        canvas.barChart(Rect(x: x, y: chartTop, width: chartWidth, height: height - chartTop), values: zones.milliseconds, count: zones.zoneCount)
+        let chartTop = top + small.height
+        canvas.barChart(Rect(x: x, y: chartTop, width: chartWidth, height: height - chartTop), values: zones.milliseconds, count: zones.zoneCount,
+                        gapPx: geometry.px(1))
     }
 
     // MARK: Discard confirmation
 
     private mutating func drawConfirmDiscard() {
-        let banner = Rect(x: 0, y: 0, width: width, height: 16)
+        let title = fonts.title, small = fonts.text
+        let banner = Rect(x: 0, y: 0, width: width, height: title.height)
         canvas.fill(banner)
-        canvas.drawText("DISCARD RIDE?", font: .medium, in: banner, alignment: .center, on: false)
+        canvas.drawText("DISCARD RIDE?", font: title, in: banner, alignment: .center, on: false)
         if tall {
-            canvas.drawText("START: delete it", font: .small, x: 4, y: 24)
-            canvas.drawText("LAP:   keep it", font: .small, x: 4, y: 38)
+            let y = banner.maxY + geometry.px(8)
+            canvas.drawText("START: delete it", font: small, x: geometry.px(4), y: y)
+            canvas.drawText("LAP:   keep it", font: small, x: geometry.px(4), y: y + small.height + geometry.px(2))
         } else {
-            canvas.drawText("START=DELETE LAP=KEEP", font: .small, in: Rect(x: 0, y: 19, width: width, height: 12), alignment: .center)
+            canvas.drawText("START=DELETE LAP=KEEP", font: small, in: Rect(x: 0, y: banner.maxY + geometry.px(3), width: width, height: small.height),
+                            alignment: .center)
         }
     }
 
@@ -399,35 +460,41 @@ public struct ScreenRenderer: Sendable {
             return
         }
         writeAlert(alert)
-        let box = tall ? Rect(x: 4, y: 18, width: width - 8, height: 28) : Rect(x: 2, y: 4, width: width - 4, height: 24)
-        canvas.fill(Rect(x: box.x - 1, y: box.y - 1, width: box.width + 2, height: box.height + 2), on: false)
+        let title = fonts.title, px1 = geometry.px(1)
+        let margin = geometry.px(tall ? 4 : 2)
+        let boxHeight = title.height + geometry.px(tall ? 12 : 8)
+        let box = Rect(x: margin, y: (height - boxHeight) / 2, width: width - 2 * margin, height: boxHeight)
+        canvas.fill(Rect(x: box.x - px1, y: box.y - px1, width: box.width + 2 * px1, height: box.height + 2 * px1), on: false)
         canvas.fill(box)
-        canvas.strokeRect(box.insetBy(2), on: false)
-        let font: Font = Font.medium.widthPx(count: text.count) <= box.width - 8 ? .medium : .small
+        canvas.strokeRect(box.insetBy(geometry.px(2)), on: false, thickness: px1)
+        let font: Font = title.widthPx(count: text.count) <= box.width - geometry.px(8) ? title : fonts.text
         let y = box.y + (box.height - font.height) / 2
         canvas.drawText(text, font: font, in: Rect(x: box.x, y: y, width: box.width, height: font.height), alignment: .center, on: false)
     }
 
     /// A companion's pairing code: "PAIR" and six large digits, over everything else.
     private mutating func drawPairingCode(_ code: UInt32) {
-        let box = tall ? Rect(x: 2, y: 8, width: width - 4, height: 48) : Rect(x: 2, y: 2, width: width - 4, height: 28)
-        canvas.fill(Rect(x: box.x - 1, y: box.y - 1, width: box.width + 2, height: box.height + 2), on: false)
-        canvas.strokeRect(box)
+        let small = fonts.text, px1 = geometry.px(1)
+        let huge = fonts.digits(.huge), large = fonts.digits(.large)
+        let boxHeight = tall ? geometry.px(3) + small.height + geometry.px(3) + huge.height + geometry.px(4) : height - geometry.px(4)
+        let box = Rect(x: geometry.px(2), y: (height - boxHeight) / 2, width: width - geometry.px(4), height: boxHeight)
+        canvas.fill(Rect(x: box.x - px1, y: box.y - px1, width: box.width + 2 * px1, height: box.height + 2 * px1), on: false)
+        canvas.strokeRect(box, thickness: px1)
         text.clear()
         text.append("PAIR")
         if tall {
-            canvas.drawText(text, font: .small, in: Rect(x: box.x, y: box.y + 3, width: box.width, height: Font.small.height), alignment: .center)
+            canvas.drawText(text, font: small, in: Rect(x: box.x, y: box.y + geometry.px(3), width: box.width, height: small.height), alignment: .center)
         } else {
-            canvas.drawText(text, font: .small, x: box.x + 4, y: box.y + (box.height - Font.small.height) / 2)
+            canvas.drawText(text, font: small, x: box.x + geometry.px(4), y: box.y + (box.height - small.height) / 2)
         }
         text.clear()
         text.append(integer: Int64(code), minimumDigits: 6)
         if tall {
-            let y = box.y + box.height - Font.digitsHuge.height - 4
-            canvas.drawText(text, font: .digitsHuge, in: Rect(x: box.x, y: y, width: box.width, height: Font.digitsHuge.height), alignment: .center)
+            let y = box.maxY - huge.height - geometry.px(4)
+            canvas.drawText(text, font: huge, in: Rect(x: box.x, y: y, width: box.width, height: huge.height), alignment: .center)
         } else {
-            let y = box.y + (box.height - Font.digitsLarge.height) / 2
-            canvas.drawText(text, font: .digitsLarge, in: Rect(x: box.x, y: y, width: box.width - 4, height: Font.digitsLarge.height), alignment: .right)
+            let y = box.y + (box.height - large.height) / 2
+            canvas.drawText(text, font: large, in: Rect(x: box.x, y: y, width: box.width - geometry.px(4), height: large.height), alignment: .right)
         }
     }
 

@@ -7,10 +7,9 @@ import RideModel
 /// row: "HR  OK   81% Strap", "PWR LOST --  Crank", "SEARCH FOR SENSORS", and while searching
 /// "S+C -67dB Wahoo CSC". A 32-pixel display shows the title and the selected row only.
 extension ScreenRenderer {
-    static let sensorsRowHeight = 12
-
     mutating func drawSensors(_ menu: SensorsMenu) {
-        let bar = Rect(x: 0, y: 0, width: width, height: 12)
+        let small = fonts.text, rowHeight = small.height
+        let bar = Rect(x: 0, y: 0, width: width, height: rowHeight)
         canvas.fill(bar)
         text.clear()
         switch menu.page {
@@ -20,29 +19,33 @@ extension ScreenRenderer {
             text.append("FOUND ")
             text.append(integer: Int64(menu.found.count))
         }
-        canvas.drawText(text, font: .small, x: 2, y: 0, on: false)
+        canvas.drawText(text, font: small, x: geometry.px(2), y: 0, on: false)
+        let corner = Rect(x: width - small.widthPx(count: 6) - geometry.px(4), y: 0, width: small.widthPx(count: 6) + geometry.px(2), height: rowHeight)
         if case .found = menu.page, let left = menu.searchSecondsLeft {
             text.clear()
             text.append(integer: Int64(left))
             text.append("s")
-            canvas.drawText(text, font: .small, in: Rect(x: width - 40, y: 0, width: 38, height: 12), alignment: .right, on: false)
+            canvas.drawText(text, font: small, in: corner, alignment: .right, on: false)
         } else if case .found = menu.page {
-            canvas.drawText("DONE", font: .small, in: Rect(x: width - 40, y: 0, width: 38, height: 12), alignment: .right, on: false)
+            canvas.drawText("DONE", font: small, in: corner, alignment: .right, on: false)
         }
-        let visible = tall ? 3 : 1
+        // The rows between the title bar and the hint line (a tall panel's last row).
+        let firstRowY = bar.maxY + geometry.px(1)
+        let hintY = height - small.height
+        let visible = tall ? max(1, (hintY - geometry.px(1) - firstRowY) / rowHeight) : 1
         let rows = menu.rowCount
         var first = max(0, menu.cursor - visible / 2)
         first = max(0, min(first, rows - visible))
         if rows == 0 {
             canvas.drawText(menu.searchSecondsLeft != nil ? "searching..." : "nothing found",
-                            font: .small, x: 2, y: 14)
+                            font: small, x: geometry.px(2), y: bar.maxY + geometry.px(2))
         }
         for r in first..<min(rows, first + visible) {
-            let y = 13 + (r - first) * Self.sensorsRowHeight
+            let y = firstRowY + (r - first) * rowHeight
             writeSensorsRow(menu, r)
             let selected = r == menu.cursor
-            if selected { canvas.fill(Rect(x: 0, y: y, width: width, height: Self.sensorsRowHeight)) }
-            canvas.drawText(text, font: .small, x: 2, y: y, on: !selected)
+            if selected { canvas.fill(Rect(x: 0, y: y, width: width, height: rowHeight)) }
+            canvas.drawText(text, font: small, x: geometry.px(2), y: y, on: !selected)
         }
         guard tall else { return }
         text.clear()
@@ -55,8 +58,8 @@ extension ScreenRenderer {
             case .found: text.append(menu.found.isEmpty ? "START back" : "LAP pair  START back")
             }
         }
-        canvas.horizontalLine(x: 0, y: 51, length: width)
-        canvas.drawText(text, font: .small, x: 0, y: 52)
+        canvas.horizontalLine(x: 0, y: hintY - geometry.px(1), length: width, thickness: geometry.px(1))
+        canvas.drawText(text, font: small, x: 0, y: hintY)
     }
 
     /// One row's text into `text`.

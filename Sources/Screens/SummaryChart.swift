@@ -20,8 +20,11 @@ import RideModel
 /// under the axis (0 at the left, the ride's timer time at the right). Buckets with no data
 /// (a sensor dropout) leave a gap. Draws without allocating.
 public enum SummaryChartView {
-    /// Width of the label column left of the vertical axis.
+    /// Width of the label column left of the vertical axis on the OLEDs: four characters and
+    /// 2 px (`gutterWidth(_:)` on any panel).
     public static let gutterWidthPx = 26
+
+    public static func gutterWidth(_ g: PanelGeometry) -> Int { g.fonts.text.widthPx(count: 4) + g.px(2) }
 
     /// Page titles and units: the title says the unit the labels are in.
     public static func title(_ q: Quantity) -> String {
@@ -46,13 +49,15 @@ public enum SummaryChartView {
         text.append(s, decimals: q == .speed && abs(s) < 100 ? 1 : 0)
     }
 
-    /// Draws the chart of `q` below `top` (the row under the page's banner).
-    public static func draw(_ charts: SummaryCharts, _ q: Quantity, timerTimeMs: Int64, top: Int,
+    /// Draws the chart of `q` below `top` (the row under the page's banner), placed and lettered
+    /// for the panel's `geometry` (the canvas's size by default).
+    public static func draw(_ charts: SummaryCharts, _ q: Quantity, timerTimeMs: Int64, top: Int, geometry: PanelGeometry? = nil,
                             into canvas: inout Framebuffer, text: inout TextBuffer) {
         let width = canvas.width, height = canvas.height
-        let tall = height >= 64
+        let g = geometry ?? PanelGeometry(width: width, height: height)
+        let tall = g.isTall, small = g.fonts.text, title = g.fonts.title
         guard let series = charts.series(q) else {
-            canvas.drawText("NO DATA", font: .medium, in: Rect(x: 0, y: top + (height - top - Font.medium.height) / 2, width: width, height: Font.medium.height),
+            canvas.drawText("NO DATA", font: title, in: Rect(x: 0, y: top + (height - top - title.height) / 2, width: width, height: title.height),
                             alignment: .center)
             return
         }
@@ -62,11 +67,11 @@ public enum SummaryChartView {
             hi = max(hi, v)
         }
         // Axes: the vertical one right of the labels, the baseline under the plot.
-        let axisX = gutterWidthPx
-        let baselineY = tall ? height - 11 : height - 1
-        canvas.verticalLine(x: axisX, y: top, length: baselineY - top + 1)
-        canvas.horizontalLine(x: axisX, y: baselineY, length: width - axisX)
-        let plotX = axisX + 1
+        let axisX = gutterWidth(g), line = g.px(1)
+        let baselineY = tall ? height - small.height + line : height - line
+        canvas.verticalLine(x: axisX, y: top, length: baselineY - top + line, thickness: line)
+        canvas.horizontalLine(x: axisX, y: baselineY, length: width - axisX, thickness: line)
+        let plotX = axisX + line
         let plotWidth = width - plotX
         let plotTop = top + 1
         let plotHeight = baselineY - plotTop
@@ -88,19 +93,19 @@ public enum SummaryChartView {
             canvas.verticalLine(x: plotX + c, y: baselineY - barHeight, length: barHeight)
         }
         // Labels: the top and bottom of the chart, right-aligned against the axis.
-        let labelWidth = axisX - 2
+        let labelWidth = axisX - g.px(2)
         writeLabel(q, hi, into: &text)
-        canvas.drawText(text, font: .small, in: Rect(x: 0, y: top - 1, width: labelWidth, height: Font.small.height), alignment: .right)
+        canvas.drawText(text, font: small, in: Rect(x: 0, y: top - line, width: labelWidth, height: small.height), alignment: .right)
         writeLabel(q, lo, into: &text)
-        canvas.drawText(text, font: .small, in: Rect(x: 0, y: baselineY - Font.small.height, width: labelWidth, height: Font.small.height),
+        canvas.drawText(text, font: small, in: Rect(x: 0, y: baselineY - small.height, width: labelWidth, height: small.height),
                         alignment: .right)
         guard tall else { return }
         // Timer time along the baseline: 0 and the ride's timer time.
         text.clear()
         text.append(UInt8(ascii: "0"))
-        canvas.drawText(text, font: .small, x: plotX, y: baselineY - 1)
+        canvas.drawText(text, font: small, x: plotX, y: baselineY - line)
         text.clear()
         text.append(clockMs: timerTimeMs)
-        canvas.drawText(text, font: .small, in: Rect(x: plotX, y: baselineY - 1, width: plotWidth, height: Font.small.height), alignment: .right)
+        canvas.drawText(text, font: small, in: Rect(x: plotX, y: baselineY - line, width: plotWidth, height: small.height), alignment: .right)
     }
 }

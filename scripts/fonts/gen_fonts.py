@@ -11,6 +11,8 @@ Only the glyphs the screens use are kept: printable ASCII (0x20-0x7E) for the te
 digits and ':' '.' '-' ' ' for the digit fonts. Digit fonts are cropped to the rows the digits
 ink, and the largest is stretched vertically (six whole rows repeated per glyph, chosen where a
 row equals the one above, i.e. in straight vertical strokes) so its digits are 26 px tall.
+A large panel (400x240 memory LCD) adds a 12x24 text font and the large and huge digits with
+each pixel doubled (24x30 and 32x52): the same glyphs, so every panel reads alike.
 
 Glyph layout in the tables: rows top to bottom, each row ceil(width/8) bytes, most significant
 bit = leftmost pixel (as in PSF).
@@ -105,8 +107,25 @@ def stretch(rows, repeat):
     return out
 
 
-def build(swift_name, psf, chars, doc, crop=None, repeat=None):
-    """`repeat`: None, or (halves, rows per half, fallback rows) for `straight_rows`."""
+def magnify(rows, width, scale):
+    """Each pixel as a `scale` x `scale` block (nearest neighbour): a larger panel's digits."""
+    # Rows are left-aligned in whole bytes (the leftmost pixel in the top bit), in and out.
+    bits_in = (width + 7) // 8 * 8
+    bits_out = (width * scale + 7) // 8 * 8
+    out = []
+    for r in rows:
+        wide = 0
+        for col in range(width):
+            bit = (r >> (bits_in - 1 - col)) & 1
+            for _ in range(scale):
+                wide = (wide << 1) | bit
+        out.extend([wide << (bits_out - width * scale)] * scale)
+    return out
+
+
+def build(swift_name, psf, chars, doc, crop=None, repeat=None, scale=1):
+    """`repeat`: None, or (halves, rows per half, fallback rows) for `straight_rows`; `scale`: each
+    pixel magnified to a scale x scale block after cropping and stretching."""
     font = load_psf(psf)
     _, _, height, width, _ = font
     top, bottom = crop if crop else (0, height - 1)
@@ -114,6 +133,9 @@ def build(swift_name, psf, chars, doc, crop=None, repeat=None):
     for ch in chars:
         rows = glyph_rows(font, ch)[top:bottom + 1]
         table[ch] = stretch(rows, straight_rows(rows, width, *repeat)) if repeat else rows
+        if scale > 1:
+            table[ch] = magnify(table[ch], width, scale)
+    width *= scale
     out_height = len(next(iter(table.values())))
     bpr = (width + 7) // 8
     index = []
@@ -123,7 +145,8 @@ def build(swift_name, psf, chars, doc, crop=None, repeat=None):
         if ch in table:
             slot[ch] = len(slot)
         index.append(slot.get(ch, 0xFF))
-    lines = [f"    /// {doc}", f"    /// Source: {psf}.psf.gz, rows {top}-{bottom}" + (", stretched: 3 straight rows doubled in each half" if repeat else "") + ".",
+    lines = [f"    /// {doc}", f"    /// Source: {psf}.psf.gz, rows {top}-{bottom}" + (", stretched: 3 straight rows doubled in each half" if repeat else "")
+             + (f", each pixel magnified {scale}x{scale}" if scale > 1 else "") + ".",
              f"    public static let {swift_name} = Font(",
              f"        width: {width}, height: {out_height}, bytesPerRow: {bpr},",
              "        glyphIndex: [" + ", ".join(str(i) for i in index) + "],",
@@ -170,6 +193,15 @@ def main():
         "",
         build("digitsHuge", "Lat15-TerminusBold32x16", DIGITS, "Huge bold digits, 16 wide, 26 px tall: the primary metric.",
               crop=(big_top, big_bottom), repeat=big_repeat),
+        "",
+        # A larger panel's fonts (400x240 memory LCD): the same glyphs, bigger.
+        build("titleLarge", "Lat15-TerminusBold24x12", ASCII, "Large bold text, 12x24: titles and alerts on a large panel."),
+        "",
+        build("digitsLarge2x", "Lat15-TerminusBold24x12", DIGITS, "Large bold digits doubled, 24 wide, 30 px tall (a large panel).",
+              crop=(large_top, large_bottom), scale=2),
+        "",
+        build("digitsHuge2x", "Lat15-TerminusBold32x16", DIGITS, "Huge bold digits doubled, 32 wide, 52 px tall: a large panel's primary metric.",
+              crop=(big_top, big_bottom), repeat=big_repeat, scale=2),
         "}",
         "",
     ]
