@@ -83,16 +83,22 @@ extension ScreenRenderer {
             appendDistance(v.distanceToGoM)
             canvas.drawText(text, font: small, x: bottom.x, y: bottom.y)
             if let s = v.secondsToGo, s.isFinite, s < 360_000 {
+                // Time to go: "42 MIN", "2H05".
                 text.clear()
-                let minutes = Int64(s / 60)
-                text.append(integer: minutes / 60)
-                text.append(UInt8(ascii: ":"))
-                text.append(integer: minutes % 60, minimumDigits: 2)
+                let minutes = Int64((s / 60).rounded())
+                if minutes < 60 {
+                    text.append(integer: minutes)
+                    text.append(" MIN")
+                } else {
+                    text.append(integer: minutes / 60)
+                    text.append(UInt8(ascii: "H"))
+                    text.append(integer: minutes % 60, minimumDigits: 2)
+                }
                 canvas.drawText(text, font: small, in: bottom, alignment: .right)
             }
         }
         if v.gpsLost || (v.state == .acquiring && v.latDeg == nil) {
-            drawBanner(l, v.gpsLost ? "GPS LOST" : "WAITING FOR GPS")
+            drawBanner(l, v.gpsLost ? "GPS LOST" : "NO GPS FIX")
             drawCourseName(l, v)
             return
         }
@@ -109,8 +115,8 @@ extension ScreenRenderer {
                 if v.headingDeg == nil { canvas.drawText("N", font: small, x: l.arrow.x, y: l.arrow.y - geometry.px(2)) }
             }
             text.clear()
-            appendDistance(v.backDistanceM)
-            canvas.drawText(text, font: fonts.title, x: l.name.x, y: l.name.y)
+            if v.state == .wrongWay { text.append("TURN AROUND") } else { appendDistance(v.backDistanceM) }
+            canvas.drawText(text, font: v.state == .wrongWay ? small : fonts.title, x: l.name.x, y: l.name.y)
             return
         }
         guard let cue = v.cue else {
@@ -262,9 +268,12 @@ extension ScreenRenderer {
         let v = model.navigation
         guard let course = v.course else { return }
         let small = fonts.text
+        // Two rows of words over the chart on a tall frame; one (the figures at its right) on a
+        // short one.
+        let twoRows = frame.height >= geometry.px(48)
         text.clear()
         if let c = v.climb {
-            text.append("CLIMB ")
+            if twoRows || !c.onClimb { text.append("CLIMB ") }
             text.append(integer: Int64(c.number))
             if c.onClimb {
                 text.append(UInt8(ascii: "/"))
@@ -288,9 +297,6 @@ extension ScreenRenderer {
             text.append(integer: Int64(a.rounded()))
             text.append("M TO GO")
         }
-        // Two rows of words over the chart on a tall frame; one (the figures at its right) on a
-        // short one.
-        let twoRows = frame.height >= geometry.px(48)
         if twoRows {
             canvas.drawText(text, font: small, x: frame.x, y: frame.y + small.height - geometry.px(1))
         } else {
@@ -390,14 +396,21 @@ extension ScreenRenderer {
         // The rider.
         let here = px(0, 0)
         let k = Double(geometry.px(1))
-        canvas.fill(Rect(x: here.0 - geometry.px(4), y: here.1 - geometry.px(4), width: geometry.px(9), height: geometry.px(9)), on: false)
+        canvas.fill(Rect(x: here.0 - geometry.px(6), y: here.1 - geometry.px(6), width: geometry.px(13), height: geometry.px(13)), on: false)
         if let h = v.headingDeg {
+            // A filled arrowhead along the heading.
             let d = direction(h)
-            let tip = (Double(here.0) + d.dx * 5 * k, Double(here.1) + d.dy * 5 * k)
-            thickLine(Double(here.0) - d.dx * 3 * k, Double(here.1) - d.dy * 3 * k, tip.0, tip.1)
-            arrowHead(atX: tip.0, y: tip.1, degrees: h, size: 3 * k)
+            let tip = (Double(here.0) + d.dx * 6 * k, Double(here.1) + d.dy * 6 * k)
+            let baseX = Double(here.0) - d.dx * 4 * k, baseY = Double(here.1) - d.dy * 4 * k
+            let side = (-d.dy * 4 * k, d.dx * 4 * k)
+            let steps = Int(8 * k)
+            for i in 0...steps {
+                let t = Double(i) / Double(steps) * 2 - 1
+                canvas.line(x0: Int(tip.0.rounded()), y0: Int(tip.1.rounded()),
+                            x1: Int((baseX + side.0 * t).rounded()), y1: Int((baseY + side.1 * t).rounded()))
+            }
         } else {
-            canvas.fill(Rect(x: here.0 - geometry.px(2), y: here.1 - geometry.px(2), width: geometry.px(5), height: geometry.px(5)))
+            canvas.fill(Rect(x: here.0 - geometry.px(3), y: here.1 - geometry.px(3), width: geometry.px(7), height: geometry.px(7)))
         }
         canvas.fill(Rect(x: area.x, y: area.y, width: geometry.px(7), height: geometry.px(17)), on: false)
         drawNorthMark(x: area.x, y: area.y)

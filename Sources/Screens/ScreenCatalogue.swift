@@ -266,6 +266,7 @@ public enum ScreenCatalogue {
         small.overlay = .sensorLost(.power)
         add("small-alert", "128x32 panel: alert overlay", height: 32, small)
         out += positionEntries(ride: ride, idle: idle)
+        out += navigationEntries(ride: ride, idle: idle)
         add("small-sensors", "128x32 panel: Sensors, the selected row only", height: 32, smallSensors)
         return out
     }

@@ -111,7 +111,8 @@ struct ScreensCommand: ParsableCommand {
         """
         let sections = [("Idle", "idle"), ("Countdown", "countdown"), ("Running", "running"), ("Paused", "paused"),
                         ("Summary", "summary"), ("Discard confirmation", "confirm"), ("Alert overlays", "alert"), ("Companion pairing", "pairing"),
-                        ("Sensors (finding and pairing)", "sensors"), ("128x32 panel", "small")]
+                        ("Sensors (finding and pairing)", "sensors"), ("Navigation: following a course (docs/navigation.md)", "nav"),
+                        ("Courses (choosing one)", "courses"), ("128x32 panel", "small")]
         let entries = ScreenCatalogue.entries()
         for (title, prefix) in sections {
             md += "## \(title)\n\n"
