@@ -65,7 +65,7 @@ let package = Package(
 
         // Board-side adapters of the Device ports on a real directory (ride files, journal
         // segments), the system's wall clock and stderr log: shared by the executables.
-        .target(name: "DeviceAdapters", dependencies: ["AppCore", "BoardIO", "Device", "Journal", "RideFiles", "RideModel"], swiftSettings: swift6),
+        .target(name: "DeviceAdapters", dependencies: ["AppCore", "BoardIO", "CourseImport", "Device", "Journal", "Navigation", "RideFiles", "RideModel"], swiftSettings: swift6),
 
         // The board's wiring: the runtime on any `EventLoop` with the bridge, buttons, display,
         // buzzer, control socket and companion link as components (`bikecomputer run` puts it on
@@ -81,8 +81,8 @@ let package = Package(
         .executableTarget(
             name: "bikecomputer",
             dependencies: [
-                "AppCore", "BoardHardware", "BoardIO", "BoardWiring", "Configuration", "Control", "Device", "DeviceAdapters",
-                "Journal", "Positioning", "RideFiles", "RideModel", "Sensors", "Training",
+                "AppCore", "BoardHardware", "BoardIO", "BoardWiring", "Configuration", "Control", "CourseImport", "Device", "DeviceAdapters",
+                "Journal", "Navigation", "Positioning", "RideFiles", "RideModel", "Sensors", "Training",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swift6),
@@ -120,7 +120,7 @@ let package = Package(
         // What every test target shares (the seeded generator of the randomized tests).
         .target(name: "TestSupport", dependencies: ["RideModel"], path: "Tests/TestSupport", swiftSettings: swift6),
         .testTarget(name: "PositioningTests", dependencies: ["TestSupport", "Positioning", "RideModel", "RideFiles"], swiftSettings: swift6),
-        .testTarget(name: "NavigationTests", dependencies: ["TestSupport", "CourseImport", "Navigation", "Positioning", "RideFiles", "RideModel"], swiftSettings: swift6),
+        .testTarget(name: "NavigationTests", dependencies: ["TestSupport", "CourseImport", "Navigation", "RideFiles"], swiftSettings: swift6),
         .testTarget(name: "RideModelTests", dependencies: ["TestSupport", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "AppCoreTests", dependencies: ["TestSupport", "AppCore", "Control", "Positioning", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
         .testTarget(name: "TrainingTests", dependencies: ["TestSupport", "Training", "RideModel"], swiftSettings: swift6),

@@ -55,14 +55,12 @@ extension DeviceRuntime {
     /// after the input that asked: the list, or the course read from the card, handed back as
     /// `AppInput.courses`.
     func serviceCourseRequests(at now: MonotonicInstant) {
+        // Without a store (not set yet at boot, when a recovered ride asks for its course) the
+        // requests wait, bounded, for the next input after it is set.
+        guard let store = courseStore else { return }
         let requests = courseRequests
         courseRequests = []
         for r in requests {
-            guard let store = courseStore else {
-                log.log(.warning, "courses: this device has no course storage")
-                handle(.courses(.failed("NO STORAGE"), at: now))
-                continue
-            }
             switch r {
             case .list:
                 switch store.list() {
