@@ -17,9 +17,9 @@ public struct PreparationSettings: Sendable, Hashable {
     /// Derive turn cues from the bends when the file has none (CueRules).
     public var deriveCues = true
     /// Climbs (docs/navigation.md, "Climbs"): the profile sampled every `climbStepM`, smoothed
-    /// over `climbSmoothM`; a climb ends when the road has fallen `climbDropMinM` (or
-    /// `climbDropFraction` of its gain, if more) below its top; it counts from
-    /// `climbLengthMinM`, `climbGradeMinPercent` and `climbScoreMin` (length × grade).
+    /// over `climbSmoothM`; a climb does not reach back past a valley deeper than `climbDropMinM`
+    /// (or `climbDropFraction` of its gain, if more); it counts from `climbLengthMinM`,
+    /// `climbGradeMinPercent` and `climbScoreMin` (length × grade).
     public var climbStepM = 10.0
     public var climbSmoothM = 100.0
     public var climbDropMinM = 10.0
@@ -27,6 +27,8 @@ public struct PreparationSettings: Sendable, Hashable {
     public var climbLengthMinM = 500.0
     public var climbGradeMinPercent = 3.0
     public var climbScoreMin = 1_500.0
+    /// A climb is looked for at most this far back from its top.
+    public var climbLengthMaxM = 50_000.0
 
     public init() {}
 }
@@ -304,37 +306,52 @@ public enum CoursePreparation {
             while lo < max(0, k - half) { sum -= raw[lo]; lo += 1 }
             smooth[k] = sum / Double(hi - lo + 1)
         }
-        var climbs: [Climb] = []
-        func consider(_ foot: Int, _ top: Int) {
-            var f = foot
-            // A flat run-in is not part of the climb: the foot moves up to where it starts to rise
-            // (1 m over the next 100 m).
-            let probe = max(1, Int(100 / step))
+        let probe = max(1, Int(100 / step))
+        let reach = Int(settings.climbLengthMaxM / step)
+        var candidates: [Climb] = []
+        // Every local top (the highest point within 100 m each way, its flat top trimmed) is
+        // the top of at most one climb: going back from it until the road has risen
+        // `climbDropMinM` (or `climbDropFraction` of the gain) above the lowest point passed —
+        // a descent into the valley before — the climb's foot is the lowest point from which
+        // the mean grade to the top is still `climbGradeMinPercent` (the score is 100 × the gain,
+        // so that is the highest-scoring climb to this top), without a flat run-in (less than
+        // 1 m over the next 100 m).
+        for t in 1..<count {
+            var isTop = true
+            for i in 1...probe {
+                if t - i >= 0 && smooth[t - i] > smooth[t] { isTop = false; break }
+                if t + i < count && smooth[t + i] > smooth[t] { isTop = false; break }
+            }
+            guard isTop else { continue }
+            var top = t
+            while top - probe > 0, smooth[top] - smooth[top - probe] < 1 { top -= 1 }
+            var low = top
+            var best: Int?
+            var k = top - 1
+            while k >= 0 && top - k <= reach {
+                if smooth[k] < smooth[low] { low = k }
+                let gain = smooth[top] - smooth[low]
+                if smooth[k] - smooth[low] > max(settings.climbDropMinM, settings.climbDropFraction * gain) { break }
+                if (smooth[top] - smooth[k]) / (Double(top - k) * step) * 100 >= settings.climbGradeMinPercent,
+                   best == nil || smooth[k] < smooth[best!] { best = k }
+                k -= 1
+            }
+            guard var f = best else { continue }
             while f + probe < top, smooth[f + probe] - smooth[f] < 1 { f += 1 }
             let start = Double(f) * step, end = min(c.lengthM, Double(top) * step)
-            guard end > start else { return }
             let climb = Climb(startAlongM: start, endAlongM: end, startAltitudeM: c.altitude(atAlongM: start) ?? smooth[f],
                               endAltitudeM: c.altitude(atAlongM: end) ?? smooth[top])
-            guard climb.lengthM >= settings.climbLengthMinM, climb.gradePercent >= settings.climbGradeMinPercent,
-                  climb.score >= settings.climbScoreMin, climbs.count < Course.climbsMax else { return }
-            if let last = climbs.last, climb.startAlongM <= last.endAlongM { return }
-            climbs.append(climb)
-        }
-        var foot = 0, top = 0
-        for j in 1..<count {
-            if smooth[j] >= smooth[top] { top = j }
-            let gain = smooth[top] - smooth[foot]
-            let drop = smooth[top] - smooth[j]
-            if drop > max(settings.climbDropMinM, settings.climbDropFraction * gain) {
-                consider(foot, top)
-                foot = j
-                top = j
-            } else if smooth[j] < smooth[foot] {
-                foot = j
-                top = j
+            if climb.lengthM >= settings.climbLengthMinM, climb.gradePercent >= settings.climbGradeMinPercent,
+               climb.score >= settings.climbScoreMin {
+                candidates.append(climb)
             }
         }
-        consider(foot, top)
+        // Where candidates overlap the higher-scoring one stands.
+        var climbs: [Climb] = []
+        for k in candidates.sorted(by: { $0.score > $1.score }) where climbs.count < Course.climbsMax {
+            if climbs.allSatisfy({ k.endAlongM <= $0.startAlongM || k.startAlongM >= $0.endAlongM }) { climbs.append(k) }
+        }
+        climbs.sort { $0.startAlongM < $1.startAlongM }
         return climbs
     }
 }

@@ -228,3 +228,46 @@ import Testing
         #expect(abs(c.lengthM - 300_000) / 300_000 < 0.005)
     }
 }
+
+@Suite struct ClimbTests {
+    static func course(_ profile: @escaping (Double) -> Double, length: Double) throws -> Course {
+        try Drawn.course([(0, 0), (0, length)], spacing: 10, altitude: profile)
+    }
+
+    /// A 10 km gentle rise at 1 % ending in 1.5 km at 7 %: the climb found is the steep end (with
+    /// as much of the rise as keeps its mean at 3 %), not the whole 11.5 km at 1.8 %.
+    @Test func aSteepEndAfterAGentleRiseIsAClimb() throws {
+        let c = try Self.course({ a in a < 10_000 ? 100 + 0.01 * a : a < 11_500 ? 200 + 0.07 * (a - 10_000) : 305 }, length: 13_000)
+        let climbs = CoursePreparation.findClimbs(c, settings: PreparationSettings())
+        #expect(climbs.count == 1)
+        let k = try #require(climbs.first)
+        #expect(k.gradePercent >= 3 && k.gradePercent < 3.3)
+        #expect(abs(k.endAlongM - 11_500) <= PreparationSettings().climbSmoothM) // the top rounded by the smoothing
+        #expect(k.startAlongM > 7_000 && k.startAlongM < 9_500)
+    }
+
+    /// Two climbs with a 1 km plateau and a 30 m drop between them are two; a 6 m dip in a climb
+    /// is not the end of it; a 400 m ramp and a 1 km rise at 2 % are no climbs.
+    @Test func climbsAreSplitByDescentsNotByDips() throws {
+        let profile: (Double) -> Double = { a in
+            switch a {
+            case ..<1_000: 300
+            case ..<3_000: 300 + 0.05 * (a - 1_000)                                   // 2 km at 5 %
+            case ..<3_300: 400 - 0.1 * (a - 3_000)                                    // 30 m down
+            case ..<4_300: 370
+            case ..<5_300: 370 + 0.04 * (a - 4_300)                                   // 1 km at 4 %...
+            case ..<5_400: 410 - 0.06 * (a - 5_300)                                   // ...a 6 m dip...
+            case ..<6_400: 404 + 0.04 * (a - 5_400)                                   // ...1 km more at 4 %
+            case ..<6_800: 444 + 0.08 * (a - 6_400) - 0.08 * max(0, a - 6_600) * 2   // a 200 m ramp
+            case ..<8_000: 444
+            default: 444 + 0.02 * (a - 8_000)                                         // 1 km at 2 %
+            }
+        }
+        let c = try Self.course(profile, length: 9_000)
+        let climbs = CoursePreparation.findClimbs(c, settings: PreparationSettings())
+        #expect(climbs.count == 2, "\(climbs)")
+        #expect(abs(climbs[0].startAlongM - 1_000) < 80 && abs(climbs[0].endAlongM - 3_000) < 60)
+        #expect(abs(climbs[1].startAlongM - 4_300) < 80 && abs(climbs[1].endAlongM - 6_400) < 260)
+        #expect(climbs.allSatisfy { $0.gradePercent >= 3 && $0.lengthM >= 500 && $0.score >= 1_500 })
+    }
+}
