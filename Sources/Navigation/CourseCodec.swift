@@ -6,7 +6,7 @@
 ///                f32 altitude m (NaN: none) · f32 cumulative ascent m }
 ///     cues × { f64 distance along m · u8 type (FIT course_point) · u8 name length · name ·
 ///              u16 notes length · notes }
-///     climbs × { f64 foot along m · f64 top along m · f32 foot altitude · f32 top altitude }
+///     climbs × { f64 foot along m · f64 top along m · f64 foot altitude m · f64 top altitude m }
 ///     u32 CRC-32 (zlib's) of every byte before it
 ///
 /// A ride loads it into fixed arrays without parsing XML on the run loop. `encode` writes only a
@@ -18,7 +18,7 @@ public enum CourseCodec {
     public static let version = 1
     static let headerBytes = 8 + 2 + 2 + 4 + 4 + 4 + 1
     static let pointBytes = 24
-    static let climbBytes = 24
+    static let climbBytes = 32
     /// The largest file `decode` accepts (a course of `Course.pointsMax` points and the most
     /// cues and climbs with the longest texts).
     public static let fileBytesMax = headerBytes + Course.nameBytesMax + Course.pointsMax * pointBytes
@@ -51,8 +51,8 @@ public enum CourseCodec {
         for climb in c.climbs {
             w.f64(climb.startAlongM)
             w.f64(climb.endAlongM)
-            w.f32(Float(climb.startAltitudeM))
-            w.f32(Float(climb.endAltitudeM))
+            w.f64(climb.startAltitudeM)
+            w.f64(climb.endAltitudeM)
         }
         w.u32(CRC32.checksum(w.out[...]))
         // Both ends: what was written decodes to the same course.
@@ -104,8 +104,8 @@ public enum CourseCodec {
         var climbs: [Climb] = []
         climbs.reserveCapacity(climbCount)
         for _ in 0..<climbCount {
-            let s = try r.f64(), e = try r.f64(), sa = try r.f32(), ea = try r.f32()
-            climbs.append(Climb(startAlongM: s, endAlongM: e, startAltitudeM: Double(sa), endAltitudeM: Double(ea)))
+            let s = try r.f64(), e = try r.f64(), sa = try r.f64(), ea = try r.f64()
+            climbs.append(Climb(startAlongM: s, endAlongM: e, startAltitudeM: sa, endAltitudeM: ea))
         }
         guard r.offset == r.end else { throw .trailingBytes(r.end - r.offset) }
         return try Course(name: name, latE7: latE7, lonE7: lonE7, altitudeM: altitude, cues: cues, climbs: climbs,
