@@ -6,7 +6,7 @@ import RideModel
 /// periods kept in the ride's metadata, the Courses screen.
 struct NavigationCore: Sendable {
     /// Off-course periods kept in a ride's metadata at most (more are counted).
-    static let periodsMax = 64
+    static let periodsMax = CourseMetadata.periodsMax
 
     /// The course chosen (for the next ride, or followed by the ride in progress).
     var course: Course?
@@ -22,12 +22,10 @@ struct NavigationCore: Sendable {
 
 extension AppCore {
     /// Metadata keys of a ride that followed a course (docs/rides.md).
-    public static let courseNameKey = "course.name"
-    public static let courseLengthKey = "course.length_m"
-    /// The off-course periods: `start,end,alarm,max_m[,w]` per period (ms from the ride's start,
-    /// metres; `w` for the wrong way), separated by `;`.
-    public static let courseOffCourseKey = "course.off_course"
-    public static let courseOffCourseDroppedKey = "course.off_course_dropped"
+    public static let courseNameKey = CourseMetadata.nameKey
+    public static let courseLengthKey = CourseMetadata.lengthKey
+    public static let courseOffCourseKey = CourseMetadata.offCourseKey
+    public static let courseOffCourseDroppedKey = CourseMetadata.offCourseDroppedKey
 
     /// The course loaded now (for the next ride, or the ride in progress).
     public var course: Course? { navigation.course }
@@ -205,20 +203,16 @@ extension AppCore {
     }
 
     public static func encodePeriods(_ periods: [OffCoursePeriod]) -> String {
-        periods.map { p in
-            "\(p.startMs),\(p.endMs),\(p.alarmMs),\(Int(p.maxDistanceM.rounded()))" + (p.wrongWay ? ",w" : "")
-        }.joined(separator: ";")
+        CourseMetadata.encode(periods.map {
+            CourseMetadata.Period(startMs: $0.startMs, endMs: $0.endMs, alarmMs: $0.alarmMs, maxDistanceM: $0.maxDistanceM, wrongWay: $0.wrongWay)
+        })
     }
 
     /// The periods of `course.off_course` (malformed entries are left out).
     public static func decodePeriods(_ value: String) -> [OffCoursePeriod] {
-        var out: [OffCoursePeriod] = []
-        for entry in value.split(separator: ";").prefix(NavigationCore.periodsMax) {
-            let f = entry.split(separator: ",")
-            guard f.count >= 4, let s = Int64(f[0]), let e = Int64(f[1]), let a = Int64(f[2]), let m = Double(f[3]) else { continue }
-            out.append(OffCoursePeriod(startMs: s, endMs: e, alarmMs: a, maxDistanceM: m, wrongWay: f.count > 4 && f[4] == "w"))
+        CourseMetadata.decode(value).map {
+            OffCoursePeriod(startMs: $0.startMs, endMs: $0.endMs, alarmMs: $0.alarmMs, maxDistanceM: $0.maxDistanceM, wrongWay: $0.wrongWay)
         }
-        return out
     }
 
     // MARK: The Courses screen
