@@ -122,7 +122,7 @@ let package = Package(
         .testTarget(name: "PositioningTests", dependencies: ["TestSupport", "Positioning", "RideModel", "RideFiles"], swiftSettings: swift6),
         .testTarget(name: "NavigationTests", dependencies: ["TestSupport", "CourseImport", "Navigation", "RideFiles"], swiftSettings: swift6),
         .testTarget(name: "RideModelTests", dependencies: ["TestSupport", "RideModel"], swiftSettings: swift6),
-        .testTarget(name: "AppCoreTests", dependencies: ["TestSupport", "AppCore", "Control", "Positioning", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
+        .testTarget(name: "AppCoreTests", dependencies: ["TestSupport", "AppCore", "Control", "Navigation", "Positioning", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
         .testTarget(name: "TrainingTests", dependencies: ["TestSupport", "Training", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "SensorsTests", dependencies: ["Positioning", "TestSupport", "Sensors", "RideModel"], exclude: ["Corpus"], swiftSettings: swift6),
         // The display and the screens drawn on it (goldens: Tests/DisplayTests/Goldens).

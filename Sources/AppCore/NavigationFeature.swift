@@ -176,6 +176,7 @@ extension AppCore {
     mutating func keepOffCoursePeriod(_ p: OffCoursePeriod) {
         guard let start = builder?.startInstant, header != nil else { return }
         var rel = p
+        rel.maxDistanceM = p.maxDistanceM.rounded() // as the metadata keeps it
         rel.startMs -= start.milliseconds
         rel.endMs -= start.milliseconds
         rel.alarmMs -= start.milliseconds
