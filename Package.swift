@@ -139,7 +139,7 @@ let package = Package(
         .executableTarget(name: "screen-oracle", dependencies: ["AppCore", "Display", "RideModel", "Screens"], path: "Tests/vm/ScreenOracle", swiftSettings: swift6),
         // A process the board tests signal and run as another user (Tests/BoardTestHelper).
         .executableTarget(name: "board-test-helper", dependencies: ["BoardIO"], path: "Tests/BoardTestHelper", swiftSettings: swift6),
-        .testTarget(name: "DeviceTests", dependencies: ["TestSupport", "AppCore", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
+        .testTarget(name: "DeviceTests", dependencies: ["TestSupport", "AppCore", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "Navigation", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
         // The board's wiring in process, on ManualEventLoop (ticks, deadlines, flush steps,
         // buttons, the control socket and status), and its display screen.
         .testTarget(name: "BoardWiringTests", dependencies: ["AppCore", "BoardHardware", "BoardIO", "BoardWiring", "Configuration", "Control", "Device", "Display", "Journal", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),

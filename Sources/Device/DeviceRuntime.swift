@@ -194,7 +194,6 @@ public final class DeviceRuntime {
         refreshDerived()
         if !stepsRideFiles && !rideFiles.isEmpty { writeDueRideFiles(at: now) }
         if !waitingReplies.isEmpty { settleWaitingReplies(at: now) }
-        if !courseRequests.isEmpty { serviceCourseRequests(at: now) }
     }
 
     public func addObserver(_ o: RideObserver) -> Bool {
@@ -437,6 +436,7 @@ public final class DeviceRuntime {
         refreshDerived()
         if !stepsRideFiles && !rideFiles.isEmpty { writeDueRideFiles(at: now) }
         if !waitingReplies.isEmpty { settleWaitingReplies(at: now) }
+        if !courseRequests.isEmpty { serviceCourseRequests(at: now) }
     }
 
     // MARK: Effects
