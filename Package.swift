@@ -114,7 +114,8 @@ let package = Package(
         .executableTarget(name: "journal-bench", dependencies: ["AppCore", "BoardIO", "Control", "Device", "DeviceAdapters", "Journal", "RideModel"], swiftSettings: swift6),
         // Benchmarks and their malloc counter (docs/performance.md): `swift run -c release bikebench`.
         .target(name: "CMallocCounter", path: "Benchmarks/CMallocCounter"),
-        .executableTarget(name: "bikebench", dependencies: ["AppCore", "CMallocCounter", "Control", "Device", "Display", "Journal", "RideFiles", "RideModel", "Screens", "Sensors", "Simulation"], path: "Benchmarks/bikebench", swiftSettings: swift6),
+        .executableTarget(name: "bikebench", dependencies: ["AppCore", "CMallocCounter", "Control", "CourseImport", "Device", "Display", "Journal", "Navigation", "RideFiles", "RideModel", "Screens", "Sensors", "Simulation",
+                                                   .product(name: "RealModule", package: "swift-numerics")], path: "Benchmarks/bikebench", swiftSettings: swift6),
 
         // MARK: Tests (each in the target of the module it tests)
         // What every test target shares (the seeded generator of the randomized tests).

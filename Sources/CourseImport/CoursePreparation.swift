@@ -29,6 +29,14 @@ public struct PreparationSettings: Sendable, Hashable {
     public var climbScoreMin = 1_500.0
     /// A climb is looked for at most this far back from its top.
     public var climbLengthMaxM = 50_000.0
+    /// The profile is sampled at most this many times (a longer course is sampled more coarsely),
+    /// which bounds the climb search on any file.
+    public var climbSamplesMax = 100_000
+    /// GPX waypoints looked at as cues at most (a file of thousands of geocaches is no cue sheet);
+    /// the rest are counted.
+    public var waypointsMax = 1_000
+    /// A cue in a file's order is looked for this many segments past the previous one at most.
+    public var cueSearchSegmentsMax = 20_000
 
     public init() {}
 }
@@ -94,6 +102,7 @@ public enum CoursePreparation {
         var waypointsAway = raw.waypointsAway
         var previousAlong = 0.0
         var previousSegment = 0
+        var waypointsSeen = 0, waypointsIgnored = 0
         for c in raw.cues {
             var along: Double?
             if c.ordered, let d = c.distanceM, let frame = fileFrame {
@@ -104,12 +113,16 @@ public enum CoursePreparation {
                 along = alongOnCourse(rawAlong: rawAlong[lo] + t * (rawAlong[hi] - rawAlong[lo]))
             } else if let la = c.latDeg, let lo = c.lonDeg {
                 if c.ordered {
-                    let m = passNear(shape, latDeg: la, lonDeg: lo, fromSegment: previousSegment, within: settings.cueSnapM)
+                    let m = passNear(shape, latDeg: la, lonDeg: lo, fromSegment: previousSegment, within: settings.cueSnapM,
+                                     segmentsMax: settings.cueSearchSegmentsMax)
                     along = m.alongM
                     previousSegment = m.segment
-                } else {
+                } else if waypointsSeen < settings.waypointsMax {
+                    waypointsSeen += 1
                     along = firstPassNear(shape, latDeg: la, lonDeg: lo, within: CueRules.waypointMaxDistanceM)
                     if along == nil { waypointsAway += 1 }
+                } else {
+                    waypointsIgnored += 1
                 }
             } else if let d = c.distanceM {
                 along = min(shape.lengthM, max(0, d))
@@ -126,6 +139,7 @@ public enum CoursePreparation {
         let fromFile = cues.count
         while let last = cues.last, last.alongM > shape.lengthM { cues.removeLast() }
         var warnings = raw.warnings
+        if waypointsIgnored > 0 { warnings.append("\(waypointsIgnored) waypoints past the first \(settings.waypointsMax) were not looked at as cues") }
         if cues.count < fromFile { warnings.append("\(fromFile - cues.count) cues at the very end did not fit on the course") }
         var derived = 0
         if cues.isEmpty && settings.deriveCues {
@@ -221,11 +235,12 @@ public enum CoursePreparation {
 
     /// From segment `from` on: the first pass within `within` of the point (its nearest point),
     /// else the nearest point after `from`.
-    static func passNear(_ c: Course, latDeg: Double, lonDeg: Double, fromSegment from: Int, within: Double) -> (alongM: Double, segment: Int) {
+    static func passNear(_ c: Course, latDeg: Double, lonDeg: Double, fromSegment from: Int, within: Double,
+                         segmentsMax: Int = Int.max) -> (alongM: Double, segment: Int) {
         let plane = LocalPlane(latDeg: latDeg, lonDeg: lonDeg)
         var run: (alongM: Double, distanceM: Double, segment: Int)?
         var nearest: (alongM: Double, distanceM: Double, segment: Int)?
-        for i in from..<(c.pointCount - 1) {
+        for i in from..<min(c.pointCount - 1, from + min(segmentsMax, c.pointCount)) {
             let m = project(c, i, plane)
             if nearest == nil || m.distanceM < nearest!.distanceM { nearest = (m.alongM, m.distanceM, i) }
             if m.distanceM <= within {
@@ -293,7 +308,7 @@ public enum CoursePreparation {
     /// Climbs on the course's profile (PreparationSettings' rules), foot to top.
     public static func findClimbs(_ c: Course, settings: PreparationSettings) -> [Climb] {
         guard c.hasAltitude, c.lengthM >= settings.climbLengthMinM else { return [] }
-        let step = settings.climbStepM
+        let step = max(settings.climbStepM, c.lengthM / Double(settings.climbSamplesMax))
         let count = Int(c.lengthM / step) + 1
         var raw = [Double](repeating: 0, count: count)
         for k in 0..<count { raw[k] = c.altitude(atAlongM: min(c.lengthM, Double(k) * step)) ?? 0 }
@@ -322,7 +337,8 @@ public enum CoursePreparation {
                 if t - i >= 0 && smooth[t - i] > smooth[t] { isTop = false; break }
                 if t + i < count && smooth[t + i] > smooth[t] { isTop = false; break }
             }
-            guard isTop else { continue }
+            // A plateau's first point only (the road rises into it).
+            guard isTop, smooth[t - 1] < smooth[t] else { continue }
             var top = t
             while top - probe > 0, smooth[top] - smooth[top - probe] < 1 { top -= 1 }
             var low = top

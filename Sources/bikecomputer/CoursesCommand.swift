@@ -29,6 +29,7 @@ struct Courses: ParsableCommand {
             abstract: "Import GPX, TCX or FIT course files (without FILE: those waiting in <data dir>/courses/).")
         @OptionGroup var data: DataDir
         @Argument(help: "Course files (GPX 1.0/1.1, TCX, FIT).") var files: [String] = []
+        @Flag(help: "Print one JSON object per file (what was read and kept, the cues) instead of text.") var json = false
 
         func run() throws {
             let store = data.store
@@ -42,9 +43,36 @@ struct Courses: ParsableCommand {
             }
             for path in files {
                 do {
+                    // A file too large is refused before it is read (bounded memory).
+                    let size = try AtomicFiles.size(path)
+                    guard size <= Int64(CourseImport.fileBytesMax) else {
+                        throw CourseImportError(file: path, .tooLarge(bytes: Int(clamping: size)))
+                    }
                     let bytes = try AtomicFiles.readAll(path)
                     let r = try store.importFile(bytes, fileName: path)
                     let c = r.course
+                    if json {
+                        var w = JSONWriter(pretty: false)
+                        w.beginObject()
+                        w.string("file", path); w.string("key", r.key); w.string("name", c.name); w.string("format", r.report.format.rawValue)
+                        w.int("points_read", Int64(r.report.pointsRead)); w.int("points_kept", Int64(c.pointCount))
+                        w.number("length_m", c.lengthM, decimals: 2)
+                        w.int("cues_from_file", Int64(r.report.cuesFromFile)); w.int("cues_derived", Int64(r.report.cuesDerived))
+                        w.int("waypoints_away", Int64(r.report.waypointsAway))
+                        w.beginArray("cues")
+                        for q in c.cues {
+                            let p = c.position(atAlongM: q.alongM)
+                            w.beginObject()
+                            w.number("distance_m", q.alongM, decimals: 2); w.string("type", q.type.name); w.string("name", q.name)
+                            w.number("lat", p.latDeg, decimals: 7); w.number("lon", p.lonDeg, decimals: 7)
+                            w.endObject()
+                        }
+                        w.endArray()
+                        w.int("climbs", Int64(c.climbs.count))
+                        w.endObject()
+                        print(w.text)
+                        continue
+                    }
                     print("\(path): \(r.replaced ? "replaced" : "imported as") \(r.key): \"\(c.name)\", \(CoursesText.km(c.lengthM)) km, "
                           + "\(r.report.pointsRead) points read, \(r.report.pointsKept) kept, \(c.cues.count) cues"
                           + (r.report.cuesDerived > 0 ? " (from the route's bends)" : "")
