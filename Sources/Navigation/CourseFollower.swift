@@ -162,6 +162,8 @@ public struct CourseFollower: Sendable {
     var jumpFixes = 0
     var nextCue = 0
     var cueStage = CueStage.none
+    /// Where the lock was made: the end counts only after riding some of the course.
+    var lockAlong = 0.0
     var climbIndex: Int?
     public private(set) var fixes: UInt64 = 0
     /// Whole-course searches run (acquiring, off course, going backwards).
@@ -261,7 +263,9 @@ public struct CourseFollower: Sendable {
 
     mutating func acquire(_ fix: NavigationFix, _ plane: LocalPlane, alarms: Bool, _ events: inout NavigationEvents) {
         let found = searchCourse(plane, within: settings.acquireDistanceM, preferLowestAlong: true)
-        if let m = found.best {
+        // A part going the rider's way first; else one against it (riding the course backwards:
+        // the wrong-way rule takes over from there).
+        if let m = found.best ?? found.bestAgainst {
             lock(at: m)
             state = .onCourse
             events.locked = true
@@ -274,6 +278,7 @@ public struct CourseFollower: Sendable {
     }
 
     mutating func lock(at m: Match) {
+        if state == .acquiring { lockAlong = m.alongM }
         along = m.alongM
         segment = m.segment
         view.offsetM = m.distanceM
@@ -361,7 +366,9 @@ public struct CourseFollower: Sendable {
             view.backBearingDeg = nil
             view.backDistanceM = nil
         }
-        if state == .onCourse && along >= course.lengthM - settings.finishM {
+        // The end: near it, having ridden some of the course since the lock (a rider who starts
+        // at the end of a course to ride it backwards has not finished it).
+        if state == .onCourse && along >= course.lengthM - settings.finishM && along - lockAlong >= min(1_000, course.lengthM / 2) {
             state = .finished
             events.finished = true
         }
@@ -487,16 +494,20 @@ public struct CourseFollower: Sendable {
     /// `best`: the pass with the lowest distance along (`preferLowestAlong`, the first lock) or
     /// the nearest; `nearest`: the nearest point of the whole course.
     mutating func searchCourse(_ plane: LocalPlane, within: Double, preferLowestAlong: Bool,
-                               awayFrom: Double? = nil) -> (best: Match?, nearest: Match?) {
+                               awayFrom: Double? = nil) -> (best: Match?, nearest: Match?, bestAgainst: Match?) {
         globalSearches &+= 1
         var best: Match?
+        var bestAgainst: Match?
         var nearest: Match?
         var run: Match?
         let n = course.pointCount
         func closeRun(_ r: Match?) {
             guard let r else { return }
             if let a = awayFrom, abs(r.alongM - a) < settings.jumpExcludeM { return }
-            if let h = heading, abs(Bearing.turn(from: Double(course.bearingDeg[r.segment]), to: h)) > 90 { return }
+            if let h = heading, abs(Bearing.turn(from: Double(course.bearingDeg[r.segment]), to: h)) > 90 {
+                if bestAgainst == nil || r.alongM < bestAgainst!.alongM { bestAgainst = r }
+                return
+            }
             if let b = best {
                 if preferLowestAlong ? r.alongM < b.alongM : r.distanceM < b.distanceM { best = r }
             } else {
@@ -529,7 +540,7 @@ public struct CourseFollower: Sendable {
             }
         }
         closeRun(run)
-        return (best, nearest)
+        return (best, nearest, bestAgainst)
     }
 
     // MARK: Figures, cues, climbs

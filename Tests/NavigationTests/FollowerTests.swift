@@ -293,3 +293,18 @@ extension Double {
         return sum
     }
 }
+
+@Suite struct BackwardsTests {
+    /// Riding a course from its end to its start: locked on it against its direction, "wrong
+    /// way" within 10 s; never "finished" at the end it started from.
+    @Test func ridingACourseFromItsEndIsTheWrongWay() throws {
+        let path = [(0.0, 0.0), (0.0, 2_000.0), (1_500.0, 2_000.0)]
+        let course = try Drawn.course(path)
+        var log = FollowLog(course)
+        log.ride(Drawn.ride(Array(path.reversed()), noise: 3, seed: 14))
+        #expect(!log.events.contains { $0.events.finished })
+        let alarm = try #require(log.wrongWayAlarms.first)
+        #expect(alarm <= 10_000, "wrong way \(alarm) ms after the start")
+        #expect(log.offCourseAlarms.isEmpty)
+    }
+}
