@@ -107,6 +107,11 @@ BIKE_BIN="$(swift build --show-bin-path)" .venv/bin/python -m pytest -q Tests/or
 echo "test.sh: bridge tests (board/bridge/tests)"
 .venv/bin/python -m pytest -q -p no:cacheprovider board/bridge/tests
 
+# --- Coverage-guided fuzzing (docs/testing.md, "Fuzzing", issue 27): libFuzzer on every parser of
+# outside input, BIKE_FUZZ_SECONDS (20) each from the committed corpus; a crash fails the run.
+echo "test.sh: fuzzing (scripts/fuzz.sh, ${BIKE_FUZZ_SECONDS:-20} s per target)"
+bash scripts/fuzz.sh "${BIKE_FUZZ_SECONDS:-20}"
+
 # --- The board on a real kernel (docs/testing.md): Debian's own kernel booted in QEMU (TCG)
 # with the project's simulated SSD1306, i2c-stub and gpio-sim; BoardHardware and the C shims
 # against libgpiod v1 and v2, `bikecomputer run` end to end, the shims on arm64. Installs what

@@ -275,6 +275,16 @@ public struct AppCore: Sendable {
         switch edge {
         case .down:
             guard holds[i].downAt == nil else { return } // repeated down without up: ignore
+            if screen.pairingCode != nil {
+                // Any button clears a companion's pairing code. Filling the idle screen, the press
+                // does only that; as a badge over a ride, the press does its usual work too.
+                screen.pairingCode = nil
+                emit(.pairingCodeDismissed)
+                if case .idle = screen.mode {
+                    holds[i] = ButtonHold(downAt: now, longPressFired: false, actedOnDown: true)
+                    return
+                }
+            }
             holds[i] = ButtonHold(downAt: now, longPressFired: false, actedOnDown: !hasLongPressMeaning(b))
             if holds[i].actedOnDown { shortPress(b, at: now) }
         case .up:
@@ -359,7 +369,9 @@ public struct AppCore: Sendable {
         case .showPairingCode(let code):
             guard code.map({ $0 <= PairingCode.valueMax }) ?? true else { return .refused("a pairing code has six digits") }
             screen.pairingCode = code
-            return .done(code == nil ? "pairing code cleared" : "pairing code shown")
+            guard code != nil else { return .done("pairing code cleared") }
+            if case .idle = screen.mode { return .done("pairing code shown") }
+            return .done("pairing code shown as a badge (the unit is not idle)")
         case .nextPage:
             runningPage = (runningPage + 1) % max(1, reachablePageCount)
             return .done("page \(runningPage + 1)")
@@ -642,6 +654,9 @@ public struct AppCore: Sendable {
             sensorFound(f, at: now)
         case .search(let running, _, _):
             if !running { screen.sensorsMenu.searchEnded() }
+        case .bridgeConfig(let readable, let line, _):
+            // The bridge keeps the sensors it had: say so once (ctl status and the log say why).
+            if !readable { showOverlay(.sensorConfigUnreadable(line: line), at: now) }
         }
     }
 

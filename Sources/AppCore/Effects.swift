@@ -34,6 +34,9 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
     case climbStart(number: Int, count: Int, lengthM: Int, gradeTenths: Int)
     /// The end of the course.
     case courseFinished
+    /// The sensor bridge cannot read the config file (a pairing or an edit made one it cannot
+    /// read): it keeps the sensors it had. `line` 0: it cannot tell where.
+    case sensorConfigUnreadable(line: Int)
 
     public var description: String {
         switch self {
@@ -58,6 +61,7 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
         case .cue(let t, let stage, let d, let name): "\(t.word)\(stage == .now ? " NOW" : " \(d) M")\(name.isEmpty ? "" : " " + name)"
         case .climbStart(let n, let count, let l, let g): "CLIMB \(n)/\(count) \(l) M \(g / 10).\(g % 10)%"
         case .courseFinished: "COURSE DONE"
+        case .sensorConfigUnreadable(let line): line > 0 ? "CONFIG ERR LINE \(line)" : "SENSOR CONFIG ERR"
         }
     }
 
@@ -114,6 +118,9 @@ public enum AppEffect: Sendable, Hashable {
     /// trusted reading at a device instant (not a ride instant). Rides saved on the untrusted
     /// clock are dated by it (docs/journal.md, "The clock").
     case clockTrusted(WallClockAnchor)
+    /// The rider cleared a companion's pairing code with a button: the companion cancels it
+    /// (the control stream's `pairing` line).
+    case pairingCodeDismissed
 }
 
 /// What the Sensors screen asks of the device (`AppEffect.sensors`).

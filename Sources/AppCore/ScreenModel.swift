@@ -127,7 +127,9 @@ public struct ScreenModel: Sendable, Hashable {
     /// The ride on screen was recovered after a crash.
     public var recovered = false
     public var summary: RideSummary?
-    /// A companion's pairing code to show until it is cleared (six digits), over everything.
+    /// A companion's pairing code to show until it is cleared (six digits): the whole screen
+    /// when idle, a small badge over anything else (the rider's ride is never hidden); any
+    /// button press clears it.
     public var pairingCode: UInt32?
     /// Number of running data pages (for "1/3" indicators).
     public var runningPageCount = 3

@@ -14,6 +14,7 @@ public final class GPIOButtons {
     public let lines: [GPIOInputLine]
     private var registrations: [IORegistration] = []
     private weak var attachedLoop: EventLoop?
+    private var onEdge: ((Int, Bool, UInt64) -> Void)?
     /// Read errors (counted; the line stays registered).
     public private(set) var readErrors: UInt64 = 0
     public private(set) var lastError: GPIOError?
@@ -40,16 +41,28 @@ public final class GPIOButtons {
     /// the loop's thread for each edge.
     public func attach(to loop: EventLoop, onEdge: @escaping (Int, Bool, UInt64) -> Void) throws(EventLoopError) {
         attachedLoop = loop
+        self.onEdge = onEdge
         for (index, line) in lines.enumerated() {
             let r = try loop.register(line.eventFD, "gpio.buttons", interest: .read) { [unowned self, unowned line] _ in
-                do throws(GPIOError) {
-                    try line.readEdges { edge in onEdge(index, edge.active, edge.timestampNs) }
-                } catch {
-                    self.readErrors += 1
-                    self.lastError = error
-                }
+                self.read(line, index, onEdge)
             }
             registrations.append(r)
+        }
+    }
+
+    /// Reads the edges queued on every line now, as the loop does when a line's descriptor is
+    /// ready (the event fds are non-blocking: a line with none queued gives none).
+    public func readQueuedEdges() {
+        guard let onEdge else { return }
+        for (index, line) in lines.enumerated() { read(line, index, onEdge) }
+    }
+
+    private func read(_ line: GPIOInputLine, _ index: Int, _ onEdge: (Int, Bool, UInt64) -> Void) {
+        do throws(GPIOError) {
+            try line.readEdges { edge in onEdge(index, edge.active, edge.timestampNs) }
+        } catch {
+            readErrors += 1
+            lastError = error
         }
     }
 
@@ -60,6 +73,7 @@ public final class GPIOButtons {
         }
         registrations.removeAll()
         attachedLoop = nil
+        onEdge = nil
     }
 
     deinit { detach() }

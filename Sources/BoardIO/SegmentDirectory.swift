@@ -57,21 +57,25 @@ public final class SegmentDirectory {
     public private(set) var descriptorsReleased: UInt64 = 0
     public private(set) var releases: UInt64 = 0
 
-    deinit { releaseDescriptors() }
+    deinit {
+        releaseDescriptors()
+        for p in pins where p.released { p.fd.close() }
+    }
 
     /// Descriptors held open on the directory now (segments and the directory itself).
     public var descriptorsHeld: Int { open.count + (directoryFD == nil ? 0 : 1) }
 
     /// Closes every descriptor held on the directory (segments and the directory itself; syncs
-    /// already submitted to io_uring hold their own reference and complete as before). The next
-    /// operation opens by path again. Returns how many were closed.
+    /// already submitted to io_uring hold their own reference and complete as before, and a
+    /// descriptor a linked chain still names is closed once the chain is reaped: `pin`). The
+    /// next operation opens by path again. Returns how many were let go.
     @discardableResult
     public func releaseDescriptors() -> Int {
         let n = descriptorsHeld
         guard n > 0 else { return 0 }
-        for f in open { f.fd.close() }
+        for f in open { closeDescriptor(f.fd) }
         open.removeAll(keepingCapacity: true)
-        directoryFD?.close()
+        if let d = directoryFD { closeDescriptor(d) }
         directoryFD = nil
         descriptorsReleased &+= UInt64(n)
         releases &+= 1
@@ -89,13 +93,58 @@ public final class SegmentDirectory {
     func descriptor(_ name: String) throws(SystemError) -> FileDescriptor {
         if let i = open.firstIndex(where: { $0.name == name }) { return open[i].fd }
         let fd = try FileDescriptor.open(full(name), O_RDWR)
-        if open.count >= Self.openFilesMax { open.removeFirst().fd.close() }
+        if open.count >= Self.openFilesMax { closeDescriptor(open.removeFirst().fd) }
         open.append((name, fd))
         return fd
     }
 
     func forget(_ name: String) {
-        if let i = open.firstIndex(where: { $0.name == name }) { open.remove(at: i).fd.close() }
+        if let i = open.firstIndex(where: { $0.name == name }) { closeDescriptor(open.remove(at: i).fd) }
+    }
+
+    // MARK: Descriptors in flight
+
+    /// Descriptors that operations in flight still name, with how many name each and whether the
+    /// directory has let go of it (then it is closed at the last `unpin`). A linked io_uring
+    /// step (IOSQE_IO_LINK) looks its descriptor up only when it runs (Linux 5.18 and later), so
+    /// a descriptor closed while its chain is in flight, and its number reused by the next open,
+    /// would have the chain fsync another file (issue 27).
+    var pins: [(fd: FileDescriptor, count: Int, released: Bool)] = []
+    /// Descriptors pinned at most (a segment's creation pins two; the journal runs one at a time).
+    public static let pinsMax = 8
+
+    /// Keeps `fd` open until as many `unpin(fd)` as `pin(fd)`, whatever the directory lets go of
+    /// meanwhile (a failure's `releaseDescriptors`, the open-file bound, a removal).
+    public func pin(_ fd: FileDescriptor) {
+        if let i = pins.firstIndex(where: { $0.fd == fd }) {
+            pins[i].count += 1
+            return
+        }
+        precondition(pins.count < Self.pinsMax, "more than \(Self.pinsMax) descriptors pinned: a chain's completions were never reaped")
+        pins.append((fd, 1, false))
+    }
+
+    /// The operation that named `fd` completed: closes it now if the directory let go of it.
+    public func unpin(_ fd: FileDescriptor) {
+        guard let i = pins.firstIndex(where: { $0.fd == fd }) else {
+            preconditionFailure("\(fd) unpinned more often than pinned")
+        }
+        pins[i].count -= 1
+        guard pins[i].count == 0 else { return }
+        let p = pins.remove(at: i)
+        if p.released { p.fd.close() }
+    }
+
+    /// Descriptors the directory let go of that stay open until their operations complete.
+    public var descriptorsAwaitingCompletion: Int { pins.reduce(0) { $0 + ($1.released ? 1 : 0) } }
+
+    /// Closes `fd` unless an operation in flight names it (then at its last `unpin`).
+    func closeDescriptor(_ fd: FileDescriptor) {
+        if let i = pins.firstIndex(where: { $0.fd == fd }) {
+            pins[i].released = true
+        } else {
+            fd.close()
+        }
     }
 
     /// The names of the directory's regular entries.
@@ -153,7 +202,7 @@ public final class SegmentDirectory {
     /// directory uses and closes for `name`.
     public func adopt(_ name: String, _ fd: FileDescriptor) {
         forget(name)
-        if open.count >= Self.openFilesMax { open.removeFirst().fd.close() }
+        if open.count >= Self.openFilesMax { closeDescriptor(open.removeFirst().fd) }
         open.append((name, fd))
     }
 

@@ -66,6 +66,10 @@ public final class BoardWiring {
         /// The ride files' own status fields (`BoardRideFiles`: how they are synced, what a
         /// background write costs a turn), written into `status`'s `ride_files`.
         public var rideFilesStatus: ((inout JSONWriter) -> Void)?
+        /// The ride files' completion eventfd and what takes its completions
+        /// (`BoardRideFiles.completionDescriptor`, `collectCompletions`): in the epoll set, a
+        /// ride-file step waiting for the card runs when the card answers, never polled.
+        public var rideFileCompletions: (descriptor: FileDescriptor, collect: () -> Void)?
 
         public init() {}
     }
@@ -98,6 +102,7 @@ public final class BoardWiring {
     var coreDeadlineTimer: TimerID?
     var armedCoreDeadline: MonotonicInstant?
     var rideFileTimer: TimerID?
+    var rideFileRegistration: IORegistration?
     var armedRideFileDeadline: MonotonicInstant?
     var tickTimer: TimerID?
     var lastSyncs: UInt64 = 0
@@ -156,6 +161,14 @@ public final class BoardWiring {
 
     func startComponents() throws {
         for c in components { try c.start(self) }
+        if let files = options.rideFileCompletions {
+            rideFileRegistration = try loop.register(files.descriptor, "ridefile.sync", interest: .read) { [unowned self] _ in
+                files.collect()
+                self.runtime.rideFileStorageProgress(at: self.now)
+                self.afterInputs()
+            }
+            runtime.rideFileCompletionsSignalled = true
+        }
         // The 1 Hz tick (which the core's own deadlines pull forward, see `tick`) and the wall clock.
         scheduleTick()
         // The wall clock goes to the core every wallClockPeriodMs, and within wallClockPollMs of
@@ -224,6 +237,7 @@ public final class BoardWiring {
     /// at the core's deadlines (while riding, the 1 Hz record instants) and otherwise a second
     /// after the last one, so a riding device wakes once a second for it, not twice.
     public func tick() {
+        buttons.readQueuedEdges() // a release not read yet is not a long press
         let t = now
         ticks &+= 1
         runtime.tick(at: t)
@@ -289,7 +303,7 @@ public final class BoardWiring {
         w.beginObject()
         w.string("ride_id", core.header?.rideID.description)
         // The lap the screen shows: it changes only once the lap is durable (ConfirmationGate).
-        w.int("lap", Int64(screen.lapNumber))
+        w.int("lap", Int64(runtime.lapNumberShown))
         w.bool("recovered", recoveredRide != nil || screen.recovered)
         w.string("recovered_ride", recoveredRide?.description)
         w.beginObject("live")
@@ -359,6 +373,8 @@ public final class BoardWiring {
     /// Closes every component (after the loop stopped) and clears the ride-active file.
     public func close() {
         for c in components.reversed() { c.close() }
+        if let r = rideFileRegistration { loop.deregister(r) }
+        rideFileRegistration = nil
         if let flag = rideFlag, flag.isSet { flag.set(false) }
         log.log(.info, "stopped; journal durable (\(journal.counters.recordsDurable) records)")
     }

@@ -92,6 +92,8 @@ public final class BridgeLink {
     public static let badInputLogPeriodMs: Int64 = 60_000
     public private(set) var connectionsAccepted: UInt64 = 0
     public private(set) var disconnections: UInt64 = 0
+    /// Packets of 0 bytes from the bridge (bad input: counted as malformed frames, not a disconnect).
+    public private(set) var emptyPackets: UInt64 = 0
     public private(set) var transportErrors: UInt64 = 0
     public private(set) var lastError: String?
 
@@ -218,6 +220,16 @@ public final class BridgeLink {
             case .wouldBlock:
                 passed?.close()
                 break
+            case .closed where !Self.hungUp(c.fd):
+                // A packet of 0 bytes on a connection still open (a SOCK_SEQPACKET read of 0 is
+                // that or the end): bad input, counted by the runtime as a malformed frame, not
+                // a disconnect that would lose every sensor.
+                passed?.close()
+                let at = now
+                buffer.withUnsafeBytes { b in runtime.receive(.bridgePacket(UnsafeRawBufferPointer(rebasing: b[0..<0]), truncated: false), at: at) }
+                emptyPackets &+= 1
+                fed = true
+                continue
             case .closed:
                 passed?.close()
                 log.log(.warning, "sensor bridge disconnected; every sensor is lost until it reconnects")
@@ -244,6 +256,13 @@ public final class BridgeLink {
         case 5, 6:
             guard let onSearchFrame, let f = try? BridgeFrame.parse(packet) else { return }
             onSearchFrame(f.message)
+        case 12:
+            guard case let .configState(readable, line, note)? = try? BridgeFrame.parse(packet).message else { return }
+            if readable {
+                log.log(.info, "the sensor bridge reads the config file again")
+            } else {
+                log.log(.error, "the sensor bridge cannot read the config file\(line > 0 ? " (line \(line))" : ""): \(note.text); it keeps the sensors it had — `bikecomputer config check` shows the problem")
+            }
         default:
             break
         }
@@ -531,11 +550,19 @@ extension BridgeLink: BoardComponent {
         w.bool("connected", isConnected)
         w.int("connections", Int64(clamping: connectionsAccepted))
         w.int("disconnections", Int64(clamping: disconnections))
+        w.int("empty_packets", Int64(clamping: emptyPackets))
         w.int("frames", Int64(clamping: src.framesReceived))
         w.int("heartbeats", Int64(clamping: src.heartbeats))
         w.int("samples", Int64(clamping: src.samplesEmitted))
         w.string("counters", src.logLine)
         w.int("protocol_version", Int64(bridgeVersionMax))
+        // Whether the bridge could read the config file (protocol version 3; null: not said):
+        // when not, it keeps the sensors it had (docs/bridge-protocol.md, "Config state").
+        w.bool("config_readable", src.bridgeConfig?.readable)
+        if let c = src.bridgeConfig, !c.readable {
+            w.int("config_error_line", Int64(c.line))
+            w.string("config_error", c.note.text)
+        }
         w.int("frames_sent", Int64(clamping: framesSent))
         w.int("sockets_open", Int64(sockets.count))
         w.int("sockets_accepted", Int64(clamping: socketsAccepted))

@@ -10,6 +10,8 @@ public protocol ButtonLines: AnyObject {
     func currentLevels() throws -> [Bool]
     /// Registers the lines with `loop`; `onEdge(index, active, timestampNs)` runs on its thread.
     func attach(to loop: EventLoop, onEdge: @escaping (Int, Bool, UInt64) -> Void) throws
+    /// Reads the edges queued on the lines now, without waiting, into `onEdge`.
+    func readQueuedEdges()
     func detach()
 }
 
@@ -64,6 +66,19 @@ public final class ButtonsComponent: BoardComponent {
         let nowMs = board.loop.nowMs
         if ms > nowMs || nowMs - ms > Self.timestampSkewMaxMs { ms = nowMs } // a timestamp on another clock
         board.runtime.buttonEdge(map[index].button, pressed: active, at: MonotonicInstant(milliseconds: ms))
+        armDebounce()
+    }
+
+    /// Before the core decides a long press at its deadline (`BoardWiring.tick`): while a
+    /// button is down, the edges the kernel has queued are read and what has settled by now is
+    /// handed on, so a release the loop has not read yet counts. A turn that ran past the
+    /// deadline (a slow handler, a loaded CPU) otherwise fired the long press of a button
+    /// released long before: a tap on START while paused ended the ride.
+    func readQueuedEdges() {
+        guard let lines, let board else { return }
+        if let d = board.runtime.buttonDebouncer, !Button.allCases.contains(where: { d.isPressed($0) }) { return }
+        lines.readQueuedEdges()
+        board.runtime.settleButtons(at: board.now)
         armDebounce()
     }
 

@@ -82,6 +82,7 @@ public final class JournalSyncComponent: BoardComponent {
             w.int("slowest_blocking_sync_us", s.directory.slowestSyncNs / 1000)
             // Descriptors held on the card now, and those closed after failures (issue 17).
             w.int("descriptors_held", Int64(s.directory.descriptorsHeld))
+            w.int("descriptors_awaiting_completion", Int64(s.directory.descriptorsAwaitingCompletion))
             w.int("descriptors_released", Int64(clamping: s.directory.descriptorsReleased))
         }
         w.endObject()

@@ -7,6 +7,15 @@ public enum ConfigLoader {
     /// The tables a config may have (in documentation order).
     public static let tables = ["buttons", "display", "bridge", "sensor", "bike", "rider", "zones", "training", "storage", "control", "companion", "gps", "barometer"]
 
+    /// `load(text:)` of a file's bytes: bytes that are not UTF-8 are an error with their line
+    /// (the bridge's `tomllib` refuses such a file too), never read with replacement characters.
+    public static func load(bytes: [UInt8]) -> Result<DeviceConfig, ConfigErrors> {
+        switch TOMLDocument.text(bytes) {
+        case .success(let text): return load(text: text)
+        case .failure(let e): return .failure(ConfigErrors(errors: [ConfigError(line: e.line, .syntax, e.message)]))
+        }
+    }
+
     public static func load(text: String) -> Result<DeviceConfig, ConfigErrors> {
         let (document, syntaxErrors) = TOMLDocument.parse(text)
         var errors = syntaxErrors.map { ConfigError(line: $0.line, .syntax, $0.message) }

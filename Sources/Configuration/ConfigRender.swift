@@ -4,19 +4,7 @@ extension DeviceConfig {
     public func renderTOML() -> String {
         var out = ""
         func line(_ s: String) { out += s + "\n" }
-        func q(_ s: String) -> String {
-            var r = "\""
-            for c in s.unicodeScalars {
-                switch c {
-                case "\"": r += "\\\""
-                case "\\": r += "\\\\"
-                case "\n": r += "\\n"
-                case "\t": r += "\\t"
-                default: r.unicodeScalars.append(c)
-                }
-            }
-            return r + "\""
-        }
+        func q(_ s: String) -> String { TOMLDocument.quoted(s) }
         func list(_ xs: [Int]) -> String { "[" + xs.map(String.init).joined(separator: ", ") + "]" }
         func num(_ d: Double) -> String {
             let s = "\(d)"

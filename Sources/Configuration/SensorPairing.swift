@@ -84,7 +84,7 @@ public enum SensorPairing {
         if let b = existing.first(where: { $0.identity == identity }) { throw .alreadyPaired(identity, line: b.headerLine) }
         if existing.count >= pairedMax { throw .full(existing.count) }
         var block: [String] = []
-        if let comment { block.append("# " + comment.filter { $0 != "\n" && $0 != "\r" }) }
+        if let comment { block.append("# " + String(String.UnicodeScalarView(comment.unicodeScalars.filter { !TOMLParser.isControl($0) }))) }
         block.append("[[sensor]]")
         switch identity {
         case .ble(let a):
@@ -148,16 +148,9 @@ public enum SensorPairing {
         return parts.count == 6 && parts.allSatisfy { $0.count == 2 && $0.allSatisfy(\.isHexDigit) }
     }
 
+    /// The inside of the TOML basic string that reads back as `s` (`TOMLDocument.quoted`).
     static func quoted(_ s: String) -> String {
-        var out = ""
-        for c in s.unicodeScalars {
-            switch c {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            default: if c.value >= 0x20 { out.unicodeScalars.append(c) }
-            }
-        }
-        return out
+        String(TOMLDocument.quoted(s).dropFirst().dropLast())
     }
 
     static func split(_ text: String) -> [String] {

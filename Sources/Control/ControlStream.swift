@@ -116,6 +116,12 @@ public final class ControlStream: RideObserver {
             var w = JSONWriter(pretty: false)
             w.string("ride_id", id.description)
             emit("ride_deleted", w, at: now, replayable: true)
+        case .pairingCodeDismissed:
+            // The companion cancels the code (docs/companion.md, "Pairing").
+            var w = JSONWriter(pretty: false)
+            w.bool("shown", false)
+            w.string("by", "button")
+            emit("pairing", w, at: now, replayable: false)
         }
     }
 

@@ -62,8 +62,21 @@ public final class DeviceRuntime {
     public static let rideFileRetryMsMin: Int64 = 1_000
     public static let rideFileRetryMsMax: Int64 = 8_000
     /// While a ride file's fsync runs in the background (the board's io_uring), its completion
-    /// is looked for this often: a few cheap turns per stalled write, none of them waiting.
+    /// is looked for this often, unless the board says when completions arrive
+    /// (`rideFileCompletionsSignalled`: the ring's eventfd in the loop's epoll set).
     public static let rideFilePollMs: Int64 = 10
+    /// With completions signalled, the next step is taken when one arrives
+    /// (`rideFileStorageProgress`), or after this long at the latest (a guard, not a poll).
+    public static let rideFileStorageGuardMs: Int64 = 1_000
+    /// The board watches the ride files' completions (the ring's eventfd): a step waiting for
+    /// the card is taken when `rideFileStorageProgress` says one arrived, not polled.
+    public var rideFileCompletionsSignalled = false
+    /// Attempts at dating one ride in this start (each failed step waits as a ride file's does);
+    /// then it waits for the next start (its offset is on the card).
+    public static let redatingAttemptsMax = 3
+    /// Rides dated since this start, and datings given up until the next start.
+    public private(set) var ridesRedated: UInt64 = 0
+    public private(set) var redatingsDeferred: UInt64 = 0
     /// Whether ride files are written one bounded step per call of `workOnRideFiles` (the
     /// board's loop, between its turns) or all at once after the input that ended the ride (the
     /// simulator, tests).
@@ -154,6 +167,7 @@ public final class DeviceRuntime {
         runtime.recoveredRide = report.recoveredRide
         runtime.stepsRideFiles = stepsRideFiles
         for id in report.finishedRidesAwaitingFile { runtime.queueRideFile(id, at: now) }
+        runtime.queueNextRedating(at: now)  // a dating a power cut interrupted (its offset is on the card)
         runtime.start(at: now)
         if let wall { runtime.wallClock(wall, at: now) }
         runtime.inputs.start(at: now) { runtime.handle(.sensor($0)) }
@@ -174,8 +188,16 @@ public final class DeviceRuntime {
 
     /// Shows the core's screen, a state change held back while its records are not durable.
     func show(at now: MonotonicInstant) {
-        guard let port = screenPort else { return }
-        port.show(gate.screen(core.screen, awaiting: journal.awaitingDurable), at: now)
+        let shown = gate.screen(core.screen, awaiting: journal.awaitingDurable)
+        screenPort?.show(shown, at: now)
+    }
+
+    /// The lap number the screen shows (`ctl status` `lap`): the core's once the last state
+    /// change is durable, the last confirmed one while it is still being synced. The core's own
+    /// changes at the press, before its record is on the card.
+    public var lapNumberShown: Int {
+        guard journal.awaitingDurable, let confirmed = gate.confirmed else { return core.screen.lapNumber }
+        return confirmed.lapNumber
     }
 
     /// Screens shown with a state change held back until its records were durable.
@@ -450,6 +472,27 @@ public final class DeviceRuntime {
         var dueAt: MonotonicInstant
         /// Whether the rider was told it failed (once per ride, not per retry).
         var alerted = false
+        /// A saved ride's files written again, dated (`RideArchivePort.nextRedating`): no journal
+        /// to release and nothing to tell the rider when done.
+        var redating = false
+        /// The last step waits for the card (a background fsync).
+        var waiting = false
+    }
+
+    /// Takes the archive's next ride to date into the ride-file queue, behind the rides being
+    /// saved, unless one is there already (one at a time: the queue stays bounded).
+    func queueNextRedating(at now: MonotonicInstant) {
+        guard !rideFiles.contains(where: \.redating), let (id, job) = archive.nextRedating() else { return }
+        rideFiles.append(RideFileJob(rideID: id, write: job, dueAt: now, redating: true))
+    }
+
+    /// The board's ride-file completions arrived (the ring's eventfd): a step waiting for the
+    /// card is taken now.
+    public func rideFileStorageProgress(at now: MonotonicInstant) {
+        guard !rideFiles.isEmpty, rideFiles[0].waiting else { return }
+        rideFiles[0].waiting = false
+        rideFiles[0].dueAt = now
+        if !stepsRideFiles { writeDueRideFiles(at: now) }
     }
 
     /// Queues the file of a ride that ended saved (or that recovery found without a durable
@@ -497,9 +540,11 @@ public final class DeviceRuntime {
             return true
         }
         do {
+            job.waiting = false
             guard try job.write!.step() else {
                 guard job.write!.waitsForStorage else { return true }
-                job.dueAt = now.advanced(byMs: Self.rideFilePollMs)
+                job.waiting = true
+                job.dueAt = now.advanced(byMs: rideFileCompletionsSignalled ? Self.rideFileStorageGuardMs : Self.rideFilePollMs)
                 rideFiles[0] = job
                 return false
             }
@@ -508,17 +553,29 @@ public final class DeviceRuntime {
             return false
         }
         rideFiles.removeFirst()
+        if job.redating {
+            ridesRedated &+= 1
+            log.log(.info, "ride \(job.rideID) dated: \(job.write!.summary)")
+            queueNextRedating(at: now)
+            return !rideFiles.isEmpty
+        }
         rideFilesWritten &+= 1
         rideFileCondition = .ok
         lastRideFileError = nil
         // Only now may the journal let the ride go: its file holds every record.
         journal.rideFileIsDurable(job.rideID)
+        // Saved on an unset clock that was set meanwhile: its dating joins the queue.
+        queueNextRedating(at: now)
         log.log(.info, "ride \(job.rideID) saved: \(job.write!.summary)")
         handle(.rideFile(job.rideID, durable: true, at: now))
         return !rideFiles.isEmpty
     }
 
     func rideFileFailed(_ job: inout RideFileJob, _ error: any Error, at now: MonotonicInstant) {
+        if job.redating {
+            redatingFailed(&job, error, at: now)
+            return
+        }
         archiveFailures &+= 1
         let failure = RideArchiveFailure(error)
         lastRideFileError = "\(error)"
@@ -542,10 +599,34 @@ public final class DeviceRuntime {
         handle(.rideFile(job.rideID, durable: false, at: now))
     }
 
+    /// A dating step failed: tried again after the ride files' back-off, a few times; then the
+    /// ride waits for the next start (its records and offset stay on the card). The ride is
+    /// saved either way: nothing is shown to the rider beyond the storage condition.
+    func redatingFailed(_ job: inout RideFileJob, _ error: any Error, at now: MonotonicInstant) {
+        job.failures += 1
+        let failure = RideArchiveFailure(error)
+        if failure != .unexportable { rideFileCondition = failure.condition }
+        guard job.failures < Self.redatingAttemptsMax, failure != .unexportable else {
+            rideFiles.removeFirst()
+            redatingsDeferred &+= 1
+            log.log(.error, "ride \(job.rideID) not dated (\(error)); the next start tries again")
+            reportStorageAfterRideFile(at: now)
+            queueNextRedating(at: now)
+            return
+        }
+        let backoff = min(Self.rideFileRetryMsMax, Self.rideFileRetryMsMin << min(job.failures - 1, 16))
+        job.dueAt = now.advanced(byMs: backoff)
+        job.waiting = false
+        job.write?.retry()
+        rideFiles[0] = job
+        log.log(.error, "ride \(job.rideID) not dated yet (\(error)); retry \(job.failures) in \(backoff) ms")
+        reportStorageAfterRideFile(at: now)
+    }
+
     /// A retry that failed again changes no alert unless the storage condition changed.
     func reportStorageAfterRideFile(at now: MonotonicInstant) {
         reportStorageIfChanged(at: now)
-        screenPort?.show(core.screen, at: now)
+        show(at: now)
         refreshDerived()
     }
 
@@ -594,6 +675,11 @@ public final class DeviceRuntime {
         case .rideFinished(let id, let saved):
             finished(id, saved: saved, at: now)
         case .rideDeleted(let id):
+            // A dating of it under way is dropped (it must not write the ride back).
+            if let i = rideFiles.firstIndex(where: { $0.rideID == id && $0.redating }) {
+                rideFiles.remove(at: i)
+                queueNextRedating(at: now)
+            }
             if let i = rideFiles.firstIndex(where: { $0.rideID == id }) {
                 // Deleted before its file was written: nothing to write, nothing to keep.
                 rideFiles.remove(at: i)
@@ -612,7 +698,11 @@ public final class DeviceRuntime {
             if sensorRequests.count >= Self.sensorRequestsMax { sensorRequests.removeFirst() }
             sensorRequests.append(request)
         case .clockTrusted(let anchor):
+            // No file work here: the rides to date join the ride-file queue as stepped jobs.
             archive.clockTrusted(anchor)
+            queueNextRedating(at: now)
+        case .pairingCodeDismissed:
+            log.log(.info, "pairing code cleared with a button")
         case .courses(let request):
             if courseRequests.count >= Self.courseRequestsMax { courseRequests.removeFirst() }
             courseRequests.append(request)

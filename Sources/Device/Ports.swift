@@ -64,8 +64,12 @@ public protocol RideArchivePort: AnyObject {
     /// The same work as `store` in bounded steps (the board's loop takes one per turn).
     func beginStore(rideID: RideID, records: [RideRecord]) -> RideArchiveJob
     /// The wall clock became trusted (`anchor`: a trusted reading at a device instant): rides
-    /// saved on the untrusted clock can be dated (`DatingRideArchive`).
+    /// saved on the untrusted clock can be dated (`DatingRideArchive`). Does no file work: the
+    /// dating is done by the jobs `nextRedating` hands out.
     func clockTrusted(_ anchor: WallClockAnchor)
+    /// The next ride to date, as steps like a ride file's (issue 27: re-dating never holds a loop
+    /// turn); nil when none waits. The runtime takes one at a time into its ride-file queue.
+    func nextRedating() -> (RideID, RideArchiveJob)?
 }
 
 /// A ride's files being written step by step (`RideArchivePort.beginStore`).
@@ -140,6 +144,7 @@ extension RideArchivePort {
         OneStepArchiveJob(self, rideID, records)
     }
     public func clockTrusted(_ anchor: WallClockAnchor) {}
+    public func nextRedating() -> (RideID, RideArchiveJob)? { nil }
 }
 
 /// The buzzer or LED line, if the board has one.

@@ -31,6 +31,11 @@ public struct ClockReference: Sendable, Hashable {
 /// offset are removed. A ride whose records hold a trusted anchor (trust came during the ride)
 /// is never re-dated. A ride from an earlier boot cannot be dated (how long the board was off is
 /// unknown): it keeps its date, and that is logged and counted.
+///
+/// The dating itself is ride-file work in steps (issue 27): `clockTrusted` only notes the rides
+/// to date, and `nextRedating` hands them out one at a time as jobs that the runtime runs like a
+/// ride file's, one bounded step per loop turn, every fsync in the background. A ride whose
+/// file was being written when the clock became trusted joins them once its records are kept.
 public final class DatingRideArchive: RideArchivePort {
     public static let directoryName = "undated"
     /// Rides kept waiting for a date at most (beyond that, one of them is given up, logged).
@@ -48,9 +53,14 @@ public final class DatingRideArchive: RideArchivePort {
     let log: LogPort?
     /// The trusted anchor learnt in this start (device instants), once the clock is trusted.
     public private(set) var trustedAnchor: WallClockAnchor?
-    public private(set) var ridesRedated: UInt64 = 0
-    public private(set) var ridesUndatable: UInt64 = 0
-    public private(set) var datingFailures: UInt64 = 0
+    public internal(set) var ridesRedated: UInt64 = 0
+    public internal(set) var ridesUndatable: UInt64 = 0
+    public internal(set) var datingFailures: UInt64 = 0
+    /// Rides to date, in order (`nextRedating` takes them): those waiting when the clock became
+    /// trusted, those whose dating a power cut interrupted, and those kept since.
+    var due: [RideID] = []
+    /// Rides waiting to be dated now (handed out or not).
+    public var redatingsWaiting: Int { due.count }
 
     /// `reference` is the wall clock read at this start (`wall`, at device instant `now`) in
     /// boot `bootID`. Finishes the dating a power cut interrupted (an `.offset` file) and gives up
@@ -63,8 +73,8 @@ public final class DatingRideArchive: RideArchivePort {
         reference = bootID.flatMap { $0.isEmpty ? nil : ClockReference(bootID: $0, anchor: WallClockAnchor(monotonic: now, wall: wall)) }
         self.log = log
         for id in pendingRides() {
-            if let offset = readOffset(id) {
-                redate(id, offsetMs: offset)
+            if readOffset(id) != nil {
+                due.append(id)  // dated by the runtime's jobs, off the start
             } else if let p = readPending(id), p.reference.bootID != reference?.bootID {
                 giveUp(id, "the board restarted before its clock was set; it keeps the date the board guessed, \(Self.dateText(p.startMs))")
             }
@@ -132,6 +142,7 @@ public final class DatingRideArchive: RideArchivePort {
             keepingFailed(plan, error)
             return (what, nil)
         }
+        if pending == nil { kept(plan) }
         return (what + ", dated by an unset clock: re-dated once the clock is set", pending)
     }
 
@@ -148,7 +159,14 @@ public final class DatingRideArchive: RideArchivePort {
             keepingFailed(plan, error)
             return what
         }
+        kept(plan)
         return summary
+    }
+
+    /// The ride's records are kept for dating (durably). If the clock became trusted while its
+    /// file was written (after `clockTrusted` listed the rides to date), it is dated now like them.
+    func kept(_ plan: Plan) {
+        if trustedAnchor != nil, !due.contains(plan.rideID) { due.append(plan.rideID) }
     }
 
     func keepingFailed(_ plan: Plan, _ error: any Error) {
@@ -161,26 +179,19 @@ public final class DatingRideArchive: RideArchivePort {
         removePending(rideID)
     }
 
-    /// The clock is trusted from now on (`anchor`: a trusted reading at a device instant). Dates
-    /// every ride of this boot waiting for it.
+    /// The clock is trusted from now on (`anchor`: a trusted reading at a device instant): every
+    /// ride of this start waiting for it is to be dated. Lists them, no more (the dating is
+    /// `nextRedating`'s jobs).
     public func clockTrusted(_ anchor: WallClockAnchor) {
         guard trustedAnchor == nil else { return }
         trustedAnchor = anchor
-        for id in pendingRides() {
-            guard let p = readPending(id) else { continue }
-            guard p.reference.bootID == reference?.bootID else {
-                giveUp(id, "the board restarted before its clock was set; it keeps the date the board guessed, \(Self.dateText(p.startMs))")
-                continue
-            }
-            let offset = Self.offset(trusted: anchor, untrusted: p.reference.anchor)
-            do {
-                try ops.writeAtomically(path(id, "offset"), Array("offset_ms \(offset)\n".utf8))
-            } catch {
-                datingFailures &+= 1
-                log?.log(.error, "ride \(id): cannot write its clock offset (\(error)); dating it now anyway")
-            }
-            redate(id, offsetMs: offset)
-        }
+        for id in pendingRides() where !due.contains(id) { due.append(id) }
+    }
+
+    public func nextRedating() -> (RideID, RideArchiveJob)? {
+        guard !due.isEmpty else { return nil }
+        let id = due.removeFirst()
+        return (id, RedatingJob(self, id))
     }
 
     // MARK: Dating
@@ -215,39 +226,6 @@ public final class DatingRideArchive: RideArchivePort {
             out[i] = .header(h)
         }
         return out
-    }
-
-    func redate(_ id: RideID, offsetMs: Int64) {
-        guard let p = readPending(id) else {
-            datingFailures &+= 1
-            log?.log(.error, "ride \(id): its records kept for dating cannot be read; it keeps its date")
-            removePending(id)
-            return
-        }
-        guard !Self.hasTrustedTime(p.records) else { removePending(id); return } // never re-dated twice
-        // Deleted meanwhile (`bikecomputer rides delete` goes to the library directly): not
-        // brought back.
-        let listed: [RideEntry]
-        do { listed = try library.list() } catch {
-            datingFailures &+= 1
-            log?.log(.error, "ride \(id) not re-dated (\(error)); tried again at the next start")
-            return
-        }
-        guard listed.contains(where: { $0.rideID == id }) else {
-            log?.log(.info, "ride \(id) was deleted before its clock was set; nothing to date")
-            removePending(id)
-            return
-        }
-        do {
-            let what = try library.store(rideID: id, records: Self.redated(p.records, offsetMs: offsetMs))
-            ridesRedated &+= 1
-            log?.log(.info, "ride \(id) dated now that the clock is set (\(Self.offsetText(offsetMs))): \(what)")
-            removePending(id)
-        } catch {
-            // The offset stays on the card: the next start tries again.
-            datingFailures &+= 1
-            log?.log(.error, "ride \(id) not re-dated (\(error)); tried again at the next start")
-        }
     }
 
     func giveUp(_ id: RideID, _ why: String) {
@@ -421,4 +399,156 @@ final class DatingArchiveJob: RideArchiveJob {
         inner.retry()
     }
     var waitsForStorage: Bool { keeping != nil || inner.waitsForStorage }
+}
+
+/// Dating one ride (`DatingRideArchive.nextRedating`), in the steps of a ride file: read its
+/// kept records, write its offset (so a power cut from here on still dates it at the next
+/// start), check it is still in the library, write its files again dated (the library's own
+/// steps), remove what was kept for it. Every fsync runs in the background
+/// (`beginWriteAtomically`, `beginRemove`): the step that began it returns and the runtime takes
+/// the next when the card has answered. A failed step throws; `retry()` starts over.
+final class RedatingJob: RideArchiveJob {
+    enum Phase {
+        case read
+        case writeOffset
+        case awaitOffset(RideFilePendingWrite)
+        case check
+        case write(RideFileWrite)
+        case remove
+        case awaitRemove(RideFilePendingWrite)
+        case done
+    }
+
+    let archive: DatingRideArchive
+    let rideID: RideID
+    var phase = Phase.read
+    var offsetMs: Int64 = 0
+    var records: [RideRecord] = []
+    private(set) var summary = ""
+    private(set) var waitsForStorage = false
+
+    init(_ archive: DatingRideArchive, _ rideID: RideID) {
+        self.archive = archive
+        self.rideID = rideID
+    }
+
+    func retry() {
+        phase = .read
+        records = []
+        waitsForStorage = false
+    }
+
+    /// What `waitsForStorage` says after a pending operation's poll.
+    func waiting(_ pending: RideFilePendingWrite, then next: Phase) throws -> Bool {
+        guard try pending.poll() else {
+            waitsForStorage = true
+            return false
+        }
+        phase = next
+        return false
+    }
+
+    func step() throws -> Bool {
+        do { return try stepOnce() } catch {
+            archive.datingFailures &+= 1  // the runtime logs it and retries
+            throw error
+        }
+    }
+
+    func stepOnce() throws -> Bool {
+        waitsForStorage = false
+        let a = archive
+        switch phase {
+        case .read:
+            guard let p = a.readPending(rideID) else {
+                a.noteFailure("ride \(rideID): its records kept for dating cannot be read; it keeps its date")
+                summary = "its kept records cannot be read"
+                phase = .remove
+                return false
+            }
+            if Self.alreadyDated(p) {
+                summary = "dated already"
+                phase = .remove  // never re-dated twice
+                return false
+            }
+            records = p.records
+            if let o = a.readOffset(rideID) {
+                // Learnt in the ride's own boot (a power cut came before the rewrite).
+                offsetMs = o
+                phase = .check
+                return false
+            }
+            guard p.reference.bootID == a.reference?.bootID else {
+                a.giveUpLater(rideID, "the board restarted before its clock was set; it keeps the date the board guessed, \(DatingRideArchive.dateText(p.startMs))")
+                summary = "not dated (an earlier boot)"
+                records = []
+                phase = .remove
+                return false
+            }
+            if let t = a.trustedAnchor {
+                offsetMs = DatingRideArchive.offset(trusted: t, untrusted: p.reference.anchor)
+                phase = .writeOffset
+            } else {
+                preconditionFailure("ride \(rideID) handed out for dating before the clock was trusted")
+            }
+        case .writeOffset:
+            let pending = try a.ops.beginWriteAtomically(a.path(rideID, "offset"), Array("offset_ms \(offsetMs)\n".utf8))
+            phase = pending.map { .awaitOffset($0) } ?? .check
+            waitsForStorage = pending != nil
+        case .awaitOffset(let pending):
+            return try waiting(pending, then: .check)
+        case .check:
+            // Deleted meanwhile (`bikecomputer rides delete` goes to the library directly): not
+            // brought back.
+            guard try a.library.list().contains(where: { $0.rideID == rideID }) else {
+                a.log?.log(.info, "ride \(rideID) was deleted before its clock was set; nothing to date")
+                summary = "deleted before its clock was set"
+                phase = .remove
+                return false
+            }
+            phase = .write(a.library.writing(rideID: rideID, records: DatingRideArchive.redated(records, offsetMs: offsetMs)))
+            records = []
+        case .write(let w):
+            guard try w.stepTyped() else {
+                waitsForStorage = w.waitsForStorage
+                return false
+            }
+            a.redated(rideID)
+            summary = "dated now that the clock is set (\(DatingRideArchive.offsetText(offsetMs))): \(w.result ?? "")"
+            a.log?.log(.info, "ride \(rideID) \(summary)")
+            phase = .remove
+        case .remove:
+            let pending = try a.ops.beginRemove([a.path(rideID, "rec"), a.path(rideID, "offset")])
+            phase = pending.map { .awaitRemove($0) } ?? .done
+            waitsForStorage = pending != nil
+            if pending == nil { return true }
+        case .awaitRemove(let pending):
+            guard try pending.poll() else {
+                waitsForStorage = true
+                return false
+            }
+            phase = .done
+            return true
+        case .done:
+            return true
+        }
+        return false
+    }
+
+    static func alreadyDated(_ p: DatingRideArchive.Pending) -> Bool { DatingRideArchive.hasTrustedTime(p.records) }
+}
+
+extension DatingRideArchive {
+    func redated(_ id: RideID) { ridesRedated &+= 1 }
+
+    func noteFailure(_ message: String) {
+        datingFailures &+= 1
+        log?.log(.error, message)
+    }
+
+    /// Counted and logged; the kept files go with the job's removal step.
+    func giveUpLater(_ id: RideID, _ why: String) {
+        ridesUndatable &+= 1
+        log?.log(.warning, "ride \(id) cannot be dated: \(why)")
+    }
 }

@@ -99,6 +99,9 @@ public final class BoardSegmentStorage: DeferredSyncStorage {
         var error: StorageError?
         /// `error` is only a cancellation (a later completion may say why).
         var errorIsCancellation = false
+        /// The descriptors its linked chain names, kept open until its completions are reaped
+        /// (`SegmentDirectory.pin`: a linked step looks its descriptor up when it runs).
+        var pinned: (file: FileDescriptor, directory: FileDescriptor)?
     }
     /// Creations begun and not yet complete.
     var creations: [Creation] = []
@@ -289,9 +292,19 @@ public final class BoardSegmentStorage: DeferredSyncStorage {
                 directory.adopt(name, fd)
                 let start = MonotonicClock.nowNs
                 do throws(SystemError) {
-                    try ring.allocateAndSync(fd, bytes: segmentBytes, directory: try directory.directoryDescriptor(),
-                                             tokens: (Self.ringToken(token, .allocate), Self.ringToken(token, .fileSync),
-                                                      Self.ringToken(token, .directorySync)))
+                    let dfd = try directory.directoryDescriptor()
+                    directory.pin(fd)
+                    directory.pin(dfd)
+                    do throws(SystemError) {
+                        try ring.allocateAndSync(fd, bytes: segmentBytes, directory: dfd,
+                                                 tokens: (Self.ringToken(token, .allocate), Self.ringToken(token, .fileSync),
+                                                          Self.ringToken(token, .directorySync)))
+                    } catch {
+                        directory.unpin(fd)
+                        directory.unpin(dfd)
+                        throw error
+                    }
+                    creations[i].pinned = (fd, dfd)
                     creations[i].left += 3
                 } catch {
                     creations[i].error = files.storageError(error, "creating \(name)")
@@ -301,6 +314,10 @@ public final class BoardSegmentStorage: DeferredSyncStorage {
         }
         if creations[i].left <= 0 {
             done.append(SyncCompletion(token: token, error: creations[i].error))
+            if let p = creations[i].pinned {
+                directory.unpin(p.file)
+                directory.unpin(p.directory)
+            }
             creations.remove(at: i)
         }
     }

@@ -70,6 +70,43 @@ public final class BoardRideFiles: RideFileOperations {
         return write
     }
 
+    /// Removes `paths` (one directory) at once and fsyncs their directory through the ring.
+    public func beginRemove(_ paths: [String]) throws -> RideFilePendingWrite? {
+        guard let first = paths.first else { return nil }
+        guard backgroundSyncs, let ring = openRing(), ring.inFlight + 1 < Int(SyncRing.entriesMax) else {
+            blockingWrites &+= 1
+            for p in paths { try AtomicFiles.remove(p) }
+            return nil
+        }
+        let started = MonotonicClock.nowNs
+        defer { slowestBeginNs = max(slowestBeginNs, MonotonicClock.nowNs &- started) }
+        var removed = 0
+        for p in paths {
+            if unlink(p) == 0 { removed += 1 } else if errno != ENOENT { throw SystemError.current("unlink", p) }
+        }
+        guard removed > 0 else { return nil }  // nothing changed in the directory
+        backgroundWrites &+= 1
+        return try BackgroundWrite(self, syncingDirectoryOf: first)
+    }
+
+    /// The ring's completion eventfd, for the board's epoll set (opens the ring; nil without
+    /// background syncs or where io_uring is refused). When it is readable, call
+    /// `collectCompletions` and then poll the pending writes.
+    public var completionDescriptor: FileDescriptor? {
+        guard backgroundSyncs else { return nil }
+        return openRing()?.completionDescriptor
+    }
+
+    /// Takes every completion the ring holds (clearing its eventfd) for the writes to claim.
+    public func collectCompletions() {
+        guard let ring else { return }
+        for _ in 0..<Int(SyncRing.entriesMax) {
+            guard let c = ring.reap() else { return }
+            if completions.count >= Self.unclaimedMax, let oldest = completions.keys.min() { completions.removeValue(forKey: oldest) }
+            completions[c.token] = c.errno ?? 0
+        }
+    }
+
     func openRing() -> SyncRing? {
         if let ring { return ring }
         guard ringRefused == nil else { return nil }
@@ -95,7 +132,7 @@ public final class BoardRideFiles: RideFileOperations {
         guard let ring else { return nil }
         while let c = ring.reap() {
             if c.token == token { return c.errno ?? 0 }
-            if completions.count >= Self.unclaimedMax { completions.removeAll() }
+            if completions.count >= Self.unclaimedMax, let oldest = completions.keys.min() { completions.removeValue(forKey: oldest) }
             completions[c.token] = c.errno ?? 0
         }
         return nil
@@ -126,6 +163,25 @@ final class BackgroundWrite: RideFilePendingWrite {
         fd = f
         token = files.token()
         if !files.submit(f, token: token) { try syncNow(f, temporary) }
+    }
+
+    /// Only the fsync of `path`'s directory (after removals there).
+    init(_ files: BoardRideFiles, syncingDirectoryOf path: String) throws(SystemError) {
+        self.files = files
+        self.path = path
+        temporary = path
+        token = 0
+        try beginDirectorySync()
+    }
+
+    /// Submits the fsync of the directory of `path` (blocking where the ring refuses it).
+    func beginDirectorySync() throws(SystemError) {
+        stage = .directorySync
+        let dir = AtomicFiles.directoryName(of: path)
+        let d = try FileDescriptor.open(dir, O_RDONLY | O_DIRECTORY)
+        fd = d
+        token = files.token()
+        if !files.submit(d, token: token) { try syncNow(d, dir) }
     }
 
     deinit {
@@ -160,12 +216,7 @@ final class BackgroundWrite: RideFilePendingWrite {
                 stage = .done
                 throw e
             }
-            stage = .directorySync
-            let dir = AtomicFiles.directoryName(of: path)
-            let d = try FileDescriptor.open(dir, O_RDONLY | O_DIRECTORY)
-            fd = d
-            token = files.token()
-            if !files.submit(d, token: token) { try syncNow(d, dir) }
+            try beginDirectorySync()
             return false
         case .directorySync:
             if token != 0 {

@@ -48,7 +48,10 @@ public struct FITFile: Sendable {
     /// With `recover: true` a damaged file (a CRC mismatch, a data size past the end, a damaged
     /// message) gives the messages read before the damage, and `damage` says what was wrong —
     /// as a rider wants a ride back from a file whose end was garbled. The header must be intact.
-    public init(bytes: [UInt8], recover: Bool = false) throws(RideFileError) {
+    ///
+    /// At most `messagesMax` data messages are read (normal and compressed-timestamp headers
+    /// alike: a compressed-timestamp message of a definition without fields is one byte).
+    public init(bytes: [UInt8], recover: Bool = false, messagesMax: Int = FITFile.messagesMax) throws(RideFileError) {
         guard bytes.count >= 12 else { throw .malformed("shorter than a FIT header") }
         let headerSize = Int(bytes[0])
         guard headerSize == 12 || headerSize == 14, bytes.count >= headerSize + 2 else { throw .malformed("header size \(bytes[0]) is not 12 or 14") }
@@ -73,7 +76,7 @@ public struct FITFile: Sendable {
             }
         }
         do {
-            try decode(bytes, from: headerSize, to: end)
+            try decode(bytes, from: headerSize, to: end, messagesMax: messagesMax)
         } catch {
             guard recover else { throw error }
             damage = (damage.map { $0 + "; " } ?? "") + "\(Self.reason(error)) at byte \(bytesRead)"
@@ -86,7 +89,7 @@ public struct FITFile: Sendable {
     }
 
     /// Decodes the messages in bytes[start..<end]; `bytesRead` follows the last whole message.
-    mutating func decode(_ bytes: [UInt8], from start: Int, to end: Int) throws(RideFileError) {
+    mutating func decode(_ bytes: [UInt8], from start: Int, to end: Int, messagesMax: Int) throws(RideFileError) {
         var defs = [Definition?](repeating: nil, count: Self.localTypesMax)
         var pos = start
         bytesRead = start
@@ -104,6 +107,7 @@ public struct FITFile: Sendable {
                 guard let d = defs[local] else { throw .malformed("data for undefined local message \(local)") }
                 var m = try Self.readData(bytes, &pos, end, d)
                 m.values[253] = Double(ts)
+                guard messages.count < messagesMax else { throw .malformed("more than \(messagesMax) messages") }
                 messages.append(m)
             } else if h & 0x40 != 0 {
                 let local = Int(h & 0x0F)
@@ -133,7 +137,7 @@ public struct FITFile: Sendable {
                 guard let d = defs[local] else { throw .malformed("data for undefined local message \(local)") }
                 let m = try Self.readData(bytes, &pos, end, d)
                 if let t = m.timestamp { lastTimestamp = t }
-                guard messages.count < Self.messagesMax else { throw .malformed("more than \(Self.messagesMax) messages") }
+                guard messages.count < messagesMax else { throw .malformed("more than \(messagesMax) messages") }
                 messages.append(m)
             }
         }

@@ -20,6 +20,8 @@ public final class RideFileWrite {
         case awaitWrite(Int)
         case verify
         case cleanUp
+        /// The older version's files are unlinked; the directory's fsync runs in the background.
+        case awaitCleanUp
         case done
     }
 
@@ -62,6 +64,13 @@ public final class RideFileWrite {
         inFlight = nil
         waitsForStorage = false
         phase = isEncoded ? .plan : .export
+    }
+
+    func finished() -> Bool {
+        let fitSize = files.last?.1.count ?? 0
+        result = "\(stem).fit (\(fitSize) bytes, version \(version))"
+        phase = .done
+        return true
     }
 
     /// Does the next piece of work; true once the files are durable and verified.
@@ -139,11 +148,23 @@ public final class RideFileWrite {
             }
             phase = .cleanUp
         case .cleanUp:
-            for name in older { try? ops.remove(directory + "/" + name) }
-            let fitSize = files.last?.1.count ?? 0
-            result = "\(stem).fit (\(fitSize) bytes, version \(version))"
-            phase = .done
-            return true
+            // A failed removal leaves an older version, which the list hides and the next
+            // store of the ride removes: not worth failing a durable ride for.
+            inFlight = try? ops.beginRemove(older.map { directory + "/" + $0 })
+            if inFlight != nil {
+                phase = .awaitCleanUp
+                waitsForStorage = true
+                return false
+            }
+            return finished()
+        case .awaitCleanUp:
+            let durable: Bool = (try? inFlight?.poll()) ?? true
+            guard durable else {
+                waitsForStorage = true
+                return false
+            }
+            inFlight = nil
+            return finished()
         case .done:
             return true
         }

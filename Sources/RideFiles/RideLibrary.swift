@@ -14,6 +14,10 @@ public protocol RideFileOperations: AnyObject {
     func beginWriteAtomically(_ path: String, _ bytes: [UInt8]) throws -> RideFilePendingWrite?
     /// Removes `path` durably; a missing file is fine.
     func remove(_ path: String) throws
+    /// Removes `paths` (all in one directory; missing ones are fine), the wait for the
+    /// directory's fsync done in the background like `beginWriteAtomically`: nil when already
+    /// durable (the default: `remove` each), else an operation to `poll`.
+    func beginRemove(_ paths: [String]) throws -> RideFilePendingWrite?
     func makeDirectories(_ path: String) throws
     func size(_ path: String) throws -> Int64
     /// What an error of these operations says about the medium (full, read-only, failing), so
@@ -25,6 +29,10 @@ extension RideFileOperations {
     public func fault(of error: any Error) -> RideFileFault { .other }
     public func beginWriteAtomically(_ path: String, _ bytes: [UInt8]) throws -> RideFilePendingWrite? {
         try writeAtomically(path, bytes)
+        return nil
+    }
+    public func beginRemove(_ paths: [String]) throws -> RideFilePendingWrite? {
+        for p in paths { try remove(p) }
         return nil
     }
 }

@@ -127,11 +127,14 @@ public enum SensorEvent: Sendable, Hashable {
     case found(FoundSensor, at: MonotonicInstant)
     /// A search started or ended, with the number of sensors found so far.
     case search(running: Bool, found: Int, at: MonotonicInstant)
+    /// The sensor bridge read the config file (`readable`), or could not and keeps the sensors
+    /// it had; `line` is where the file is wrong (0: it cannot tell). Said when it changes.
+    case bridgeConfig(readable: Bool, line: Int, at: MonotonicInstant)
 
     public var instant: MonotonicInstant {
         switch self {
         case .sample(let s): s.instant
-        case .status(_, let t), .gps(_, let t), .clock(_, let t), .found(_, let t), .search(_, _, let t): t
+        case .status(_, let t), .gps(_, let t), .clock(_, let t), .found(_, let t), .search(_, _, let t), .bridgeConfig(_, _, let t): t
         }
     }
 }

@@ -214,6 +214,9 @@ public enum ScreenCatalogue {
         var pairing = idle
         pairing.pairingCode = 482_913
         add("pairing-code", "A companion's pairing code (docs/companion.md), shown until the phone has paired", pairing)
+        var badge = riding()
+        badge.pairingCode = 482_913
+        add("pairing-badge", "A companion's pairing code while riding: a corner badge, never over the ride (any button clears it)", badge)
 
         var done = ScreenModel()
         done.summary = summary()
@@ -231,6 +234,7 @@ public enum ScreenCatalogue {
             ("storage-error", .storageError), ("ride-recovered", .rideRecovered), ("ride-in-progress", .rideInProgress),
             ("saving-ride", .savingRide), ("ride-saved", .rideSaved), ("ride-not-saved", .rideNotSaved), ("ride-discarded", .rideDiscarded), ("ride-full", .rideTableFull),
             ("low-sensor-battery", .lowSensorBattery(.heartRate, percent: 12)),
+            ("sensor-config-unreadable", .sensorConfigUnreadable(line: 12)),
         ]
         for (name, alert) in alerts {
             var a = ride

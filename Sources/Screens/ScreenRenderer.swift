@@ -75,7 +75,11 @@ public struct ScreenRenderer: Sendable {
         case .courses: drawCourses(model.coursesMenu, model)
         }
         if let alert = model.overlay { drawOverlay(alert) }
-        if let code = model.pairingCode { drawPairingCode(code) }
+        if let code = model.pairingCode {
+            // Nothing the rider did not start takes the screen (issue 27): the code fills it only
+            // on the idle screen; over anything else it is a badge in the corner.
+            if case .idle = model.mode { drawPairingCode(code) } else { drawPairingBadge(code) }
+        }
         return true
     }
 
@@ -498,6 +502,19 @@ public struct ScreenRenderer: Sendable {
         }
     }
 
+    /// A pairing code while the rider is busy: "P" and the six digits, small, inverted, in the
+    /// top right corner (a button press clears it).
+    private mutating func drawPairingBadge(_ code: UInt32) {
+        text.clear()
+        text.append("P")
+        text.append(integer: Int64(code), minimumDigits: 6)
+        let small = fonts.text, px1 = geometry.px(1)
+        let w = small.widthPx(count: text.count) + 4 * px1
+        let box = Rect(x: width - w, y: 0, width: w, height: small.height + 2 * px1)
+        canvas.fill(box)
+        canvas.drawText(text, font: small, x: box.x + 2 * px1, y: px1, on: false)
+    }
+
     /// The alert's words, written without building a String.
     private mutating func writeAlert(_ alert: Alert) {
         text.clear()
@@ -529,6 +546,8 @@ public struct ScreenRenderer: Sendable {
             text.append(UInt8(ascii: " ")); text.append(Double(l) / 1000, decimals: 1); text.append("K ")
             text.append(Double(g) / 10, decimals: 1); text.append(UInt8(ascii: "%"))
         case .courseFinished: text.append("COURSE DONE")
+        case .sensorConfigUnreadable(let line):
+            if line > 0 { text.append("CONFIG ERR LINE "); text.append(integer: Int64(line)) } else { text.append("SENSOR CONFIG ERR") }
         }
     }
 

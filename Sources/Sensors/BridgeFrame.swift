@@ -92,10 +92,11 @@ public enum LinkState: UInt8, Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// A sensor's advertised name in a found frame: at most 24 UTF-8 bytes, held inline.
-public struct SensorName: Sendable, Hashable {
-    public static let bytesMax = 24
-    var storage = InlineArray<24, UInt8>(repeating: 0)
+/// UTF-8 text of at most `capacity` bytes held inline (no allocation when a frame is parsed):
+/// a found frame's name, a config-state frame's reason.
+public struct InlineText<let capacity: Int>: Sendable, Hashable {
+    public static var bytesMax: Int { capacity }
+    var storage = InlineArray<capacity, UInt8>(repeating: 0)
     public private(set) var count = 0
 
     public init() {}
@@ -115,6 +116,7 @@ public struct SensorName: Sendable, Hashable {
     }
 
     public subscript(i: Int) -> UInt8 { storage[i] }
+    /// The text (bytes that are not UTF-8 as U+FFFD).
     public var text: String { String(decoding: (0..<count).map { storage[$0] }, as: UTF8.self) }
 
     public static func == (a: Self, b: Self) -> Bool {
@@ -128,6 +130,13 @@ public struct SensorName: Sendable, Hashable {
         for i in 0..<count { h.combine(storage[i]) }
     }
 }
+
+/// A sensor's advertised name in a found frame: at most 24 UTF-8 bytes.
+public typealias SensorName = InlineText<24>
+
+/// The bridge's words about the config file in a config-state frame (version 3): at most 64
+/// UTF-8 bytes.
+public typealias BridgeNote = InlineText<64>
 
 /// What a search found (a found frame): the sensor, what it offers (BLE: the `BridgeFrame.service*`
 /// bits of the services it advertises; ANT+: its device type), its signal strength (dBm; nil when
@@ -166,6 +175,12 @@ public enum BridgeMessage: Sendable, Hashable {
     /// A characteristic's notification socket, passed with the frame (SCM_RIGHTS): the app reads
     /// the values itself. The descriptor is the transport's business, not the frame's.
     case notificationSocket(SourceIdentity, profileCode: UInt16)
+
+    // Version 3, bridge to app.
+    /// Whether the bridge could read the config file it was told to (or saw change): when not,
+    /// it keeps the sensors it had, and says where the file is wrong (`line`, 0 when it cannot
+    /// tell) and why.
+    case configState(readable: Bool, line: UInt16, BridgeNote)
 
     // Version 2, app to bridge.
     /// The app's newest version and what it takes (`BridgeFrame.appTakesSockets`).
@@ -215,7 +230,10 @@ public struct BridgeFrame: Sendable, Hashable {
     /// The version byte of kinds 1–4.
     public static let version: UInt8 = 1
     /// The newest version this app speaks (its app hello says so).
-    public static let versionMax: UInt8 = 2
+    public static let versionMax: UInt8 = 3
+    /// The version byte of kinds 5–11 (and of a link in state 3), and of kind 12.
+    public static let version2: UInt8 = 2
+    public static let version3: UInt8 = 3
     /// App hello flag: the app reads notification sockets handed to it.
     public static let appTakesSockets: UInt8 = 1
     /// Found frames' BLE service bits.
@@ -230,6 +248,12 @@ public struct BridgeFrame: Sendable, Hashable {
     enum Kind: UInt8 {
         case hello = 1, heartbeat = 2, data = 3, link = 4
         case found = 5, scanState = 6, appHello = 7, scanRequest = 8, reload = 9, socket = 10, socketReturned = 11
+        case configState = 12
+
+        /// The version byte a frame of this kind carries (at least).
+        var version: UInt8 {
+            rawValue >= Kind.configState.rawValue ? BridgeFrame.version3 : rawValue >= Kind.found.rawValue ? BridgeFrame.version2 : BridgeFrame.version
+        }
     }
 
     /// The bridge's monotonic clock, microseconds (for ordering and latency; the app stamps
@@ -258,9 +282,10 @@ public struct BridgeFrame: Sendable, Hashable {
         case .scanRequest: kind = .scanRequest
         case .reload: kind = .reload
         case .socketReturned: kind = .socketReturned
+        case .configState: kind = .configState
         }
-        var version = kind.rawValue >= Kind.found.rawValue ? Self.versionMax : Self.version
-        if case .link(_, _, .unusable) = message { version = Self.versionMax }
+        var version = kind.version
+        if case .link(_, _, .unusable) = message { version = Self.version2 }
         out.append(version)
         out.append(kind.rawValue)
         out.appendLE(bridgeTimeUs)
@@ -291,6 +316,10 @@ public struct BridgeFrame: Sendable, Hashable {
             out.append(start ? 1 : 0); out.append(radios); out.appendLE(seconds)
         case .reload:
             break
+        case let .configState(readable, line, note):
+            out.append(readable ? 1 : 0); out.appendLE(line)
+            out.append(UInt8(note.count))
+            for i in 0..<note.count { out.append(note[i]) }
         }
         return out
     }
@@ -327,8 +356,9 @@ public struct BridgeFrame: Sendable, Hashable {
         guard b.count >= headerBytes else { throw DecodeError(.malformedFrame, need: headerBytes, have: b.count) }
         guard b[0] >= version && b[0] <= versionMax else { throw DecodeError(.badVersion, need: Int(versionMax), have: Int(b[0])) }
         guard let kind = Kind(rawValue: b[1]) else { throw DecodeError(.badFrameKind, have: Int(b[1])) }
-        // Kinds of version 2 carry version byte 2: in a frame that says 1 they are unknown.
-        guard kind.rawValue < Kind.found.rawValue || b[0] >= 2 else { throw DecodeError(.badFrameKind, have: Int(b[1])) }
+        // Kinds of version 2 carry version byte 2, kind 12 byte 3: in a frame that says less
+        // they are unknown.
+        guard b[0] >= kind.version else { throw DecodeError(.badFrameKind, have: Int(b[1])) }
         func le(_ at: Int, _ n: Int) -> UInt64 {
             var v: UInt64 = 0
             for i in (0..<n).reversed() { v = v << 8 | UInt64(b[at + i]) }
@@ -402,6 +432,13 @@ public struct BridgeFrame: Sendable, Hashable {
         case .reload:
             try exact(10)
             return BridgeFrame(bridgeTimeUs: time, .reload)
+        case .configState:
+            guard b.count >= 14 else { throw DecodeError(.malformedFrame, need: 14, have: b.count) }
+            guard b[10] <= 1 else { throw DecodeError(.malformedFrame) }
+            let n = Int(b[13])
+            guard n <= BridgeNote.bytesMax else { throw DecodeError(.malformedFrame, need: BridgeNote.bytesMax, have: n) }
+            try exact(14 + n)
+            return BridgeFrame(bridgeTimeUs: time, .configState(readable: b[10] == 1, line: UInt16(le(11, 2)), BridgeNote(bytes: b, from: 14, count: n)))
         }
     }
 

@@ -68,6 +68,13 @@ public struct DataSourceConfiguration: Sendable, Hashable {
 /// Counters and states for a status query and the log.
 public struct DataSourceStatus: Sendable, Hashable {
     public var bad = BadInputCounters()
+    /// What the bridge last said about the config file (protocol version 3; nil: nothing yet).
+    public struct BridgeConfig: Sendable, Hashable {
+        public var readable: Bool
+        public var line: Int
+        public var note: BridgeNote
+    }
+    public var bridgeConfig: BridgeConfig?
     public var framesReceived: UInt64 = 0
     public var payloadsDecoded: UInt64 = 0
     public var samplesEmitted: UInt64 = 0
@@ -225,6 +232,8 @@ public struct DataSource: Sendable {
             accept(values, from: i, at: now, emit)
         case .found, .scanState:
             break  // a search's results: SensorInputs hands them to the app
+        case let .configState(readable, line, note):
+            status.bridgeConfig = DataSourceStatus.BridgeConfig(readable: readable, line: Int(line), note: note)
         case .notificationSocket, .appHello, .scanRequest, .reload, .socketReturned:
             // A socket frame comes with its descriptor, which the transport takes before any
             // parsing; the others go from the app to the bridge. Here, they are misplaced.

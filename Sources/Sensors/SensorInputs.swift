@@ -96,6 +96,8 @@ public struct SensorInputs: Sendable {
             emit(.found(Self.found(f), at: now))
         case let .scanState(running, _, found):
             emit(.search(running: running, found: Int(found), at: now))
+        case let .configState(readable, line, _):
+            emit(.bridgeConfig(readable: readable, line: Int(line), at: now))
         default:
             break
         }

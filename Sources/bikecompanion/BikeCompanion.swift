@@ -33,7 +33,7 @@ struct CommonOptions: ParsableArguments {
             printError("bikecompanion: cannot read \(file); check the path and its permissions")
             throw ExitCode(2)
         }
-        switch ConfigLoader.load(text: String(decoding: data, as: UTF8.self)) {
+        switch ConfigLoader.load(bytes: Array(data)) {
         case .success(let c): return c
         case .failure(let errors):
             printError(errors.report(path: file) + "\nfix \(file) (docs/config.md lists every key)")
@@ -89,6 +89,9 @@ struct Serve: AsyncParsableCommand {
         link.log = log
         let tokens = common.tokenStore(config)
         let pairing = Pairing()
+        link.onPairingDismissed = {
+            if pairing.dismissedOnUnit() { log("the rider cleared the pairing code on the unit: it is cancelled, and its device waits before it may ask again") }
+        }
         var server = CompanionServer(link: link, tokens: tokens, pairing: pairing, log: log)
         if let chartjs { server.chartJSPath = chartjs }
         if !FileManager.default.fileExists(atPath: server.chartJSPath) {

@@ -26,6 +26,8 @@ final class DeviceLink: @unchecked Sendable {
     private var stopped = false
     private let commandQueue = DispatchQueue(label: "bikecompanion.commands", attributes: .concurrent)
     var log: @Sendable (String) -> Void = { print($0) }
+    /// Called when the stream says the rider cleared the pairing code (set before `start`).
+    var onPairingDismissed: (@Sendable () -> Void)?
 
     init(socketPath: String, hub: Hub) {
         self.socketPath = socketPath
@@ -127,6 +129,8 @@ final class DeviceLink: @unchecked Sendable {
         }
         if obj["replay"] as? Bool != true, let seq { view["seq"] = seq }
         lock.unlock()
+        // The rider cleared a pairing code with a button: the code ends here too.
+        if type == "pairing", obj["shown"] as? Bool == false, obj["replay"] as? Bool != true { onPairingDismissed?() }
         hub.publish(forward)
     }
 

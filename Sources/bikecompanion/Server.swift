@@ -5,6 +5,23 @@ import HummingbirdWebSocket
 import Logging
 import NIOCore
 
+/// A request's context: Hummingbird's, plus the client's address (the key of the pairing
+/// routes' per-client back-off).
+struct CompanionContext: RequestContext, WebSocketRequestContext {
+    var coreContext: CoreRequestContextStorage
+    let webSocket: WebSocketHandlerReference<Self>
+    let remoteAddress: SocketAddress?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        webSocket = .init()
+        remoteAddress = source.channel.remoteAddress
+    }
+
+    /// Who is asking, for the pairing routes: the peer's IP address.
+    var clientKey: String { remoteAddress?.ipAddress ?? "unknown" }
+}
+
 /// The companion's HTTP + WebSocket server (docs/companion.md lists every route and message).
 struct CompanionServer: Sendable {
     static let cookieName = "bkc_token"
@@ -30,15 +47,29 @@ struct CompanionServer: Sendable {
     /// of another origin (its Origin header names another host) is never authorized, so
     /// another site open on the phone cannot use the cookie (with SameSite=Strict besides).
     func authorize(_ request: Request) -> String? {
-        if let origin = request.headers[.origin] {
-            let host = request.head.authority ?? ""
-            guard origin == "http://" + host || origin == "https://" + host else { return nil }
-        }
+        guard Self.sameOrigin(request) else { return nil }
         if let auth = request.headers[.authorization], auth.lowercased().hasPrefix("bearer ") {
             return tokens.validate(String(auth.dropFirst(7)).trimmingCharacters(in: .whitespaces))
         }
         if let cookie = request.cookies[Self.cookieName] { return tokens.validate(cookie.value) }
         return nil
+    }
+
+    /// No Origin header (not a browser, or a same-origin GET), or one naming this server.
+    static func sameOrigin(_ request: Request) -> Bool {
+        guard let origin = request.headers[.origin] else { return true }
+        let host = request.head.authority ?? ""
+        return !host.isEmpty && (origin == "http://" + host || origin == "https://" + host)
+    }
+
+    static var crossOrigin: Response {
+        json(["error": "a page of another site cannot pair with this unit; open http://<unit>/ itself"], status: .forbidden)
+    }
+
+    static func retryLater(_ message: String, _ seconds: Int) -> Response {
+        var headers: HTTPFields = [:]
+        headers[.retryAfter] = String(seconds)
+        return json(["error": message, "retry_after_s": seconds], status: .tooManyRequests, headers: headers)
     }
 
     static func json(_ obj: [String: Any], status: HTTPResponse.Status = .ok, headers extra: HTTPFields = [:]) -> Response {
@@ -55,8 +86,17 @@ struct CompanionServer: Sendable {
 
     // MARK: Commands
 
+    /// The longest client id echoed in a command's result.
+    static let commandIDBytesMax = 64
+
     /// Turns a client's command message into a control line, or says what is wrong with it.
     static func controlLine(_ msg: [String: Any]) -> Result<String, CommandError> {
+        // The id is the client's own label, echoed in the result: a string (docs/companion-openapi.yaml).
+        if let id = msg["id"] {
+            guard let label = id as? String, label.utf8.count <= commandIDBytesMax else {
+                return .failure(CommandError("id must be a string of at most \(commandIDBytesMax) bytes (it is echoed in the result)"))
+            }
+        }
         switch msg["type"] as? String {
         case "command":
             guard let word = (msg["command"] as? String)?.lowercased(), commandWords.contains(word) else {
@@ -98,8 +138,8 @@ struct CompanionServer: Sendable {
 
     // MARK: Routes
 
-    func router() -> Router<BasicWebSocketRequestContext> {
-        let router = Router(context: BasicWebSocketRequestContext.self)
+    func router() -> Router<CompanionContext> {
+        let router = Router(context: CompanionContext.self)
         let server = self
 
         router.get("/") { _, _ in
@@ -133,18 +173,20 @@ struct CompanionServer: Sendable {
             return Self.json(["paired": true, "token_id": id, "device_connected": server.link.isConnected])
         }
 
-        router.post("/api/pair/request") { _, _ in
+        // The pairing routes need no token, so each checks the Origin (another site's page open
+        // on the phone cannot ask for codes or enter them) and backs off per client.
+        router.post("/api/pair/request") { request, context in
+            guard Self.sameOrigin(request) else { return Self.crossOrigin }
             let code: String
-            switch server.pairing.newCode() {
+            switch server.pairing.newCode(client: context.clientKey) {
             case .issued(let c):
                 code = c
             case .tooSoon(let wait):
-                var headers: HTTPFields = [:]
-                headers[.retryAfter] = String(wait)
-                return Self.json(["error": "a code was requested less than \(Int(Pairing.Limits.codeIntervalS)) s ago; enter the code the unit shows, or ask again in \(wait) s",
-                                  "retry_after_s": wait], status: .tooManyRequests, headers: headers)
+                return Self.retryLater("a code was asked for too recently; enter the code the unit shows, or ask again in \(wait) s", wait)
+            case .busy(let wait):
+                return Self.retryLater("another device is pairing; try again in \(wait) s", wait)
             }
-            server.log("pairing code \(code) (shown on the unit for \(Int(Pairing.Limits.codeLifetimeS)) s)")
+            server.log("pairing code \(code) for \(context.clientKey) (shown on the unit for \(Int(Pairing.Limits.codeLifetimeS)) s)")
             let reply = DeviceReply(await server.link.request("pairing-code \(code)"))
             if !reply.ok { server.log("the unit could not show the pairing code: \(reply.message); read it from this log") }
             return Self.json(["ok": true, "expires_in_s": Int(Pairing.Limits.codeLifetimeS), "shown_on_device": reply.ok,
@@ -152,14 +194,19 @@ struct CompanionServer: Sendable {
         }
 
         router.post("/api/pair") { request, context in
+            guard Self.sameOrigin(request) else { return Self.crossOrigin }
             let body = try await request.body.collect(upTo: Self.requestBodyBytesMax)
             let obj = (try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any] ?? [:]
             guard let code = obj["code"] as? String else {
                 return Self.json(["error": "send {\"code\": \"123456\"} with the code the unit shows"], status: .badRequest)
             }
-            switch server.pairing.attempt(code) {
+            switch server.pairing.attempt(code, client: context.clientKey) {
             case .noCode:
                 return Self.json(["error": "no pairing code is active (or it expired); POST /api/pair/request first"], status: .conflict)
+            case .notYours:
+                return Self.json(["error": "the code on the unit was asked for by another device; ask for your own when it is done"], status: .forbidden)
+            case .tooSoon(let wait):
+                return Self.retryLater("a wrong code was entered too recently; try again in \(wait) s", wait)
             case .wrong(let left):
                 if left == 0 { _ = await server.link.request("pairing-code clear") }
                 return Self.json(["error": left > 0 ? "wrong code" : "wrong code; the code is cancelled, request a new one",

@@ -1,3 +1,4 @@
+import BoardIO
 import Crypto
 import Foundation
 
@@ -114,7 +115,10 @@ final class TokenStore: @unchecked Sendable {
         }
     }
 
-    /// Writes the file atomically (temporary file, fsync, rename), mode 0600.
+    /// Writes the file atomically and durably, mode 0600: BoardIO's `AtomicFiles.write` (a
+    /// temporary named by this process, fsync, rename, fsync of the directory), so the
+    /// companion and `bikecomputer companion revoke` never write through each other's temporary,
+    /// and a power cut right after pairing keeps the new token (issue 27).
     private func write() throws {
         let dir = (path as NSString).deletingLastPathComponent
         do {
@@ -123,25 +127,11 @@ final class TokenStore: @unchecked Sendable {
             throw StoreError.io("cannot create the data directory \(dir): \(error.localizedDescription); set --data-dir or [storage] data_dir")
         }
         let text = entries.map { "v1 \($0.id) \($0.hash) \($0.createdUnixS) \($0.name)\n" }.joined()
-        let tmp = path + ".tmp"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw StoreError.io("cannot write \(tmp): \(String(cString: strerror(errno))); check the data directory's permissions") }
-        _ = fchmod(fd, 0o600)
-        let bytes = Array(text.utf8)
-        var off = 0
-        while off < bytes.count {
-            let n = bytes[off...].withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let msg = String(cString: strerror(errno))
-                close(fd)
-                throw StoreError.io("cannot write \(tmp): \(msg)")
-            }
-            off += n
+        do {
+            try AtomicFiles.write(path, Array(text.utf8), mode: 0o600)
+        } catch {
+            throw StoreError.io("cannot replace \(path): \(error); check the data directory's permissions")
         }
-        _ = fsync(fd)
-        close(fd)
-        guard rename(tmp, path) == 0 else { throw StoreError.io("cannot replace \(path): \(String(cString: strerror(errno)))") }
         loadedStamp = stamp()
     }
 
@@ -165,71 +155,151 @@ final class TokenStore: @unchecked Sendable {
 }
 
 /// The pairing code: shown on the unit when a phone asks to pair, valid for
-/// `Limits.codeLifetimeS`, cancelled after `Limits.attemptsPerCodeMax` wrong entries.
+/// `Limits.codeLifetimeS`, cancelled after `Limits.attemptsPerCodeMax` wrong entries, or when the
+/// rider clears it with a button. A code belongs to the client that asked for it (its address):
+/// only that client may enter it, so nobody else burns its attempts, and nobody replaces it
+/// while it is active. Each client backs off: every code it asked for and did not pair with
+/// doubles its wait for the next, every wrong entry doubles its wait for the next entry, and a
+/// code the rider cleared makes its client wait the longest (issue 27).
 final class Pairing: @unchecked Sendable {
     enum Limits {
         static let codeDigits = 6
         static let codeLifetimeS: Double = 120
         static let attemptsPerCodeMax = 5
-        /// At most one new code per this interval (unless the last one paired): with 5
-        /// attempts per code, guessing a 6-digit code takes weeks, and the unit shows every code.
+        /// At most one new code per this interval, whoever asks (unless the last one paired):
+        /// with 5 attempts per code, guessing a 6-digit code takes weeks, and the unit shows
+        /// every code.
         static let codeIntervalS: Double = 10
+        /// A client's wait for its next code: this, doubled for each code it did not pair with,
+        /// up to `clientWaitMaxS`.
+        static let clientCodeWaitS: Double = 10
+        static let clientWaitMaxS: Double = 3_600
+        /// A client's wait for its next entry after a wrong one: this, doubled per wrong entry.
+        static let clientAttemptWaitS: Double = 0.25
+        /// A code the rider cleared: its client's strikes grow by this much (a wait of minutes).
+        static let dismissedStrikes = 5
+        /// Clients remembered at most (the oldest is forgotten first).
+        static let clientsMax = 64
     }
 
     enum Request: Equatable {
         case issued(String)
         case tooSoon(retryAfterS: Int)
+        /// Another client's code is active: it is not replaced.
+        case busy(retryAfterS: Int)
     }
 
     enum Attempt: Equatable {
         case paired
         case wrong(attemptsLeft: Int)
         case noCode
+        /// The active code was asked for by another client: not counted against it.
+        case notYours
+        /// This client entered a wrong code too recently.
+        case tooSoon(retryAfterS: Int)
+    }
+
+    struct Client {
+        var codesNotPaired = 0
+        var nextCode = Date.distantPast
+        var wrongEntries = 0
+        var nextAttempt = Date.distantPast
+        var lastSeen = Date.distantPast
     }
 
     private let lock = NSLock()
     private var code: String?
+    private var owner: String?
     private var expires = Date.distantPast
     private var attemptsLeft = 0
     private var lastIssued = Date.distantPast
     private var lastPaired = false
+    private var clients: [String: Client] = [:]
 
-    /// A new code (replacing any earlier one), or how long to wait for one.
-    func newCode(now: Date = Date()) -> Request {
+    static func wait(_ base: Double, doublings: Int) -> Double {
+        min(Limits.clientWaitMaxS, base * Double(1 << min(max(0, doublings), 20)))
+    }
+
+    private func client(_ key: String, _ now: Date) -> Client {
+        if let c = clients[key] { return c }
+        if clients.count >= Limits.clientsMax, let oldest = clients.min(by: { $0.value.lastSeen < $1.value.lastSeen })?.key {
+            clients.removeValue(forKey: oldest)
+        }
+        return Client()
+    }
+
+    static func seconds(_ t: Double) -> Int { max(1, Int(t.rounded(.up))) }
+
+    /// A new code for `clientKey` (replacing its own earlier one), or how long to wait for one.
+    func newCode(client clientKey: String, now: Date = Date()) -> Request {
         var rng = SystemRandomNumberGenerator()
         let c = (0..<Limits.codeDigits).map { _ in String(Int.random(in: 0...9, using: &rng)) }.joined()
         lock.lock(); defer { lock.unlock() }
+        var me = client(clientKey, now)
+        me.lastSeen = now
+        defer { clients[clientKey] = me }
+        if code != nil, now < expires, let o = owner, o != clientKey {
+            return .busy(retryAfterS: Self.seconds(expires.timeIntervalSince(now)))
+        }
+        if now < me.nextCode { return .tooSoon(retryAfterS: Self.seconds(me.nextCode.timeIntervalSince(now))) }
         let since = now.timeIntervalSince(lastIssued)
         if !lastPaired && since < Limits.codeIntervalS {
-            return .tooSoon(retryAfterS: Int((Limits.codeIntervalS - since).rounded(.up)))
+            return .tooSoon(retryAfterS: Self.seconds(Limits.codeIntervalS - since))
         }
         code = c
+        owner = clientKey
         expires = now.addingTimeInterval(Limits.codeLifetimeS)
         attemptsLeft = Limits.attemptsPerCodeMax
         lastIssued = now
         lastPaired = false
+        me.nextCode = now.addingTimeInterval(Self.wait(Limits.clientCodeWaitS, doublings: me.codesNotPaired))
+        me.codesNotPaired += 1
         return .issued(c)
     }
 
     /// Checks an entered code; a match or the last wrong attempt ends the code.
-    func attempt(_ entered: String, now: Date = Date()) -> Attempt {
+    func attempt(_ entered: String, client clientKey: String, now: Date = Date()) -> Attempt {
         lock.lock(); defer { lock.unlock() }
-        guard let c = code, now < expires else { code = nil; return .noCode }
+        guard let c = code, now < expires else { code = nil; owner = nil; return .noCode }
+        guard owner == clientKey else { return .notYours }
+        var me = client(clientKey, now)
+        me.lastSeen = now
+        defer { clients[clientKey] = me }
+        if now < me.nextAttempt { return .tooSoon(retryAfterS: Self.seconds(me.nextAttempt.timeIntervalSince(now))) }
         let digits = entered.filter { !$0.isWhitespace }
         if TokenStore.constantTimeEqual(c, digits) {
             code = nil
+            owner = nil
             lastPaired = true
+            me = Client(lastSeen: now)
             return .paired
         }
         attemptsLeft -= 1
-        if attemptsLeft <= 0 { code = nil }
+        me.nextAttempt = now.addingTimeInterval(Self.wait(Limits.clientAttemptWaitS, doublings: me.wrongEntries))
+        me.wrongEntries += 1
+        if attemptsLeft <= 0 { code = nil; owner = nil }
         return .wrong(attemptsLeft: max(0, attemptsLeft))
+    }
+
+    /// The rider cleared the code on the unit: it ends, and its client waits long for another.
+    /// True when a code was active.
+    @discardableResult
+    func dismissedOnUnit(now: Date = Date()) -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        guard code != nil, let o = owner else { return false }
+        var c = client(o, now)
+        c.codesNotPaired += Limits.dismissedStrikes
+        c.nextCode = max(c.nextCode, now.addingTimeInterval(Self.wait(Limits.clientCodeWaitS, doublings: c.codesNotPaired)))
+        clients[o] = c
+        code = nil
+        owner = nil
+        return true
     }
 
     /// Ends an expired code; true when one was ended (the unit's display must be cleared).
     func expireIfDue(now: Date = Date()) -> Bool {
         lock.lock(); defer { lock.unlock() }
-        if code != nil && now >= expires { code = nil; return true }
+        if code != nil && now >= expires { code = nil; owner = nil; return true }
         return false
     }
 

@@ -56,15 +56,19 @@ enum ConfigFile {
         if path == nil, access(file, F_OK) != 0 {
             return (DeviceConfig.defaults, "built-in defaults: \(file) does not exist")
         }
-        let text: String
-        do { text = try read(file) } catch { throw .unreadable(path: file, error) }
-        switch ConfigLoader.load(text: text) {
+        let bytes: [UInt8]
+        do { bytes = try read(file) } catch { throw .unreadable(path: file, error) }
+        switch ConfigLoader.load(bytes: bytes) {
         case .success(let c): return (c, "from \(file)")
         case .failure(let errors): throw .invalid(path: file, errors)
         }
     }
 
-    static func read(_ path: String) throws(SystemError) -> String {
+    /// The file as text for editing (pairing): bytes that are not UTF-8 become U+FFFD, and the
+    /// edited text is checked by `ConfigLoader` before it is written.
+    static func readText(_ path: String) throws(SystemError) -> String { String(decoding: try read(path), as: UTF8.self) }
+
+    static func read(_ path: String) throws(SystemError) -> [UInt8] {
         let fd = try FileDescriptor.open(path, O_RDONLY)
         defer { fd.close() }
         var bytes: [UInt8] = []
@@ -77,7 +81,7 @@ enum ConfigFile {
             if n == 0 { break }
             bytes += chunk[0..<n]
         }
-        return String(decoding: bytes, as: UTF8.self)
+        return bytes
     }
 }
 

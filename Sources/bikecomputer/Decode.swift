@@ -263,6 +263,11 @@ struct BridgeListener {
                 fields.json.string("error", error.description)
             }
             decoders[key] = decoder
+        case let .configState(readable, line, note):
+            fields.json.string("kind", "config_state")
+            fields.json.bool("readable", readable)
+            fields.json.int("line", Int64(line))
+            fields.json.string("reason", note.text)
         case let .found(f):
             fields.json.string("kind", "found")
             fields.json.string("sensor", f.identity.description)

@@ -104,6 +104,7 @@ struct Run: ParsableCommand {
             let files = BoardRideFiles(backgroundSyncs: true)
             let archive = DatingRideArchive(library: RideLibrary(dataDirectory: settings.dataDirectory, ops: files), ops: files,
                                             dataDirectory: settings.dataDirectory, bootID: BootID.current(), wall: wall, at: now, log: log)
+            options.rideFileCompletions = files.completionDescriptor.map { (descriptor: $0, collect: files.collectCompletions) }
             options.rideFilesStatus = { w in
                 w.string("sync_mode", files.syncMode)
                 w.int("slowest_begin_us", Int64(clamping: files.slowestBeginNs / 1000))
@@ -113,6 +114,8 @@ struct Run: ParsableCommand {
                 w.int("rides_redated", Int64(clamping: archive.ridesRedated))
                 w.int("rides_undatable", Int64(clamping: archive.ridesUndatable))
                 w.int("dating_failures", Int64(clamping: archive.datingFailures))
+                // Rides still to date in this start (one at a time through the ride-file queue).
+                w.int("redatings_waiting", Int64(archive.redatingsWaiting))
             }
             // Course files the rider put in <data dir>/courses/ are imported now, before the ride
             // loop runs (docs/navigation.md).

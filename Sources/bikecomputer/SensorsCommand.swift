@@ -286,7 +286,7 @@ extension SensorsCommand {
         }
         var text = ""
         if access(t.configPath, F_OK) == 0 {
-            do { text = try ConfigFile.read(t.configPath) } catch {
+            do { text = try ConfigFile.readText(t.configPath) } catch {
                 printError("bikecomputer sensors: cannot read \(t.configPath): \(error)")
                 throw ExitCode(1)
             }

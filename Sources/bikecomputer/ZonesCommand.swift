@@ -85,11 +85,12 @@ struct ZonesCommand: ParsableCommand {
         if config == nil, access(file, F_OK) != 0 {
             note = "config: none (\(file) does not exist): built-in defaults"
         } else {
-            let text: String
-            do { text = try ConfigFile.read(file) } catch {
+            let bytes: [UInt8]
+            do { bytes = try ConfigFile.read(file) } catch {
                 throw Failure(description: ConfigFile.LoadError.unreadable(path: file, error).description)
             }
-            switch ConfigLoader.load(text: text) {
+            let text = String(decoding: bytes, as: UTF8.self)
+            switch ConfigLoader.load(bytes: bytes) {
             case .success(let c): device = c
             case .failure(let errors): throw Failure(description: ConfigFile.LoadError.invalid(path: file, errors).description)
             }

@@ -79,7 +79,7 @@ final class FakeBridge {
         let bridge = try FakeBridge(rig)
         try bridge.send(.hello(protocolVersionMax: 2, radios: 2, bridgeID: 7))
         rig.run(ms: 100)
-        #expect(bridge.received() == [.appHello(protocolVersionMax: 2, flags: BridgeFrame.appTakesSockets)])
+        #expect(bridge.received() == [.appHello(protocolVersionMax: BridgeFrame.versionMax, flags: BridgeFrame.appTakesSockets)])
         let bluez = try bridge.handSocket(Self.strap, 0x2A37)
         defer { Glibc.close(bluez) }
         rig.run(ms: 100)

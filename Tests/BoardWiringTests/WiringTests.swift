@@ -37,6 +37,19 @@ final class FakeButtons: ButtonLines {
         levels[index] = pressed
         onEdge?(index, pressed, UInt64(ms) * 1_000_000)
     }
+
+    /// Edges the kernel has queued that the loop has not read yet (its turn is still running).
+    var queued: [(index: Int, pressed: Bool, ms: Int64)] = []
+    func queue(_ index: Int, _ pressed: Bool, atMs ms: Int64) {
+        levels[index] = pressed
+        queued.append((index, pressed, ms))
+    }
+    /// The loop's next turn: the line's descriptor is ready and its edges are read.
+    func readQueuedEdges() {
+        let edges = queued
+        queued.removeAll()
+        for e in edges { onEdge?(e.index, e.pressed, UInt64(e.ms) * 1_000_000) }
+    }
 }
 
 /// The buzzer line: what it was set to, and when.
@@ -71,6 +84,9 @@ final class Rig {
     let loop = ManualEventLoop(startMs: 10_000)
     let dir: String
     let flash = SimulatedFlash()
+    /// The flash with syncs the test completes (`cardCatchesUp`), as the board's io_uring; nil:
+    /// every commit syncs at once.
+    let card: DeferredSyncFlash?
     let memory = MemoryLog(capacity: 1024)
     let log: CountingLog
     let screen: DisplayScreen<EmulatorBus>
@@ -81,7 +97,7 @@ final class Rig {
     let wiring: BoardWiring
 
     init(sensors: [DeviceConfig.Sensor] = [], buttons: FakeButtons = FakeButtons(), displayFailing: Bool = false,
-         buzzer present: Bool = true, configFile: String? = nil) throws {
+         buzzer present: Bool = true, configFile: String? = nil, deferredCard: Bool = false) throws {
         dir = "/tmp/wiring-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         log = CountingLog(memory)
@@ -105,7 +121,8 @@ final class Rig {
         options.configPath = dir + "/config.toml"
         options.config = config
         if let configFile { try configFile.write(toFile: options.configPath, atomically: true, encoding: .utf8) }
-        let opened = FlashJournal.open(storage: flash, randomSeed: 5, deviceNow: MonotonicInstant(milliseconds: loop.nowMs))
+        card = deferredCard ? DeferredSyncFlash(flash) : nil
+        let opened = FlashJournal.open(storage: card ?? flash, randomSeed: 5, deviceNow: MonotonicInstant(milliseconds: loop.nowMs))
         wiring = try BoardWiring(loop: loop, opened: opened, archive: archive, settings: settings, devices: devices,
                                  options: options, log: log)
         let l = loop
@@ -118,6 +135,24 @@ final class Rig {
     }
 
     var runtime: DeviceRuntime { wiring.runtime }
+
+    /// The deferred card completes every sync it holds (the journal's eventfd fires on the board).
+    func cardCatchesUp() {
+        guard let card else { return }
+        for _ in 0..<64 where card.inFlight > 0 {
+            card.finishNext()
+            runtime.syncProgress(at: MonotonicInstant(milliseconds: loop.nowMs))
+            wiring.afterInputs()
+        }
+    }
+
+    /// A press of line `index` released after 100 ms, then `ms` more of the loop.
+    func tap(_ index: Int, thenRunMs ms: Int64 = 500) {
+        buttons.edge(index, true, atMs: loop.nowMs)
+        run(ms: 100)
+        buttons.edge(index, false, atMs: loop.nowMs)
+        run(ms: ms)
+    }
 
     func calls(_ handler: String) -> UInt64 { loop.stats.handlers.first { $0.name == handler }?.calls ?? 0 }
 
@@ -220,6 +255,56 @@ final class SocketClient {
         rig.buttons.edge(0, false, atMs: rig.loop.nowMs)
         rig.run(ms: 100)
         #expect(rig.runtime.state == .ended)
+    }
+
+    /// A tap on START while paused resumes the ride even when the loop reaches the long-press
+    /// deadline before it has read the release: one turn longer than the rest of the hold (a slow
+    /// handler, a loaded CPU) and the core's deadline timer fires in it, the release still queued
+    /// in the line. The queued edges are read before the long press is decided; before, the tap
+    /// ended the ride.
+    @Test func aTapReadLateIsNotALongPress() throws {
+        let rig = try Rig()
+        rig.tap(0, thenRunMs: 4_000)
+        rig.tap(0)
+        #expect(rig.runtime.state == .paused)
+        let down = rig.loop.nowMs
+        rig.buttons.edge(0, true, atMs: down)
+        rig.run(ms: 100) // the press settles: a hold that would end the ride at down + 1530 ms
+        rig.buttons.queue(0, false, atMs: down + 400) // released, in the line's queue, not read
+        rig.loop.advanceTime(toMs: down + 1_800) // one long turn: every timer due in it fires
+        #expect(rig.runtime.state == .running, "a 400 ms tap resumes the ride; it does not end it")
+        rig.buttons.readQueuedEdges() // the next turn reads what is left in the line
+        rig.run(ms: 200)
+        #expect(rig.runtime.state == .running)
+        #expect(rig.archive.stored.isEmpty, "no ride was ended and saved")
+        // A real long press still ends it, at its deadline while held.
+        rig.tap(0)
+        #expect(rig.runtime.state == .paused)
+        rig.buttons.edge(0, true, atMs: rig.loop.nowMs)
+        rig.run(ms: 1_700)
+        #expect(rig.runtime.state == .ended)
+    }
+
+    /// `ctl status` `lap` is the lap the screen shows: it changes once the lap's record is
+    /// durable, not at the press (the card completes each sync when the test says). It was the
+    /// core's lap, which changes at the press: a status could call a lap taken that a power cut
+    /// would still lose (the dm-log-writes test's marks trust it).
+    @Test func theStatusLapChangesOnlyOnceTheLapIsDurable() throws {
+        let rig = try Rig(deferredCard: true)
+        rig.tap(0, thenRunMs: 0)
+        for _ in 0..<40 {
+            rig.run(ms: 100)
+            rig.cardCatchesUp()
+        }
+        #expect(rig.runtime.state == .running)
+        let lap = try #require(try rig.status()["lap"] as? Int)
+        #expect(lap == 1)
+        rig.tap(1, thenRunMs: 100) // LAP acts on its press
+        #expect(rig.runtime.core.screen.lapNumber == 2, "the lap was taken")
+        #expect(rig.card!.inFlight > 0, "its record is being synced")
+        #expect(try rig.status()["lap"] as? Int == 1, "the status called the lap taken before it was durable")
+        rig.cardCatchesUp()
+        #expect(try rig.status()["lap"] as? Int == 2, "durable: the status shows it")
     }
 
     /// A button held at boot gives no press until it is released and pressed again.

@@ -164,7 +164,7 @@ struct ConfigMappingTests {
             switch o {
             case .sample(let s): samples[s.quantity, default: []].append(s.value)
             case let .status(st, _): states[st.role] = st.state
-            case .gps, .clock, .found, .search: break
+            case .gps, .clock, .found, .search, .bridgeConfig: break
             }
         }
         source.start(at: MonotonicInstant(milliseconds: 0), take)

@@ -35,12 +35,16 @@ struct DurableConfirmationTests {
         }
     }
 
-    @Test func aStateChangeAppearsOnlyOnceDurableAndPagesNeverWait() {
+    /// A device on a card that syncs when the test says, its ride started with START and run
+    /// through the countdown (the start's sync still in flight): the flash, the card, the
+    /// screens shown, the device, and the time reached (ms).
+    static func rideStarted(archive: RideArchivePort = DiscardingArchive())
+        -> (SimulatedFlash, DeferredSyncFlash, Screens, DeviceRuntime, Int64) {
         let flash = SimulatedFlash(segmentBytes: 16 * 1024)
         let card = DeferredSyncFlash(flash)
         let opened = FlashJournal.open(storage: card, randomSeed: 3, deviceNow: .zero)
         let screens = Screens()
-        let d = DeviceRuntime.boot((opened.journal, opened.core, opened.report), archive: DiscardingArchive(), screen: screens,
+        let d = DeviceRuntime.boot((opened.journal, opened.core, opened.report), archive: archive, screen: screens,
                                    log: MemoryLog(), wall: nil, at: .zero)
         d.buttonEdge(.startPause, pressed: true, at: ms(100))
         d.buttonEdge(.startPause, pressed: false, at: ms(150))
@@ -49,6 +53,12 @@ struct DurableConfirmationTests {
             d.tick(at: ms(t))
             t += 100
         }
+        return (flash, card, screens, d, t)
+    }
+
+    @Test func aStateChangeAppearsOnlyOnceDurableAndPagesNeverWait() {
+        let (flash, card, screens, d, started) = Self.rideStarted()
+        var t = started
         #expect(d.state == .running)
         #expect(d.confirmationAwaitingDurability, "the ride's start is being synced")
         #expect(Self.kind(screens.shown.last) == "countdown", "running is not shown before the start is durable: \(screens.shown.last.map { "\($0)" } ?? "-")")
@@ -86,25 +96,53 @@ struct DurableConfirmationTests {
 
     /// A failed sync does not hold the screen: the state change is shown with the storage error.
     @Test func aFailingCardDoesNotHoldTheScreen() {
-        let flash = SimulatedFlash(segmentBytes: 16 * 1024)
-        let card = DeferredSyncFlash(flash)
-        let opened = FlashJournal.open(storage: card, randomSeed: 3, deviceNow: .zero)
-        let screens = Screens()
-        let d = DeviceRuntime.boot((opened.journal, opened.core, opened.report), archive: DiscardingArchive(), screen: screens,
-                                   log: MemoryLog(), wall: nil, at: .zero)
-        d.buttonEdge(.startPause, pressed: true, at: ms(100))
-        d.buttonEdge(.startPause, pressed: false, at: ms(150))
-        var t: Int64 = 200
-        while d.state != .running, t < 10_000 {
-            d.tick(at: ms(t))
-            t += 100
-        }
+        let (_, card, screens, d, t) = Self.rideStarted()
         #expect(Self.kind(screens.shown.last) == "countdown")
         card.finishNext(error: StorageError(.io, "fsync: Input/output error"))
         d.syncProgress(at: ms(t))
         #expect(!d.confirmationAwaitingDurability)
         #expect(Self.kind(screens.shown.last) == "running")
         #expect(d.core.screen.storage == .failing, "the rider is told")
+    }
+
+    /// A ride file whose write fails again (the rides directory read-only) redraws the screen
+    /// through the gate too: the end, its record still being synced, is not on screen before it
+    /// is durable. The retry's redraw showed the core's screen as it was.
+    @Test func aRideFileRetryShowsNoStateBeforeItIsDurable() {
+        struct ReadOnly: Error {}
+        final class ReadOnlyRides: RideArchivePort {
+            var stores = 0
+            func store(rideID: RideID, records: [RideRecord]) throws -> String {
+                stores += 1
+                throw ReadOnly()
+            }
+            func delete(rideID: RideID) throws {}
+        }
+        let rides = ReadOnlyRides()
+        let (_, card, screens, d, started) = Self.rideStarted(archive: rides)
+        var t = started
+        t += 2_000
+        d.buttonEdge(.startPause, pressed: true, at: ms(t))
+        d.buttonEdge(.startPause, pressed: false, at: ms(t + 50))
+        Self.cardCatchesUp(card, d, at: ms(t + 100))
+        #expect(Self.kind(screens.shown.last) == "paused")
+        // A long press ends the ride; the card holds the end's sync from here on.
+        t += 1_000
+        d.buttonEdge(.startPause, pressed: true, at: ms(t))
+        d.tick(at: ms(t + 1_600))
+        d.buttonEdge(.startPause, pressed: false, at: ms(t + 1_700))
+        #expect(d.state == .ended)
+        #expect(d.confirmationAwaitingDurability, "the end's record is being synced")
+        let shownBefore = screens.shown.count
+        for step in 1...40 {
+            d.tick(at: ms(t + 1_700 + Int64(step) * 100))
+        }
+        #expect(rides.stores >= 2, "the ride file was tried again")
+        #expect(d.confirmationAwaitingDurability)
+        let shown = screens.shown[shownBefore...].map { Self.kind($0) }
+        #expect(!shown.contains("summary"), "the summary was shown before the end's record was durable: \(shown)")
+        Self.cardCatchesUp(card, d, at: ms(t + 6_000))
+        #expect(Self.kind(screens.shown.last) == "summary")
     }
 }
 

@@ -16,7 +16,7 @@ import RideModel
             switch o {
             case .sample(let s): samples.append(s)
             case let .status(st, _): functions.append((st.role, st.state, st.batteryPercent))
-            case .gps, .clock: break
+            case .gps, .clock, .bridgeConfig: break
             case .found(let f, _): found.append(f)
             case let .search(running, n, _): searches.append((running, n))
             }

@@ -63,13 +63,15 @@ def _start(request):
 
 
 def parse_mark(text: str) -> dict | None:
-    """'s:STATE:t:TIMER_MS:l:LAPS:p:PRESSED:m:MONO_MS' (guest_system.status_mark) -> dict: the
-    app's state and timer, the laps taken for sure and the laps pressed by then."""
+    """'s:STATE:t:TIMER_MS:l:LAPS:p:PRESSED:r:RIDE:m:MONO_MS' (guest_system.status_mark) -> dict:
+    the app's state and timer, the laps taken for sure (the status's `lap`, which changes only
+    once the lap is durable) and the LAP presses of that ride by then, the ride (its id's first 8
+    characters, '-' for none)."""
     parts = text.split(":")
-    if len(parts) != 10 or parts[0] != "s":
+    if len(parts) != 12 or parts[0] != "s":
         return None
     return {"state": parts[1], "timer_ms": int(parts[3]), "laps": int(parts[5]), "pressed": int(parts[7]),
-            "mono_ms": int(parts[9])}
+            "ride": parts[9], "mono_ms": int(parts[11])}
 
 
 def replay_points(log: logwrites.Log) -> list[int]:
@@ -229,8 +231,11 @@ def run_sweep(logged):
     seconds = time.monotonic() - started
     shutil.rmtree(work, ignore_errors=True)
     report = {"entries": len(log.entries), "barriers": sum(1 for e in log.entries if e.is_barrier),
-              "marks": len(marks), "mark_errors": record.get("mark_errors"), "points": len(points), "restarts": len(restart_at), "seconds": round(seconds, 1),
-              "vm_seconds": round(result.seconds, 1), "whole_log_matches_device": whole_log_matches, "rows": rows}
+              "marks": len(marks), "mark_errors": record.get("mark_errors"),
+              "mark_ioctl_error": record.get("mark_ioctl_error"), "points": len(points), "restarts": len(restart_at), "seconds": round(seconds, 1),
+              "vm_seconds": round(result.seconds, 1), "whole_log_matches_device": whole_log_matches,
+              "unplanned_ends": record.get("unplanned_ends", []), "presses_stretched": record.get("presses_stretched", []),
+              "rows": rows}
     SWEEP_REPORT.write_text(json.dumps(report, indent=1))
     return report
 
@@ -238,7 +243,8 @@ def run_sweep(logged):
 def test_the_replayer_reproduces_the_device_from_the_kernels_log(sweep):
     assert sweep["whole_log_matches_device"], "the whole log replayed onto zeros differs from the data disk"
     assert sweep["barriers"] > 20 and sweep["points"] > 20, {k: sweep[k] for k in ("entries", "barriers", "points")}
-    assert sweep["marks"] >= 40, f"status marks in the log: {sweep['marks']} (failed in the guest: {sweep['mark_errors']})"
+    assert sweep["marks"] >= 40, (f"status marks in the log: {sweep['marks']} (failed in the guest: {sweep['mark_errors']}; "
+                                  f"DM_TARGET_MSG refused: {sweep.get('mark_ioctl_error')})")
 
 
 def test_every_replay_point_fscks_clean(sweep):
@@ -277,9 +283,13 @@ def test_nothing_corrupt_is_accepted(sweep):
 def test_state_and_laps_are_kept(sweep):
     problems = []
     for r in sweep["rows"]:
-        m, later, b = r["mark_before"], r["marks_after"], r["rebuild"]
+        m, b = r["mark_before"], r["rebuild"]
         if not riding(m) or b is None:
             continue
+        if not b["ride_id"].startswith(m["ride"]):
+            problems.append((r["entry"], f"the journal rebuilt ride {b['ride_id']}, the app was riding {m['ride']}"))
+            continue
+        later = [x for x in r["marks_after"] if x["ride"] in (m["ride"], "-")]
         states = {m["state"]} | {x["state"] for x in later}
         if "ended" in states:
             states |= {"stopped"}
@@ -287,10 +297,22 @@ def test_state_and_laps_are_kept(sweep):
             problems.append((r["entry"], f"state {b['state']}, the app showed {sorted(states)} around this point"))
         # The rebuild counts laps with the one in progress: the rider's LAP presses + 1; a lap
         # taken for sure by the mark before must be there, one pressed by the mark after may be.
-        laps_low, laps_high = m["laps"], max([m["pressed"]] + [x["pressed"] for x in later])
+        laps_low, laps_high = m["laps"], max([m["pressed"]] + [x["pressed"] for x in later if x["ride"] == m["ride"]])
         if not laps_low + 1 <= b["laps"] <= laps_high + 1:
             problems.append((r["entry"], f"{b['laps']} laps, the rider had taken {laps_low}..{laps_high} (+1 in progress)"))
     assert not problems, problems[:15]
+
+
+LONG_PRESS_S = 1.5  # [buttons] long_press_ms of the installed config
+
+
+def test_a_ride_ends_only_on_a_long_press(sweep):
+    """A press meant to resume that ended the ride instead (the guest goes on in a new ride, the
+    marks name their ride) must have been a long press by the kernel's clock: a guest stalled by
+    a loaded host held it longer than asked. Held for less (its longest possible hold, by the
+    guest's clock, under long_press_ms) the app ended a ride on a tap."""
+    taps = [e for e in sweep["unplanned_ends"] if e["hold"]["max_s"] < LONG_PRESS_S]
+    assert not taps, f"rides ended on presses shorter than a long press: {taps}"
 
 
 def test_a_restart_on_the_recovered_card_continues_the_ride(sweep):

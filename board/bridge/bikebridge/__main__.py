@@ -120,7 +120,11 @@ class Runner:
                 from_file = config.load(self.args.config)
             except config.ConfigError as e:
                 log.error("cannot read the paired sensors: %s (keeping the ones before)", e)
+                self.bridge.config_state(False, e.line, e.why)
                 return self.paired
+            if not self.bridge.config[0]:
+                log.warning("%s can be read again", self.args.config)
+            self.bridge.config_state(True)
             paired.ble += [a for a in from_file.ble if a not in paired.ble]
             paired.ant += [d for d in from_file.ant if d not in paired.ant]
         return paired

@@ -112,6 +112,9 @@ class Bridge:
         self.handed = 0  # sockets handed over (counter)
         self.on_scan_request: Optional[Callable[[bool, int, int], None]] = None
         self.on_reload: Optional[Callable[[], None]] = None
+        # Whether the config file could be read the last time (and if not, its line and why):
+        # told to an app of version 3 when it changes and after its hello.
+        self.config = (True, 0, "")
         # The runner's heartbeat timer: re-armed through `rearm` once the clock passes `push_after`.
         self.rearm: Optional[Callable[[], None]] = None
         self.push_after = float("inf")
@@ -181,6 +184,16 @@ class Bridge:
     def found(self, sensor: protocol.SensorId, profile: int, rssi: Optional[int], name: str) -> None:
         if self.app_version >= 2:
             self.send(protocol.found(self.clock(), sensor, profile, rssi, name))
+
+    def config_state(self, readable: bool, line: int = 0, why: str = "") -> None:
+        """The config file was read (`readable`), or could not be: the paired sensors stay as
+        they were. Told to an app of version 3 when it changes."""
+        state = (readable, line, why)
+        if state == self.config:
+            return
+        self.config = state
+        if self.app_version >= 3:
+            self.send(protocol.config_state(self.clock(), readable, line, why))
 
     def scan_state(self, running: bool, radios: int, found_count: int) -> None:
         if self.app_version >= 2:
@@ -270,6 +283,9 @@ class Bridge:
             if self.app_takes_sockets:
                 for r in list(self.readers):
                     self.hand(r)
+            readable, line, why = self.config
+            if self.app_version >= 3 and not readable:
+                self.send(protocol.config_state(self.clock(), readable, line, why))
         elif f.kind == protocol.KIND_SOCKET_RETURNED:
             for r in self.readers:
                 if r.handed and r.framer.sensor == f.sensor and r.framer.profile == f.profile:

@@ -27,20 +27,53 @@ class Paired:
 
 
 class ConfigError(ValueError):
-    pass
+    """Why the config file cannot be read; `line` is where (0: the whole file) and `why` the
+    reason without the path (what the app shows)."""
+
+    def __init__(self, message: str, line: int = 0, why: str = "") -> None:
+        super().__init__(message)
+        self.line = line
+        self.why = why or message
+
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def parse(data: bytes) -> dict:
+    """The config file's bytes as tomllib reads them, with the one leniency the app's reader
+    has too: a leading UTF-8 byte-order mark is skipped. Raises ConfigError with the line."""
+    import re
+    import tomllib
+    if data.startswith(UTF8_BOM):
+        data = data[len(UTF8_BOM):]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise ConfigError(f"line {line}: not UTF-8 text (byte 0x{data[e.start]:02X})", line,
+                          "not UTF-8 text") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"\(at line (\d+), column \d+\)", str(e))
+        line = int(m.group(1)) if m else getattr(e, "lineno", 0) or 0
+        if not m and "end of document" in str(e):
+            line = text.count("\n") + 1
+        raise ConfigError(str(e), line, re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", str(e))) from None
 
 
 def load(path: str) -> Paired:
     """The [[sensor]] entries of the config file at `path`. A file that cannot be read or parsed
-    raises ConfigError with the reason (the bridge keeps what it had)."""
-    import tomllib
+    raises ConfigError with the reason and line (the bridge keeps what it had)."""
     try:
         with open(path, "rb") as f:
-            data = tomllib.load(f)
+            data = f.read()
     except OSError as e:
-        raise ConfigError(f"{path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: {e}") from None
+        raise ConfigError(f"{path}: {e.strerror}", 0, e.strerror or "cannot read the file") from None
+    try:
+        data = parse(data)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}", e.line, e.why) from None
     out = Paired()
     sensors = data.get("sensor", [])
     if not isinstance(sensors, list):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Iterator, List, Optional, Tuple, Union
 
 VERSION = 1  # the version byte of the version-1 kinds
-VERSION_MAX = 2  # the newest version this bridge speaks (its hello says so)
+VERSION_MAX = 3  # the newest version this bridge speaks (its hello says so)
 KIND_HELLO, KIND_HEARTBEAT, KIND_DATA, KIND_LINK = 1, 2, 3, 4
 # Version 2. Bridge to app: FOUND (a sensor a scan found), SCAN (the scan's state), SOCKET (a
 # characteristic's notification socket, passed with SCM_RIGHTS: the app reads it itself).
@@ -20,6 +20,10 @@ KIND_HELLO, KIND_HEARTBEAT, KIND_DATA, KIND_LINK = 1, 2, 3, 4
 KIND_FOUND, KIND_SCAN, KIND_APP_HELLO, KIND_SCAN_REQUEST, KIND_RELOAD = 5, 6, 7, 8, 9
 KIND_SOCKET, KIND_SOCKET_RETURNED = 10, 11
 KINDS_V2 = (KIND_FOUND, KIND_SCAN, KIND_APP_HELLO, KIND_SCAN_REQUEST, KIND_RELOAD, KIND_SOCKET, KIND_SOCKET_RETURNED)
+# Version 3. Bridge to app: CONFIG_STATE (whether the config file could be read; when not, the
+# bridge keeps the sensors it had and says where and why). Sent only to an app whose hello said 3.
+KIND_CONFIG_STATE = 12
+CONFIG_NOTE_BYTES_MAX = 64
 APP_TAKES_SOCKETS = 1  # APP_HELLO flags: the app reads notification sockets handed to it
 TRANSPORT_ANT, TRANSPORT_BLE = 1, 2
 LINK_SEARCHING, LINK_CONNECTED, LINK_DISCONNECTED = 0, 1, 2
@@ -85,6 +89,9 @@ class Frame:
     seconds: int = 0  # SCAN_REQUEST
     found: int = 0  # SCAN: sensors found so far
     flags: int = 0  # APP_HELLO
+    readable: bool = True  # CONFIG_STATE
+    line: int = 0  # CONFIG_STATE: where the file is wrong (0: unknown)
+    note: str = ""  # CONFIG_STATE: why
 
 
 def _sensor_bytes(sensor: SensorId, profile: int) -> bytes:
@@ -154,6 +161,13 @@ def reload_request(time_us: int) -> bytes:
     return struct.pack("<BBQ", 2, KIND_RELOAD, time_us)
 
 
+def config_state(time_us: int, readable: bool, line: int, note: str) -> bytes:
+    """Version 3: whether the config file could be read, and if not where (line, 0: unknown) and
+    why (UTF-8, cut at a character boundary to CONFIG_NOTE_BYTES_MAX bytes)."""
+    b = note.encode("utf-8", "replace")[:CONFIG_NOTE_BYTES_MAX].decode("utf-8", "ignore").encode("utf-8")
+    return struct.pack("<BBQBHB", 3, KIND_CONFIG_STATE, time_us, 1 if readable else 0, max(0, min(line, 0xFFFF)), len(b)) + b
+
+
 def parse(b: bytes) -> Frame:
     """Parses one frame (the inverse of the encoders above); raises ProtocolError."""
     if len(b) < HEADER_BYTES:
@@ -163,6 +177,8 @@ def parse(b: bytes) -> Frame:
         raise ProtocolError(f"protocol version {version}, expected 1...{VERSION_MAX}")
     if kind in KINDS_V2 and version < 2:
         raise ProtocolError(f"frame kind {kind} needs protocol version 2, the frame says {version}")
+    if kind == KIND_CONFIG_STATE and version < 3:
+        raise ProtocolError(f"frame kind {kind} needs protocol version 3, the frame says {version}")
     if kind == KIND_HELLO and len(b) == 16:
         v, radios, bid = struct.unpack_from("<BBI", b, 10)
         return Frame(KIND_HELLO, t, protocol_version_max=v, radios=radios, bridge_id=bid, version=version)
@@ -201,6 +217,9 @@ def parse(b: bytes) -> Frame:
                      seconds=struct.unpack_from("<H", b, 12)[0], version=version)
     if kind == KIND_RELOAD and len(b) == 10:
         return Frame(KIND_RELOAD, t, version=version)
+    if kind == KIND_CONFIG_STATE and len(b) >= 14 and b[10] <= 1 and len(b) == 14 + b[13] and b[13] <= CONFIG_NOTE_BYTES_MAX:
+        return Frame(KIND_CONFIG_STATE, t, readable=b[10] == 1, line=struct.unpack_from("<H", b, 11)[0],
+                     note=bytes(b[14:]).decode("utf-8", "replace"), version=version)
     raise ProtocolError(f"malformed frame of kind {kind}, {len(b)} bytes")
 
 

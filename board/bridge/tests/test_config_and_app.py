@@ -101,7 +101,7 @@ def test_version_2_golden_bytes():
     assert list(protocol.found(1, protocol.AntId(12345, 11, 5), 11, None, "")) == \
         [2, 5, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0x39, 0x30, 11, 5, 0, 0, 0, 11, 0, 127, 0]
     assert list(protocol.scan_state(7, True, 3, 4)) == [2, 6, 7, 0, 0, 0, 0, 0, 0, 0, 1, 3, 4, 0]
-    assert list(protocol.app_hello(7, flags=protocol.APP_TAKES_SOCKETS)) == [2, 7, 7, 0, 0, 0, 0, 0, 0, 0, 2, 1]
+    assert list(protocol.app_hello(7, version_max=2, flags=protocol.APP_TAKES_SOCKETS)) == [2, 7, 7, 0, 0, 0, 0, 0, 0, 0, 2, 1]
     pm = protocol.BleId("C0:FF:EE:00:11:22")
     assert list(protocol.notification_socket(7, pm, 0x2A63)) == [2, 10, 7, 0, 0, 0, 0, 0, 0, 0,
                                                                 2, 0xC0, 0xFF, 0xEE, 0x00, 0x11, 0x22, 0, 0x63, 0x2A]
@@ -110,7 +110,7 @@ def test_version_2_golden_bytes():
     assert list(protocol.reload_request(7)) == [2, 9, 7, 0, 0, 0, 0, 0, 0, 0]
     unusable = protocol.link(7, protocol.BleId("C0:FF:EE:00:11:22"), 0, protocol.LINK_UNUSABLE)
     assert unusable[0] == 2 and unusable[20] == 3
-    assert protocol.hello(7, 2, 9)[10] == 2, "the hello says this bridge speaks version 2"
+    assert protocol.hello(7, 2, 9)[10] == 3, "the hello says this bridge speaks version 3 (issue 27: config state)"
 
 
 def test_version_2_frames_parse_and_bad_ones_are_refused():
@@ -134,7 +134,7 @@ def test_the_bridge_hears_the_app():
     bridge.on_reload = lambda: reloads.append(1)
     bridge.found(protocol.BleId("C0:FF:EE:00:11:22"), 1, None, "x")
     assert sent == [], "no version-2 frame before the app says it reads them"
-    bridge.from_app(protocol.app_hello(1))
+    bridge.from_app(protocol.app_hello(1, version_max=2))
     assert bridge.app_version == 2
     bridge.from_app(protocol.scan_request(1, True, 3, 9999))
     bridge.from_app(protocol.reload_request(1))
@@ -223,7 +223,7 @@ def test_the_bridge_process_end_to_end(tmp_path):
     try:
         app.accept()
         first = app.frames(2.5)
-        assert first[0].kind == protocol.KIND_HELLO and first[0].protocol_version_max == 2
+        assert first[0].kind == protocol.KIND_HELLO and first[0].protocol_version_max == protocol.VERSION_MAX
         beats = [f for f in first if f.kind == protocol.KIND_HEARTBEAT]
         assert 1 <= len(beats) <= 3, [f.kind for f in first]
         app.conn.send(protocol.app_hello(1))
@@ -240,7 +240,7 @@ def test_the_bridge_process_end_to_end(tmp_path):
         while not stats.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         counters = json.loads(stats.read_text())
-        assert counters["app_version"] == 2 and counters["dropped"] == 0
+        assert counters["app_version"] == protocol.VERSION_MAX and counters["dropped"] == 0
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=10)

@@ -44,7 +44,7 @@ def test_round_trip_every_kind():
     with pytest.raises(protocol.ProtocolError):
         protocol.parse(frames[2][:-1])
     with pytest.raises(protocol.ProtocolError):
-        protocol.parse(b"\x03" + frames[1][1:])  # a version this bridge does not speak
+        protocol.parse(bytes([protocol.VERSION_MAX + 1]) + frames[1][1:])  # a version this bridge does not speak
 
 
 def test_crc_check_value():

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of the parsers of outside input (docs/testing.md, "Fuzzing"): libFuzzer
+# through Swift's -sanitize=fuzzer, one target per parser (Tests/Fuzz/FuzzTargets: bridge frames,
+# serial bridge bytes, gpsd reports, FIT files, config TOML).
+#
+#   bash scripts/fuzz.sh [SECONDS] [TARGET...]   each target for SECONDS (default 60), all by default
+#   bash scripts/fuzz.sh --merge [TARGET...]     fold what the runs found into the committed corpus
+#
+# The committed corpus (Tests/Fuzz/Corpus/TARGET) is read, never written: new inputs go to
+# .build/fuzz/corpus/TARGET, crashes to .build/fuzz/crashes/ (the run fails, naming them; copy a
+# crash into the corpus as its regression test once fixed: `swift test --filter FuzzCorpusTests`
+# replays every corpus file). Figures (executions, coverage) are printed per target and appended
+# to .build/fuzz/summary.tsv. CI (scripts/test.sh) runs every target for BIKE_FUZZ_SECONDS (20).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scratch=.build/fuzz
+merge=false
+seconds=60
+if [ "${1:-}" = "--merge" ]; then merge=true; shift; elif [[ "${1:-}" =~ ^[0-9]+$ ]]; then seconds=$1; shift; fi
+
+echo "fuzz.sh: building bikefuzz with -sanitize=fuzzer (scratch path $scratch)"
+# libFuzzer's runtime brings a `main` and SwiftPM links the executable's own: both run the same
+# driver (Tests/Fuzz/bikefuzz/BikeFuzz.swift), hence --allow-multiple-definition.
+flags=(-Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING -Xlinker --allow-multiple-definition)
+swift build --scratch-path "$scratch" --product bikefuzz "${flags[@]}" 2>&1 | tail -n 3
+bin="$(swift build --scratch-path "$scratch" "${flags[@]}" --show-bin-path)/bikefuzz"
+[ -x "$bin" ] || { echo "fuzz.sh: $bin was not built" >&2; exit 1; }
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(grep -oE 'FuzzTarget\(name: "[a-z0-9-]+"' Tests/Fuzz/FuzzTargets/FuzzTargets.swift | cut -d'"' -f2)
+mkdir -p "$scratch/crashes"
+status=0
+for t in "${targets[@]}"; do
+    committed=Tests/Fuzz/Corpus/$t
+    work=$scratch/corpus/$t
+    mkdir -p "$work" "$committed"
+    if $merge; then
+        BIKEFUZZ_TARGET=$t "$bin" -merge=1 "$committed" "$work" 2>&1 | grep -E "MERGE-OUTER: [0-9]+ new files" || true
+        continue
+    fi
+    log=$scratch/$t.log
+    set +e
+    BIKEFUZZ_TARGET=$t "$bin" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+        -artifact_prefix="$scratch/crashes/$t-" "$work" "$committed" > "$log" 2>&1
+    rc=$?
+    set -e
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    cov=$(grep -oE "cov: [0-9]+" "$log" | tail -n 1 | cut -d' ' -f2)
+    printf '%s\t%s\t%s s\t%s executions\tcoverage %s\texit %s\n' "$(date -u +%FT%TZ)" "$t" "$seconds" "${runs:-?}" "${cov:-?}" "$rc" | tee -a "$scratch/summary.tsv"
+    if [ "$rc" -ne 0 ]; then
+        status=1
+        echo "fuzz.sh: $t FAILED (exit $rc): see $log; crash inputs:" >&2
+        ls "$scratch/crashes/$t-"* >&2 2>/dev/null || true
+        grep -E "Fatal error|precondition|ERROR:|SUMMARY" "$log" | head -n 8 >&2 || true
+    fi
+done
+exit $status
