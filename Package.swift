@@ -157,7 +157,7 @@ let package = Package(
         // The fuzz targets (docs/testing.md, "Fuzzing"): each parser of outside input, the
         // `bikefuzz` driver (libFuzzer in a -sanitize=fuzzer build: scripts/fuzz.sh) and the
         // replay of the committed corpus in `swift test`.
-        .target(name: "FuzzTargets", dependencies: ["Configuration", "Positioning", "RideFiles", "RideModel", "Sensors"], path: "Tests/Fuzz/FuzzTargets", swiftSettings: swift6),
+        .target(name: "FuzzTargets", dependencies: ["Configuration", "CourseImport", "Navigation", "Positioning", "RideFiles", "RideModel", "Sensors"], path: "Tests/Fuzz/FuzzTargets", swiftSettings: swift6),
         .executableTarget(name: "bikefuzz", dependencies: ["FuzzTargets"], path: "Tests/Fuzz/bikefuzz", swiftSettings: swift6),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets"], path: "Tests/Fuzz/FuzzCorpusTests", swiftSettings: swift6),
         .testTarget(name: "SimulationTests", dependencies: ["AppCore", "Control", "Device", "Journal", "Positioning", "RideFiles", "RideModel", "Simulation", "TestSupport", "Training"], swiftSettings: swift6),
