@@ -354,6 +354,13 @@ public enum CoursePreparation {
             }
             guard var f = best else { continue }
             while f + probe < top, smooth[f + probe] - smooth[f] < 1 { f += 1 }
+            // The smoothing moves a climb's ends out by up to half its length (a 6 % ramp read
+            // as 1.34 km at 5.4 %): each end is put back on the raw profile within that reach,
+            // the top at the first highest point, the foot at the last lowest one.
+            let topSmoothed = top, footSmoothed = f
+            for k in max(footSmoothed + 1, topSmoothed - half)...min(count - 1, topSmoothed + half) where raw[k] > raw[top] || (k < top && raw[k] == raw[top]) { top = k }
+            for k in max(0, footSmoothed - half)...min(top - 1, footSmoothed + half) where raw[k] <= raw[f] { f = k }
+            precondition(f < top, "a climb's foot lies before its top")
             let start = Double(f) * step, end = min(c.lengthM, Double(top) * step)
             let climb = Climb(startAlongM: start, endAlongM: end, startAltitudeM: c.altitude(atAlongM: start) ?? smooth[f],
                               endAltitudeM: c.altitude(atAlongM: end) ?? smooth[top])

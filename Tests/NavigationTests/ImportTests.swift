@@ -246,6 +246,17 @@ import Testing
         #expect(k.startAlongM > 7_000 && k.startAlongM < 9_500)
     }
 
+    /// A ramp's ends are where it was drawn, not where the smoothing moved them: 2 km flat, 1.2 km
+    /// at 6 %, flat; the climb is 2 000–3 200 m at 6 % (before: about 1 950–3 290 m at 5.4 %).
+    @Test func aClimbsEndsAreOnTheRawProfile() throws {
+        let c = try Self.course({ a in 500 + 0.06 * min(max(a - 2_000, 0), 1_200) }, length: 4_200)
+        let climbs = CoursePreparation.findClimbs(c, settings: PreparationSettings())
+        #expect(climbs.count == 1, "\(climbs)")
+        let k = try #require(climbs.first)
+        #expect(abs(k.startAlongM - 2_000) <= 10 && abs(k.endAlongM - 3_200) <= 10, "\(k)")
+        #expect(abs(k.gradePercent - 6) < 0.1 && abs(k.gainM - 72) < 1, "\(k)")
+    }
+
     /// Two climbs with a 1 km plateau and a 30 m drop between them are two; a 6 m dip in a climb
     /// is not the end of it; a 400 m ramp and a 1 km rise at 2 % are no climbs.
     @Test func climbsAreSplitByDescentsNotByDips() throws {
