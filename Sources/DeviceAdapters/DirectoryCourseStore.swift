@@ -88,9 +88,19 @@ public final class DirectoryCourseStore: CourseStorePort {
         return (key, course, report, replaced)
     }
 
-    public func remove(key: String) throws {
+    /// Removes a course and the GPX, TCX or FIT files of the folder it was imported from (left
+    /// there, they would be imported again at the next start). Returns those files' names.
+    @discardableResult
+    public func remove(key: String) throws -> [String] {
         guard keys().contains(key) else { throw CourseStoreError("no course '\(key)' in \(directory)", short: "NOT FOUND") }
+        var sources: [String] = []
+        for n in (try? AtomicFiles.list(directory))?.sorted() ?? [] where Self.key(forFile: n) == key {
+            guard let dot = n.lastIndex(of: "."), Self.sourceExtensions.contains(n[n.index(after: dot)...].lowercased()) else { continue }
+            try AtomicFiles.remove("\(directory)/\(n)")
+            sources.append(n)
+        }
         try AtomicFiles.remove(path(key))
+        return sources
     }
 
     /// GPX, TCX and FIT files in the folder whose compact form is missing or older than they are.

@@ -37,6 +37,12 @@ public struct Climb: Sendable, Hashable {
     public var gradePercent: Double { lengthM > 0 ? 100 * gainM / lengthM : 0 }
     /// Garmin ClimbPro's climb score: length (m) × mean grade (%).
     public var score: Double { lengthM * gradePercent }
+    /// The climb's figures by the keys `courses show --json` and the simulator's summary.json
+    /// write them under, with the decimals written.
+    public var figures: [(key: String, value: Double, decimals: Int)] {
+        [("start_m", startAlongM, 1), ("end_m", endAlongM, 1), ("length_m", lengthM, 1), ("gain_m", gainM, 1),
+         ("grade_percent", gradePercent, 2), ("score", score, 0)]
+    }
     /// Strava's category by the same score (Best Bike Split's published table): 4 (≥ 8 000) to 1
     /// (≥ 64 000), 0 = hors catégorie (≥ 80 000); nil under 8 000 (uncategorised).
     public var category: Int? {

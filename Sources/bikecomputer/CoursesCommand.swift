@@ -162,11 +162,7 @@ struct Courses: ParsableCommand {
                 w.beginArray("climbs")
                 for k in c.climbs {
                     w.beginObject()
-                    w.number("start_m", k.startAlongM, decimals: 1)
-                    w.number("end_m", k.endAlongM, decimals: 1)
-                    w.number("gain_m", k.gainM, decimals: 1)
-                    w.number("grade_percent", k.gradePercent, decimals: 2)
-                    w.number("score", k.score, decimals: 0)
+                    for f in k.figures { w.number(f.key, f.value, decimals: f.decimals) }
                     w.int("category", k.category.map(Int64.init))
                     w.endObject()
                 }
@@ -190,13 +186,15 @@ struct Courses: ParsableCommand {
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove a course from the card (its source file, if any, stays).")
+        static let configuration = CommandConfiguration(
+            abstract: "Remove a course from the card, with the GPX, TCX or FIT file it was imported from in <data dir>/courses/ (else it would be imported again).")
         @OptionGroup var data: DataDir
         @Argument(help: "The course's key (as `courses list` shows).") var key: String
 
         func run() throws {
-            do { try data.store.remove(key: key) } catch { throw CommandFailure("\(error)") }
-            print("removed \(key)")
+            let sources: [String]
+            do { sources = try data.store.remove(key: key) } catch { throw CommandFailure("\(error)") }
+            print("removed \(key)" + (sources.isEmpty ? "" : " and " + sources.joined(separator: ", ")))
         }
     }
 }

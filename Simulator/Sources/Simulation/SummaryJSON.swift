@@ -102,12 +102,7 @@ public enum SummaryJSON {
         w.beginArray("climbs")
         for k in c.climbs {
             w.beginObject()
-            w.number("start_m", k.startAlongM, decimals: 1)
-            w.number("end_m", k.endAlongM, decimals: 1)
-            w.number("length_m", k.lengthM, decimals: 1)
-            w.number("gain_m", k.gainM, decimals: 1)
-            w.number("grade_percent", k.gradePercent, decimals: 2)
-            w.number("score", k.score, decimals: 0)
+            for f in k.figures { w.number(f.key, f.value, decimals: f.decimals) }
             w.int("category", k.category.map(Int64.init))
             w.endObject()
         }
