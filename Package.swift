@@ -61,7 +61,9 @@ let package = Package(
         // libgpiod (v1 or v2 API, whichever gpiod.h is installed) and libi2c behind small C shims.
         .target(name: "CGpiodShim", path: "Sources/CGpiodShim", linkerSettings: [.linkedLibrary("gpiod")]),
         .target(name: "CI2CShim", path: "Sources/CI2CShim", linkerSettings: [.linkedLibrary("i2c")]),
-        .target(name: "BoardHardware", dependencies: ["BoardIO", "Display", "CGpiodShim", "CI2CShim"], swiftSettings: swift6),
+        // spidev's ioctls (an SPI panel: the Sharp memory LCD); kernel headers only.
+        .target(name: "CSPIShim", path: "Sources/CSPIShim"),
+        .target(name: "BoardHardware", dependencies: ["BoardIO", "Display", "CGpiodShim", "CI2CShim", "CSPIShim"], swiftSettings: swift6),
 
         // Board-side adapters of the Device ports on a real directory (ride files, journal
         // segments), the system's wall clock and stderr log: shared by the executables.
@@ -90,7 +92,7 @@ let package = Package(
         .executableTarget(
             name: "bikesim",
             dependencies: [
-                "AppCore", "BoardIO", "CourseImport", "Device", "DeviceAdapters", "Display", "Navigation", "RideFiles", "RideModel", "Screens", "Simulation",
+                "AppCore", "BoardIO", "Configuration", "CourseImport", "Device", "DeviceAdapters", "Display", "Navigation", "RideFiles", "RideModel", "Screens", "Simulation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Simulator/Sources/bikesim",

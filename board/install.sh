@@ -3,7 +3,7 @@
 #   sudo board/install.sh [--binary PATH] [--companion PATH | --no-companion] [--boot-config] [--user NAME]
 #                         [--bridge-wheels DIR | --no-bridge]
 # - the binary to /usr/local/bin/bikecomputer
-# - a system user (default `bike`) in the gpio, i2c and dialout groups
+# - a system user (default `bike`) in the gpio, i2c, spi and dialout groups
 # - udev rules for /dev/gpiochip* and /dev/i2c-* (group access, no root needed)
 # - /etc/bikecomputer/config.toml (kept if it exists) and the systemd unit
 # - the phone companion (/usr/local/bin/bikecompanion, Chart.js, its own unit), which stays off
@@ -87,13 +87,13 @@ install_packages() {
 
 install_user() {
     echo "* groups and the $user user"
-    for g in gpio i2c; do
+    for g in gpio i2c spi; do
         getent group "$g" >/dev/null || groupadd --system "$g"
     done
     if ! id "$user" >/dev/null 2>&1; then
         useradd --system --home-dir /var/lib/bikecomputer --no-create-home --shell /usr/sbin/nologin "$user"
     fi
-    usermod -aG gpio,i2c,dialout "$user"
+    usermod -aG gpio,i2c,spi,dialout "$user"
 }
 
 install_udev() {
@@ -101,7 +101,7 @@ install_udev() {
     install -m 0644 "$here/udev/99-bikecomputer.rules" /etc/udev/rules.d/99-bikecomputer.rules
     echo i2c-dev > /etc/modules-load.d/bikecomputer.conf
     modprobe i2c-dev 2>/dev/null || true
-    udevadm control --reload-rules && udevadm trigger --subsystem-match=gpio --subsystem-match=i2c-dev || true
+    udevadm control --reload-rules && udevadm trigger --subsystem-match=gpio --subsystem-match=i2c-dev --subsystem-match=spidev || true
 }
 
 # A unit file from board/systemd with User=/Group= set to the service user.

@@ -18,28 +18,56 @@ import Screens
 import Sensors
 import Simulation
 
-/// The display end: the board's DisplayPipeline with a bus that only counts. Every page the
-/// input dirtied is flushed (the run loop does one page per turn until none is pending).
+/// An SPI device that only counts what it is given (a memory LCD's link in measurements).
+struct CountingSPI: SPIWriter {
+    private(set) var transactions = 0
+    private(set) var bytes = 0
+    private(set) var longestTransaction = 0
+    mutating func write(_ b: UnsafeBufferPointer<UInt8>) throws(DisplayBusError) {
+        transactions += 1
+        bytes += b.count
+        longestTransaction = max(longestTransaction, b.count)
+    }
+}
+
+/// The display end: the board's DisplayPipeline with a bus that only counts (or, with
+/// `largePanel`, the 400×240 memory LCD's pipeline on a counting SPI link, 8 lines per step as
+/// at 1 MHz). Every page the input dirtied is flushed (the run loop does one page per turn until
+/// none is pending).
 final class CountingScreen: ScreenPort {
     var pipeline = DisplayPipeline()
     var bus = CountingBus()
+    var lcd: PanelPipeline<SharpMemoryDriver>?
+    var link = SPIDisplayLink(port: CountingSPI())
     /// Allocate on every show: the guard's self-test (must make the guard fail).
     var allocateOnShow = false
     private var sink: [Int] = []
 
-    init() {
-        do { try pipeline.start(bus: &bus) } catch { preconditionFailure("a counting bus never fails: \(error)") }
+    init(largePanel: Bool = false) {
+        do {
+            if largePanel {
+                lcd = PanelPipeline(driver: SharpMemoryDriver(model: .ls027b7dh01, linesPerStep: SharpMemoryDriver.linesPerStep(width: 400, clockHz: 1_000_000)))
+                try lcd!.start(bus: &link)
+            } else {
+                try pipeline.start(bus: &bus)
+            }
+        } catch { preconditionFailure("a counting bus never fails: \(error)") }
     }
 
     func show(_ screen: ScreenModel, at now: MonotonicInstant) {
-        pipeline.show(screen)
-        while pipeline.hasPendingPages {
-            do { try pipeline.flushStep(bus: &bus) } catch { preconditionFailure("a counting bus never fails: \(error)") }
-        }
+        do {
+            if lcd != nil {
+                lcd!.show(screen)
+                while lcd!.hasPendingPages { try lcd!.flushStep(bus: &link) }
+            } else {
+                pipeline.show(screen)
+                while pipeline.hasPendingPages { try pipeline.flushStep(bus: &bus) }
+            }
+        } catch { preconditionFailure("a counting bus never fails: \(error)") }
         if allocateOnShow { sink = Array(repeating: Int(now.milliseconds), count: 4) }
     }
 
-    var wireBytes: Int { pipeline.driver.statistics.wireBytes }
+    var wireBytes: Int { lcd.map { $0.driver.statistics.payloadBytes } ?? pipeline.driver.statistics.wireBytes }
 }
 
 final class NullArchive: RideArchivePort {
@@ -134,14 +162,15 @@ struct FrameStream {
 final class FramePath {
     let flash = SimulatedFlash()
     let journal: FlashJournal
-    let screen = CountingScreen()
+    let screen: CountingScreen
     let runtime: DeviceRuntime
     /// The alerts the ride raised (with a course: its cues and alarms).
     let alerts = AlertCounter()
     private var nextTickMs: Int64 = 1_000
     private(set) var ticks = 0
 
-    init(positioning: Bool = false, course: Course? = nil) {
+    init(positioning: Bool = false, largePanel: Bool = false, course: Course? = nil) {
+        screen = CountingScreen(largePanel: largePanel)
         let opened = FlashJournal.open(storage: flash, randomSeed: 1, deviceNow: .zero)
         journal = opened.journal
         runtime = DeviceRuntime.boot((opened.journal, opened.core, opened.report), archive: NullArchive(), screen: screen,
@@ -221,10 +250,10 @@ struct FramePathResult {
 /// `streamMs`: encode at least this much ride up front (callgrind runs of different lengths
 /// then spend the same on encoding, and it cancels out).
 func runFramePath(warmUpMs: Int64, measureMs: Int64, timing: Bool = true, injectAllocation: Bool = false,
-                  traceAllocations: Int = 0, streamMs: Int64 = 0, positioning: Bool = false, course: Course? = nil) -> FramePathResult {
+                  traceAllocations: Int = 0, streamMs: Int64 = 0, positioning: Bool = false, largePanel: Bool = false, course: Course? = nil) -> FramePathResult {
     let stream = FrameStream(durationMs: max(streamMs, warmUpMs + measureMs), positioning: positioning)
     let endMs = warmUpMs + measureMs
-    let path = FramePath(positioning: positioning, course: course)
+    let path = FramePath(positioning: positioning, largePanel: largePanel, course: course)
     var r = FramePathResult()
     let firstMeasured = stream.atMs.firstIndex { $0 >= warmUpMs } ?? stream.count
     r.frameNs.reserveCapacity(stream.count - firstMeasured)

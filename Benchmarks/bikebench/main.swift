@@ -24,7 +24,7 @@ if args.contains("--version") {
     print(ProjectVersion.text("bikebench"))
     exit(0)
 }
-let known: Set<String> = ["--json", "--guard", "--gps", "--course", "--navigation", "--inject-allocation", "--quick", "--hours", "--out", "--callgrind-frames", "--trace-allocations", "--help", "-h"]
+let known: Set<String> = ["--json", "--guard", "--gps", "--course", "--navigation", "--large-panel", "--inject-allocation", "--quick", "--hours", "--out", "--callgrind-frames", "--trace-allocations", "--help", "-h"]
 for (i, a) in args.enumerated() where a.hasPrefix("-") && !known.contains(a) {
     if i > 0, ["--hours", "--out", "--callgrind-frames", "--trace-allocations"].contains(args[i - 1]) { continue }
     printError("bikebench: unknown option \(a); run `bikebench --help` for the options")
@@ -33,7 +33,7 @@ for (i, a) in args.enumerated() where a.hasPrefix("-") && !known.contains(a) {
 if args.contains("--help") || args.contains("-h") {
     print("""
     usage: bikebench [--json] [--quick] [--hours N] [--out DIR]
-           bikebench --guard [--gps [--course]] [--inject-allocation] [--trace-allocations N]
+           bikebench --guard [--gps [--course]] [--large-panel] [--inject-allocation] [--trace-allocations N]
            bikebench --navigation [--json] [--quick]
            bikebench --callgrind-frames N
     Measures the sensor-frame path, rendering, journal, FIT encoding and a headless ride (docs/performance.md).
@@ -41,6 +41,7 @@ if args.contains("--help") || args.contains("-h") {
     --gps adds the GPS (gpsd report lines, 1 Hz) and the barometer (1 Hz) to the frames;
     --course (with --gps) follows a course along the GPS's route: its fixes must not add an allocation to the ticks;
     --navigation measures only course import (300 km, 50 000 points) and the follower's cost per fix;
+    --large-panel draws them on the 400x240 memory LCD (its driver on a counting SPI link) instead of the 128x64 OLED;
     --trace-allocations N prints the stacks of the next N allocations in the measured stretch (frames and ticks).
     """)
     exit(0)
@@ -57,6 +58,7 @@ if args.contains("--guard") {
     let withCourse = args.contains("--course") && args.contains("--gps")
     let r = runFramePath(warmUpMs: 120_000, measureMs: 300_000, injectAllocation: args.contains("--inject-allocation"),
                          traceAllocations: value("--trace-allocations").flatMap { Int($0) } ?? 0, positioning: args.contains("--gps"),
+                         largePanel: args.contains("--large-panel"),
                          course: withCourse ? demoLoopCourse() : nil)
     if withCourse {
         // The same ride without the course: following it must add no allocation to the ticks
@@ -77,7 +79,7 @@ if args.contains("--guard") {
         }
     }
     let perFrame = Double(r.frameAllocations) / Double(max(1, r.frames))
-    print("bikebench guard: \(r.frames) sensor frames in steady state, \(r.frameAllocations) heap allocations "
+    print("bikebench guard: \(args.contains("--large-panel") ? "400x240 memory LCD: " : "")\(r.frames) sensor frames in steady state, \(r.frameAllocations) heap allocations "
         + "(\(r.framesThatAllocated) frames allocated; \(Report.format(perFrame, 3)) per frame); "
         + "\(r.ticks) ticks, \(r.tickAllocations) allocations in ticks (reported, not guarded)")
     if args.contains("--gps") {
@@ -190,6 +192,18 @@ do {
                target: "≤ 3600", met: Double(r.journalSyncs) / hoursMeasured <= 3600)
 }
 
+/// One more second of a ride on the screen: the clocks, speed, distance, heart rate, power, cadence.
+func rideSecond(_ m: inout ScreenModel, _ next: () -> Double) {
+    m.timerMs += 1000
+    m.elapsedMs += 1000
+    m.lapTimerMs += 1000
+    m[.speed] = (28 + 6 * next()) / 3.6
+    m[.distance] = (m[.distance] ?? 0) + (m[.speed] ?? 0)
+    m[.heartRate] = (140 + 15 * next()).rounded()
+    m[.power] = (200 + 80 * next()).rounded()
+    m[.cadence] = (85 + 10 * next()).rounded()
+}
+
 // 2. Rendering and diffing a running page.
 do {
     progress("2. rendering and diffing a running page...")
@@ -207,14 +221,7 @@ do {
         func next() -> Double { rng = rng &* 6364136223846793005 &+ 1442695040888963407; return Double(rng >> 11) / Double(1 << 53) }
         let a0 = Allocations.count
         for s in 0..<seconds {
-            m.timerMs += 1000
-            m.elapsedMs += 1000
-            m.lapTimerMs += 1000
-            m[.speed] = (28 + 6 * next()) / 3.6
-            m[.distance] = (m[.distance] ?? 0) + (m[.speed] ?? 0)
-            m[.heartRate] = (140 + 15 * next()).rounded()
-            m[.power] = (200 + 80 * next()).rounded()
-            m[.cadence] = (85 + 10 * next()).rounded()
+            rideSecond(&m, next)
             _ = s
             let t0 = Clock.ns()
             pipeline.show(m)
@@ -237,6 +244,55 @@ do {
             let full = pipeline.driver.statistics.wireBytes - before.wireBytes
             report.add("i2c_full_frame_bytes", "I²C bytes for a full frame (8 pages)", Double(full), "B",
                        note: "\(Report.format(Double(full) * 9 / 400, 1)) ms at 400 kHz; 1 Hz full frames = \(full) B/s")
+        }
+    }
+}
+
+// 2b. The same on the 400×240 memory LCD: render + diff, its SPI bytes per update and their
+//     time at the panel's clock, a full frame.
+do {
+    progress("2b. rendering and diffing a running page on the 400x240 memory LCD...")
+    for page in 0..<3 {
+        let lines = SharpMemoryDriver.linesPerStep(width: 400, clockHz: 1_000_000)
+        var pipeline = PanelPipeline(driver: SharpMemoryDriver(model: .ls027b7dh01, linesPerStep: lines))
+        var link = SPIDisplayLink(port: CountingSPI())
+        do { try pipeline.start(bus: &link) } catch { preconditionFailure("\(error)") }
+        var m = ScreenCatalogue.riding()
+        m.mode = .running(page: page)
+        var ns: [Int64] = []
+        let seconds = quick ? 600 : 3600
+        ns.reserveCapacity(seconds)
+        var rng: UInt64 = 12345
+        func next() -> Double { rng = rng &* 6364136223846793005 &+ 1442695040888963407; return Double(rng >> 11) / Double(1 << 53) }
+        let bytes0 = link.port.bytes, lines0 = pipeline.driver.statistics.pageWrites
+        var longestUpdate = 0
+        let a0 = Allocations.count
+        for _ in 0..<seconds {
+            rideSecond(&m, next)
+            let t0 = Clock.ns()
+            pipeline.show(m)
+            let t1 = Clock.ns()
+            ns.append(t1 - t0)
+            let before = link.port.bytes
+            do { try pipeline.flushAll(bus: &link) } catch { preconditionFailure("\(error)") }
+            longestUpdate = max(longestUpdate, link.port.bytes - before)
+        }
+        let allocs = Allocations.count - a0
+        let p = Percentiles(ns)
+        let perUpdate = Double(link.port.bytes - bytes0) / Double(seconds)
+        let linesPerUpdate = Double(pipeline.driver.statistics.pageWrites - lines0) / Double(seconds)
+        report.add("lcd_render_page\(page + 1)_p50_ns", "400x240: render + diff running page \(page + 1) (1 Hz values), p50", Double(p.p50), "ns")
+        report.add("lcd_render_page\(page + 1)_p99_ns", "400x240: render + diff running page \(page + 1), p99", Double(p.p99), "ns")
+        report.add("lcd_render_page\(page + 1)_allocations", "400x240: heap allocations rendering page \(page + 1), per second", Double(allocs) / Double(seconds), "allocations", decimals: 3)
+        report.add("spi_page\(page + 1)_bytes_per_update", "400x240: SPI bytes per update, running page \(page + 1) at 1 Hz", perUpdate, "B",
+                   note: "\(Report.format(linesPerUpdate, 1)) lines; \(Report.format(perUpdate * 8 / 1_000, 2)) ms at 1 MHz, \(Report.format(perUpdate * 8 / 2_000, 2)) ms at 2 MHz; largest update \(longestUpdate) B")
+        if page == 0 {
+            let before = link.port.bytes, t0 = link.port.transactions
+            pipeline.invalidate()
+            do { try pipeline.flushAll(bus: &link) } catch { preconditionFailure("\(error)") }
+            let full = link.port.bytes - before
+            report.add("spi_full_frame_bytes", "400x240: SPI bytes for a full frame (240 lines)", Double(full), "B",
+                       note: "\(Report.format(Double(full) * 8 / 1_000, 1)) ms at 1 MHz in \(link.port.transactions - t0) steps of at most \(link.port.longestTransaction) B (\(Report.format(Double(link.port.longestTransaction) * 8 / 1_000, 2)) ms)")
         }
     }
 }

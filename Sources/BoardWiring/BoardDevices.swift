@@ -4,6 +4,7 @@ import BoardIO
 import Configuration
 import Device
 import Display
+import Screens
 
 /// The hardware a wiring uses, opened (or found missing) before it starts: the display, the
 /// button lines and the buzzer line, each with the state `ctl status` shows and the errors met
@@ -44,9 +45,16 @@ public struct BoardDevices {
     public static func linux(config: DeviceConfig, settings: DeviceSettings, display: Bool, buttons: Bool,
                              latencyProbeHz: Int?, log: LogPort) -> BoardDevices {
         var d = BoardDevices()
-        if let hz = latencyProbeHz {
+        if let hz = latencyProbeHz, let lcd = settings.memoryLCD {
+            // The memory LCD's pipeline on a probe link: hz is the SPI clock (0: no delay).
+            let link = SPIDisplayLink(port: LatencyProbeSPI(emulatedClockHz: hz, nowNs: { MonotonicClock.nowNs }))
+            d.display = LatencyProbeLCD(bus: link, pipeline: PanelPipeline(driver: lcd.driver()))
+            d.displayState = "emulated \(lcd.name) (measurement mode, \(hz) Hz)"
+        } else if let hz = latencyProbeHz {
             d.display = DisplayScreen(bus: LatencyProbeBus(emulatedClockHz: hz, nowNs: { MonotonicClock.nowNs }), panel: settings.panel)
             d.displayState = "emulated (measurement mode, \(hz) Hz)"
+        } else if display, let lcd = settings.memoryLCD {
+            openMemoryLCD(lcd, into: &d, log: log)
         } else if display {
             let bus = I2CBus(deferredPath: "/dev/i2c-\(config.display.bus)", address: UInt8(config.display.address))
             d.display = DisplayScreen(bus: bus, panel: settings.panel)
@@ -83,6 +91,32 @@ public struct BoardDevices {
             log.log(.error, "buttons: \(error); running without the buttons (use `bikecomputer ctl` to control the ride)")
         }
         return d
+    }
+}
+
+extension BoardDevices {
+    /// A Sharp memory LCD on spidev (opened at its first write and retried like the OLED), with
+    /// its EXTCOMIN line when one is configured. A configured EXTCOMIN line that cannot be
+    /// requested is an error in the log and the display's state: with EXTMODE high nothing else
+    /// alternates the panel's VCOM.
+    static func openMemoryLCD(_ lcd: MemoryLCDSettings, into d: inout BoardDevices, log: LogPort) {
+        let port = SPIDevice(deferredPath: lcd.devicePath, mode: .sharpMemoryLCD, speedHz: lcd.speedHz)
+        let screen = PanelScreen(bus: SPIDisplayLink(port: port), pipeline: PanelPipeline(driver: lcd.driver()))
+        var vcom = "VCOM by command"
+        if let pin = lcd.extcominPin {
+            do {
+                let line = try GPIOOutputLine(chip: lcd.gpioChip, offset: pin)
+                screen.dutyPin = { level in
+                    do { try line.set(active: level); return true } catch { return false }
+                }
+                vcom = "VCOM on EXTCOMIN \(lcd.gpioChip) line \(pin)"
+            } catch {
+                vcom = "EXTCOMIN \(lcd.gpioChip) line \(pin) FAILED: \(error)"
+                log.log(.error, "display: the EXTCOMIN line \(pin) on \(lcd.gpioChip) cannot be driven: \(error); with EXTMODE wired high the panel's VCOM does not alternate: free the line or wire EXTMODE low and remove extcomin_pin")
+            }
+        }
+        d.display = screen
+        d.displayState = "ok (\(lcd.name) \(lcd.model.width)x\(lcd.model.height) on \(lcd.devicePath) at \(lcd.speedHz) Hz, \(lcd.linesPerStep) lines per step, \(vcom))"
     }
 }
 

@@ -380,11 +380,18 @@ public final class BoardWiring {
     }
 
     func startMeasurement(_ ms: Int64) {
-        guard let probe = display.unit as? DisplayScreen<LatencyProbeBus> else {
+        let handed: () -> Void = { [unowned self] in self.latency?.pageHandedToBus(nowNs: MonotonicClock.nowNs) }
+        let probe: any DisplayUnit
+        if let oled = display.unit as? DisplayScreen<LatencyProbeBus> {
+            oled.bus.onData = handed
+            probe = oled
+        } else if let lcd = display.unit as? LatencyProbeLCD {
+            lcd.bus.port.onData = handed
+            probe = lcd
+        } else {
             log.log(.error, "measurement mode needs the latency probe display")
             return
         }
-        probe.bus.onData = { [unowned self] in self.latency?.pageHandedToBus(nowNs: MonotonicClock.nowNs) }
         bridge.onPacket = { [unowned self, unowned probe] packet in
             self.latency?.packetArrived(packet, nowNs: MonotonicClock.nowNs, pagesPending: probe.hasPendingPages)
         }

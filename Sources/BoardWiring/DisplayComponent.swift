@@ -17,12 +17,19 @@ public protocol DisplayUnit: ScreenPort {
     /// "ok", or "failed: " and why the display is not in use.
     var status: String { get }
     var pagesSent: UInt64 { get }
+    /// Screen values drawn (shown) so far.
+    var frames: UInt64 { get }
     var busErrors: UInt64 { get }
     var onPagesPending: (() -> Void)? { get set }
     var onError: ((DisplayBusError) -> Void)? { get set }
     var onRecovered: (() -> Void)? { get set }
     /// Turns the panel off (shutdown), best effort.
     func blank()
+    /// How often `duty(at:)` must run when the screen does not change (a memory LCD's VCOM);
+    /// nil: never.
+    var dutyPeriodMs: Int64? { get }
+    /// The panel's periodic duty, when due.
+    func duty(at now: MonotonicInstant)
 }
 
 extension PanelScreen: DisplayUnit {}
@@ -63,13 +70,23 @@ public final class DisplayComponent: BoardComponent {
             self.log.log(.error, "display: \(e); retrying every \(DisplayScreen<CountingBus>.retryAfterErrorMs / 1000) s")
         }
         unit.onRecovered = { [unowned self] in self.log.log(.info, "display: answering again; init table and frame resent") }
+        // A memory LCD's VCOM keeps alternating while nothing changes on screen (idle, paused).
+        if let period = unit.dutyPeriodMs {
+            dutyTimer = board.loop.scheduleRepeating("display.duty", everyMs: period) { [unowned self] in
+                guard let board = self.board else { return }
+                self.unit?.duty(at: board.now)
+            }
+        }
     }
+
+    var dutyTimer: TimerID?
 
     public var state: String { unit.map { $0.isAnswering ? configuredState : $0.status } ?? configuredState }
 
     public func writeStatus(into w: inout JSONWriter) {
         w.beginObject("display")
         w.int("pages_sent", Int64(clamping: unit?.pagesSent ?? 0))
+        w.int("frames", Int64(clamping: unit?.frames ?? 0))
         w.int("bus_errors", Int64(clamping: unit?.busErrors ?? 0))
         w.endObject()
     }
@@ -97,11 +114,17 @@ public final class DisplayComponent: BoardComponent {
         }
     }
 
-    /// Turns the panel off (shutdown).
-    public func blank() { unit?.blank() }
+    /// Turns the panel off (shutdown); no flush step follows (a memory LCD stays cleared).
+    public func blank() {
+        if let t = flushTimer { board?.loop.cancelTimer(t) }
+        flushTimer = nil
+        unit?.blank()
+    }
 
     public func close() {
         if let t = flushTimer { board?.loop.cancelTimer(t) }
         flushTimer = nil
+        if let t = dutyTimer { board?.loop.cancelTimer(t) }
+        dutyTimer = nil
     }
 }

@@ -39,6 +39,13 @@ public final class PanelScreen<Driver: PanelDriver, Bus: DisplayLink>: ScreenPor
     public var onError: ((DisplayBusError) -> Void)?
     /// Called when the display answers again after errors.
     public var onRecovered: (() -> Void)?
+    /// Drives a panel's duty pin (a memory LCD's EXTCOMIN) to the level given; returns whether
+    /// it could. Nil: the panel has no such pin wired.
+    public var dutyPin: ((Bool) -> Bool)?
+    /// The level last put on the duty pin.
+    var dutyPinLevel: Bool?
+    /// Duty pin levels that could not be set.
+    public private(set) var dutyPinErrors: UInt64 = 0
 
     public init(bus: Bus, pipeline: PanelPipeline<Driver>) {
         self.bus = bus
@@ -63,7 +70,7 @@ public final class PanelScreen<Driver: PanelDriver, Bus: DisplayLink>: ScreenPor
         frames &+= 1
         pipeline.show(screen)
         if !isSuspended {
-            pipeline.refreshIfDue(atMs: lastNow.milliseconds)
+            refreshDuty()
             let sent = transactions
             do {
                 try pipeline.applyBrightness(for: screen, bus: &bus)
@@ -73,6 +80,25 @@ public final class PanelScreen<Driver: PanelDriver, Bus: DisplayLink>: ScreenPor
             }
         }
         if pipeline.hasPendingPages && !isSuspended { onPagesPending?() }
+    }
+
+    /// How often `duty(at:)` must run when nothing is shown (a memory LCD's VCOM); nil: never.
+    public var dutyPeriodMs: Int64? { pipeline.driver.dutyPeriodMs }
+
+    /// The panel's periodic duty when due (VCOM, the rolling rewrite), screen changes or not;
+    /// pages it queues go out by the usual flush steps. An EXTCOMIN pin keeps toggling while the
+    /// bus is suspended after an error (it is not on the bus).
+    public func duty(at now: MonotonicInstant) {
+        lastNow = max(lastNow, now)
+        refreshDuty()
+        if !isSuspended && pipeline.hasPendingPages { onPagesPending?() }
+    }
+
+    private func refreshDuty() {
+        pipeline.refreshIfDue(atMs: lastNow.milliseconds)
+        if let level = pipeline.driver.dutyPinLevel, level != dutyPinLevel, let pin = dutyPin {
+            if pin(level) { dutyPinLevel = level } else { dutyPinErrors &+= 1 }
+        }
     }
 
     var isSuspended: Bool {
@@ -141,6 +167,33 @@ extension PanelScreen where Driver == DisplayDriver {
         self.init(bus: bus, pipeline: DisplayPipeline(panel: panel))
     }
 }
+
+/// The SPI device of a memory LCD in measurement mode: accepts everything, calls `onData` for
+/// each transaction (every memory LCD transaction is data) and optionally spins for the time
+/// the bytes take at `emulatedClockHz` (8 bits a byte).
+public struct LatencyProbeSPI: SPIWriter {
+    public private(set) var transactions = 0
+    public var onData: (() -> Void)?
+    public var emulatedClockHz: Int
+    let nowNs: () -> UInt64
+
+    public init(emulatedClockHz: Int = 0, nowNs: @escaping () -> UInt64) {
+        self.emulatedClockHz = emulatedClockHz
+        self.nowNs = nowNs
+    }
+
+    public mutating func write(_ bytes: UnsafeBufferPointer<UInt8>) throws(DisplayBusError) {
+        transactions += 1
+        onData?()
+        if emulatedClockHz > 0 {
+            let until = nowNs() &+ UInt64(bytes.count * 8) * 1_000_000_000 / UInt64(emulatedClockHz)
+            while nowNs() < until {}
+        }
+    }
+}
+
+/// A memory LCD's screen in measurement mode.
+public typealias LatencyProbeLCD = PanelScreen<SharpMemoryDriver, SPIDisplayLink<LatencyProbeSPI, NoDataCommandLine>>
 
 /// A display bus for measurements: accepts everything, and calls `onPage` with each data
 /// transaction (a page's bytes) so the run loop can time "sensor frame → first changed page

@@ -76,7 +76,12 @@ public enum ConfigLoader {
         if let v = r.int("height", allowed: [32, 64]) { d.height = v }
         if let v = r.int("contrast", 0...255) { d.contrast = v }
         if let v = r.bool("rotate_180") { d.rotate180 = v }
+        if let v = r.int("spi_bus", 0...31) { d.spiBus = v }
+        if let v = r.int("chip_select", 0...15) { d.chipSelect = v }
+        if let v = r.int("spi_speed_hz", DeviceConfig.Display.spiSpeedRange) { d.spiSpeedHz = v }
+        if let v = r.int("extcomin_pin", 0...511) { d.extcominPin = v }
         r.finish()
+        displayConsistency(r, d)
     }
 
     static let baudRates = [9_600, 19_200, 38_400, 57_600, 115_200, 230_400, 460_800, 921_600]
@@ -182,6 +187,9 @@ public enum ConfigLoader {
         }
         if let buzzer = c.buttons.buzzerPin, c.buttons.pins.contains(buzzer) {
             errors.append(ConfigError(line: line("buttons", "buzzer_pin"), .inconsistent, "buzzer_pin \(buzzer) is also a button pin; use a free GPIO line"))
+        }
+        if let pin = c.display.extcominPin, c.buttons.pins.contains(pin) || c.buttons.buzzerPin == pin {
+            errors.append(ConfigError(line: line("display", "extcomin_pin"), .inconsistent, "extcomin_pin \(pin) is also a button or buzzer pin; use a free GPIO line"))
         }
         if c.rider.restingHr >= c.rider.maxHr {
             errors.append(ConfigError(line: line("rider", "max_hr"), .inconsistent, "max_hr (\(c.rider.maxHr)) must be above resting_hr (\(c.rider.restingHr))"))

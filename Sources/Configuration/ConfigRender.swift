@@ -21,12 +21,19 @@ extension DeviceConfig {
         if let b = buttons.buzzerPin { line("buzzer_pin = \(b)") }
         line("")
         line("[display]")
-        line("bus = \(display.bus)")
-        line("address = 0x\(String(display.address, radix: 16, uppercase: true))")
         line("type = \(q(display.type.rawValue))")
-        line("height = \(display.height)")
-        line("contrast = \(display.contrast)")
-        line("rotate_180 = \(display.rotate180)")
+        if display.type.isSPI {
+            line("spi_bus = \(display.spiBus)")
+            line("chip_select = \(display.chipSelect)")
+            line("spi_speed_hz = \(display.spiSpeedHz)")
+            if let p = display.extcominPin { line("extcomin_pin = \(p)") }
+        } else {
+            line("bus = \(display.bus)")
+            line("address = 0x\(String(display.address, radix: 16, uppercase: true))")
+            line("height = \(display.height)")
+            line("contrast = \(display.contrast)")
+            line("rotate_180 = \(display.rotate180)")
+        }
         line("")
         line("[bridge]")
         line("transport = \(q(bridge.transport.rawValue))")

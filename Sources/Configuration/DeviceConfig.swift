@@ -48,8 +48,23 @@ public struct DeviceConfig: Sendable, Hashable {
         public var height = 64
         public var contrast = 0x7F
         public var rotate180 = false
+        /// SPI panels (the Sharp memory LCDs): /dev/spidev`spiBus`.`chipSelect`, the clock, and
+        /// the EXTCOMIN line (a BCM line on [buttons] chip; nil: VCOM by command, EXTMODE low).
+        public var spiBus = 0
+        public var chipSelect = 0
+        public var spiSpeedHz = 1_000_000
+        public var extcominPin: Int? = nil
 
-        public enum Controller: String, Sendable, Hashable, CaseIterable { case ssd1306, sh1106 }
+        public enum Controller: String, Sendable, Hashable, CaseIterable {
+            case ssd1306, sh1106
+            /// Sharp LS027B7DH01, 2.7" 400×240 memory LCD on SPI.
+            case sharpLS027 = "sharp-ls027"
+            /// Sharp LS013B7DH03, 1.28" 128×128 memory LCD on SPI.
+            case sharpLS013 = "sharp-ls013"
+
+            /// Whether the panel is on SPI (else an I²C OLED).
+            public var isSPI: Bool { self == .sharpLS027 || self == .sharpLS013 }
+        }
     }
 
     public struct Bridge: Sendable, Hashable {

@@ -33,6 +33,8 @@ public struct DeviceSettings: Sendable {
     public var bridgePath: String
     /// The bridge is a serial device at this baud rate; nil: a Unix socket at `bridgePath`.
     public var bridgeSerialBaud: Int?
+    /// The SPI memory LCD when `[display] type` names one (then `panel` is unused); nil: an OLED.
+    public var memoryLCD: MemoryLCDSettings? = nil
 }
 
 /// The pure mapping from the config file's typed settings onto the app's types.
@@ -49,7 +51,8 @@ public enum ConfigMapping {
                               buttonDebounceMs: Int64(c.buttons.debounceMs),
                               dataDirectory: dir, journalDirectory: dir + "/" + journalSubdirectory,
                               controlSocket: c.control.socket, bridgePath: c.bridge.effectivePath,
-                              bridgeSerialBaud: c.bridge.transport == .serial ? c.bridge.baud : nil)
+                              bridgeSerialBaud: c.bridge.transport == .serial ? c.bridge.baud : nil,
+                              memoryLCD: memoryLCD(c))
     }
 
     // MARK: Rider and zones
@@ -180,6 +183,7 @@ public enum ConfigMapping {
     }
 
     public static func panel(_ c: DeviceConfig) throws(ConfigMappingError) -> PanelConfiguration {
+        guard !c.display.type.isSPI else { return PanelConfiguration() }
         guard c.display.address == 0x3C || c.display.address == 0x3D else {
             throw ConfigMappingError("[display] address 0x\(String(c.display.address, radix: 16)): SSD1306/SH1106 panels answer at 0x3c or 0x3d; set address = 0x3C (or 0x3D if the module's jumper says so)")
         }

@@ -29,6 +29,14 @@ public enum DisplayBusError: Error, Sendable, Hashable, CustomStringConvertible 
     case permissionDenied(path: String)
     /// Any other failure of the named call.
     case io(call: String, errno: Int32, message: String)
+    /// /dev/spidevB.C does not exist (SPI not enabled, or another bus or chip select).
+    case noSPIDevice(path: String)
+    /// The spidev node exists but this user may not open it.
+    case spiPermissionDenied(path: String)
+    /// The SPI controller refused a setting the panel needs (mode, chip select polarity, clock).
+    case spiUnsupported(path: String, setting: String)
+    /// Any other failure of the named spidev call.
+    case spiIO(path: String, call: String, errno: Int32, message: String)
 
     public var description: String {
         switch self {
@@ -40,6 +48,14 @@ public enum DisplayBusError: Error, Sendable, Hashable, CustomStringConvertible 
             "permission denied opening \(path): add the user to the i2c group (`sudo usermod -aG i2c $USER`, then log in again) or run as root"
         case .io(let call, let errno, let message):
             "I2C \(call) failed: \(message) (errno \(errno)); check the wiring and the bus speed"
+        case .noSPIDevice(let path):
+            "no SPI device at \(path): enable SPI (add dtparam=spi=on to /boot/firmware/config.txt, or raspi-config > Interface Options > SPI), reboot, and check [display] spi_bus and chip_select against `ls /dev/spidev*`"
+        case .spiPermissionDenied(let path):
+            "permission denied opening \(path): add the user to the spi group (`sudo usermod -aG spi $USER`, then log in again) or run as root"
+        case .spiUnsupported(let path, let setting):
+            "the SPI controller of \(path) refused \(setting); use the Pi's SPI0 (its chip selects are GPIO lines, which can be active high) or lower [display] spi_speed_hz"
+        case .spiIO(let path, let call, let errno, let message):
+            "SPI \(call) on \(path) failed: \(message) (errno \(errno)); check that the SPI overlay is loaded and the panel's wiring"
         }
     }
 

@@ -51,11 +51,13 @@ public struct Font: Sendable {
 extension Framebuffer {
     /// Draws one character with its cell's top-left at (x, y); returns the advance (the font
     /// width). Characters the font lacks draw as an empty cell. `on: false` draws dark on light.
+    /// With `clip`, ink outside that rectangle is not drawn (a value kept inside its field).
     @discardableResult
-    public mutating func drawCharacter(_ code: UInt8, font: Font, x: Int, y: Int, on: Bool = true) -> Int {
+    public mutating func drawCharacter(_ code: UInt8, font: Font, x: Int, y: Int, on: Bool = true, clip: Rect? = nil) -> Int {
         guard let slot = font.slot(code) else { return font.width }
         for row in 0..<font.height {
             for col in 0..<font.width where font.ink(slot, col: col, row: row) {
+                if let c = clip, x + col < c.x || x + col >= c.maxX || y + row < c.y || y + row >= c.maxY { continue }
                 setPixel(x: x + col, y: y + row, on)
             }
         }
@@ -64,9 +66,9 @@ extension Framebuffer {
 
     /// Draws ASCII text (bytes outside the font draw as blanks); returns the width drawn.
     @discardableResult
-    public mutating func drawText<S: Sequence>(_ text: S, font: Font, x: Int, y: Int, on: Bool = true) -> Int where S.Element == UInt8 {
+    public mutating func drawText<S: Sequence>(_ text: S, font: Font, x: Int, y: Int, on: Bool = true, clip: Rect? = nil) -> Int where S.Element == UInt8 {
         var cx = x
-        for code in text { cx += drawCharacter(code, font: font, x: cx, y: y, on: on) }
+        for code in text { cx += drawCharacter(code, font: font, x: cx, y: y, on: on, clip: clip) }
         return cx - x
     }
 
@@ -77,14 +79,15 @@ extension Framebuffer {
 
     /// Draws text aligned horizontally inside `rect` (glyph tops at rect.y); returns its x.
     @discardableResult
-    public mutating func drawText<S: Collection>(_ text: S, font: Font, in rect: Rect, alignment: TextAlignment, on: Bool = true) -> Int where S.Element == UInt8 {
+    public mutating func drawText<S: Collection>(_ text: S, font: Font, in rect: Rect, alignment: TextAlignment, on: Bool = true,
+                                                 clip: Rect? = nil) -> Int where S.Element == UInt8 {
         let w = font.widthPx(count: text.count)
         let x: Int = switch alignment {
         case .left: rect.x
         case .center: rect.x + (rect.width - w) / 2
         case .right: rect.maxX - w
         }
-        drawText(text, font: font, x: x, y: rect.y, on: on)
+        drawText(text, font: font, x: x, y: rect.y, on: on, clip: clip)
         return x
     }
 

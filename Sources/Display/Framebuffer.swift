@@ -21,6 +21,9 @@ public struct Framebuffer: Sendable, Hashable {
     public private(set) var bytes: [UInt8]
     /// Bit p set = page p changed since the last `takeDirtyPages()`.
     public private(set) var dirtyPages: UInt64
+    /// Drawing asked of pixels outside the buffer (clipped away) since `init`: the tests check
+    /// that no screen draws outside its panel.
+    public private(set) var inkOutside = 0
 
     /// A 128x64 framebuffer (0.96"/1.3" SSD1306 and SH1106 modules).
     public static func oled128x64() -> Framebuffer { Framebuffer(width: 128, height: 64) }
@@ -72,7 +75,7 @@ public struct Framebuffer: Sendable, Hashable {
 
     /// Sets (`on`) or clears one pixel; pixels outside the buffer are ignored (clipped).
     public mutating func setPixel(x: Int, y: Int, _ on: Bool = true) {
-        guard x >= 0, x < width, y >= 0, y < height else { return }
+        guard x >= 0, x < width, y >= 0, y < height else { inkOutside &+= 1; return }
         let i = (y >> 3) * width + x
         let bit: UInt8 = 1 << UInt8(y & 7)
         store(on ? bytes[i] | bit : bytes[i] & ~bit, at: i)
@@ -124,6 +127,7 @@ public struct Framebuffer: Sendable, Hashable {
 
     private mutating func applyMask(_ rect: Rect, _ op: MaskOp) {
         let r = rect.intersection(bounds)
+        if rect.width > 0 && rect.height > 0 && r != rect { inkOutside &+= 1 }
         guard r.width > 0, r.height > 0 else { return }
         let firstPage = r.y >> 3, lastPage = (r.maxY - 1) >> 3
         for page in firstPage...lastPage {

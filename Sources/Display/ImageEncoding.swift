@@ -21,7 +21,7 @@ public enum ImageEncoding {
         public var description: String {
             switch self {
             case .notPlainPBM: "not a plain PBM (P1) file: regenerate it with UPDATE_GOLDENS=1"
-            case .badSize: "PBM size must be 128x64 or 128x32: regenerate it with UPDATE_GOLDENS=1"
+            case .badSize: "PBM size must be a panel size (up to 800x512, a multiple of 8 rows): regenerate it with UPDATE_GOLDENS=1"
             case .truncated: "PBM file ends early: regenerate it with UPDATE_GOLDENS=1"
             }
         }
@@ -52,7 +52,7 @@ public enum ImageEncoding {
         guard bytes.count >= 2, bytes[0] == UInt8(ascii: "P"), bytes[1] == UInt8(ascii: "1") else { throw .notPlainPBM }
         i = 2
         guard let w = number(), let h = number() else { throw .notPlainPBM }
-        guard w == 128, h == 64 || h == 32 else { throw .badSize }
+        guard w >= 1, w <= Framebuffer.widthMaxPx, h >= 8, h <= Framebuffer.heightMaxPx, h % Framebuffer.pageHeightPx == 0 else { throw .badSize }
         var image = Framebuffer(width: w, height: h)
         for y in 0..<h {
             for x in 0..<w {

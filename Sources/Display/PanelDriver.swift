@@ -36,6 +36,17 @@ public protocol PanelDriver: Sendable {
     /// Dim while idle where the panel can (an OLED's contrast); nothing where it cannot.
     mutating func setDimmed<B: DisplayLink>(_ dimmed: Bool, bus: inout B) throws(DisplayBusError)
     mutating func setDisplayOn<B: DisplayLink>(_ on: Bool, bus: inout B) throws(DisplayBusError)
+    /// How often `refreshIfDue` must run even when the screen does not change (a memory LCD's
+    /// VCOM); nil when calling it with each screen (at least once a second) is enough.
+    var dutyPeriodMs: Int64? { get }
+    /// A panel whose periodic duty is a pin's level (a memory LCD's EXTCOMIN): the level the
+    /// pin should have now; nil for none.
+    var dutyPinLevel: Bool? { get }
+}
+
+extension PanelDriver {
+    public var dutyPeriodMs: Int64? { nil }
+    public var dutyPinLevel: Bool? { nil }
 }
 
 extension DisplayDriver: PanelDriver {

@@ -1,8 +1,9 @@
 /// A Sharp memory LCD (LS027B7DH01 400×240, LS013B7DH03 128×128, ...): a reflective panel whose
 /// pixels keep their state, written a line at a time over SPI with no D/C line (the command
 /// travels in the data) and chip select active high. Lines that changed are sent, at most
-/// `linesPerFlushStepMax` per `flushStep` (one SPI transaction), so a step holds the loop for a
-/// bounded time (16 lines of the 400-pixel panel: 850 bytes, 3.4 ms at 2 MHz).
+/// `linesPerStep` per `flushStep` (one SPI transaction), so a step holds the loop for a bounded
+/// time: `linesPerStep(width:clockHz:budgetUs:)` fits a step in a time budget at the link's
+/// clock (8 lines of the 400-pixel panel at 1 MHz: 418 bytes, 3.3 ms).
 ///
 /// The wire (Sharp's "Programming Memory LCDs" application note): a command byte whose first
 /// bits are M0 (write lines), M1 (VCOM) and M2 (clear all); for each line its 1-based address,
@@ -14,7 +15,14 @@
 ///
 /// VCOM must alternate at 1 Hz or more, image changes or not (a DC bias damages the panel):
 /// `refreshIfDue` flips it every `vcomPeriodMs` and queues a toggle command unless a line write
-/// carries the new polarity first. Without a DISP line, "off" clears the panel to white.
+/// carries the new polarity first, or, with EXTMODE high (`VcomSource.extcomin`), the owner
+/// drives the EXTCOMIN pin to `dutyPinLevel`. Its owner calls `refreshIfDue` every
+/// `dutyPeriodMs` whether the screen changes or not. Without a DISP line, "off" clears the panel
+/// to white.
+///
+/// Nothing on SPI answers: a panel that lost its supply (its memory then drifts) cannot be
+/// noticed. So every `rewritePeriodMs` every line is written again, a slice of lines at each
+/// VCOM flip (24 lines of 240 every 500 ms), which puts a reset panel right within that time.
 public struct SharpMemoryDriver: PanelDriver {
     /// Panel sizes this driver knows.
     public struct Model: Sendable, Hashable {
@@ -40,9 +48,25 @@ public struct SharpMemoryDriver: PanelDriver {
     }
 
     public static let linesPerFlushStepMax = 16
-    /// VCOM polarity flips this often (the panel needs 1 Hz or more; 500 ms leaves margin for a
-    /// late tick).
+    /// VCOM polarity flips this often: a 1 Hz square wave (Sharp: each polarity at most 1 s).
     public static let vcomPeriodMs: Int64 = 500
+    /// Every line is rewritten within this long (a panel that lost its supply is right again).
+    public static let rewritePeriodMs: Int64 = 5_000
+
+    /// Where VCOM comes from.
+    public enum VcomSource: String, Sendable, Hashable {
+        /// The M1 bit of the commands (EXTMODE tied low).
+        case serial
+        /// The EXTCOMIN pin (EXTMODE tied high): the owner drives it to `dutyPinLevel`.
+        case extcomin
+    }
+
+    /// Lines per step so that one step's transaction (mode byte, lines, trailer) takes at most
+    /// `budgetUs` at `clockHz`, between 1 and `linesPerFlushStepMax`.
+    public static func linesPerStep(width: Int, clockHz: Int, budgetUs: Int = 3_500) -> Int {
+        let bytes = clockHz / 8 * budgetUs / 1_000_000
+        return max(1, min(linesPerFlushStepMax, (bytes - 2) / (width / 8 + 2)))
+    }
 
     public let width: Int
     public let height: Int
@@ -63,21 +87,36 @@ public struct SharpMemoryDriver: PanelDriver {
     var scratch: [UInt8]
     /// VCOM flips so far (tests, status).
     public private(set) var vcomToggles = 0
+    public let vcomSource: VcomSource
+    /// Lines one step sends at most.
+    public let linesPerStep: Int
+    /// The next line the rolling rewrite marks.
+    var rewriteNext = 0
 
-    public init(model: Model = .ls027b7dh01) {
+    public init(model: Model = .ls027b7dh01, linesPerStep: Int = SharpMemoryDriver.linesPerFlushStepMax, vcom: VcomSource = .serial) {
+        precondition(linesPerStep >= 1 && linesPerStep <= Self.linesPerFlushStepMax, "1...\(Self.linesPerFlushStepMax) lines per step")
         width = model.width
         height = model.height
         bytesPerLine = model.width / 8
+        self.linesPerStep = linesPerStep
+        vcomSource = vcom
         target = Array(repeating: 0xFF, count: model.height * bytesPerLine)
         shown = target
         let words = (model.height + 63) / 64
         shownValid = Array(repeating: 0, count: words)
         pendingLines = Array(repeating: 0, count: words)
-        scratch = Array(repeating: 0, count: 2 + Self.linesPerFlushStepMax * (bytesPerLine + 2))
+        scratch = Array(repeating: 0, count: 2 + linesPerStep * (bytesPerLine + 2))
         invalidate()
     }
 
-    public var hasPendingPages: Bool { clearPending || vcomPending || pendingLines.contains { $0 != 0 } }
+    /// The owner calls `refreshIfDue` this often, screen changes or not.
+    public var dutyPeriodMs: Int64? { Self.vcomPeriodMs / 2 }
+
+    /// With EXTCOMIN: the level the pin should have now (it follows VCOM); nil with serial VCOM.
+    public var dutyPinLevel: Bool? { vcomSource == .extcomin ? vcom : nil }
+
+    /// Off (blanked at shutdown), only the clear is still to go: no line may follow it.
+    public var hasPendingPages: Bool { clearPending || isOn && (vcomPending || pendingLines.contains { $0 != 0 }) }
 
     func isSet(_ bits: [UInt64], _ line: Int) -> Bool { bits[line >> 6] & (1 << UInt64(line & 63)) != 0 }
     static func set(_ bits: inout [UInt64], _ line: Int, _ on: Bool) {
@@ -98,9 +137,10 @@ public struct SharpMemoryDriver: PanelDriver {
     }
 
     public mutating func reinitialize() {
-        // The panel may have lost power (its memory is then garbage): everything again.
+        // The panel may have lost power (its memory is then garbage): cleared, everything again.
+        clearPending = true
         invalidate()
-        vcomPending = true
+        vcomPending = vcomSource == .serial
     }
 
     @discardableResult
@@ -115,7 +155,16 @@ public struct SharpMemoryDriver: PanelDriver {
         nextVcomAtMs = next
         vcom.toggle()
         vcomToggles += 1
-        vcomPending = true
+        vcomPending = vcomSource == .serial
+        // The rolling rewrite: the next slice of lines goes out again.
+        if isOn {
+            let slice = Int((Int64(height) * Self.vcomPeriodMs + Self.rewritePeriodMs - 1) / Self.rewritePeriodMs)
+            for _ in 0..<slice {
+                Self.set(&shownValid, rewriteNext, false)
+                Self.set(&pendingLines, rewriteNext, true)
+                rewriteNext = (rewriteNext + 1) % height
+            }
+        }
         return true
     }
 
@@ -159,8 +208,9 @@ public struct SharpMemoryDriver: PanelDriver {
             }
             return 0
         }
+        guard isOn else { return 0 }
         let perLine = bytesPerLine + 2
-        let fit = linesPerStep(bus)
+        let fit = stepLines(on: bus)
         var count = 0
         var used = 1
         scratch[0] = Command.writeLines | v
@@ -206,14 +256,14 @@ public struct SharpMemoryDriver: PanelDriver {
     }
 
     public mutating func flushAll<B: DisplayLink>(bus: inout B) throws(DisplayBusError) {
-        let fit = linesPerStep(bus)
+        let fit = stepLines(on: bus)
         let steps = 2 + (height + fit - 1) / fit
         for _ in 0..<steps where hasPendingPages { try flushStep(bus: &bus) }
     }
 
-    /// Lines one transaction carries on `bus` (at most `linesPerFlushStepMax`).
-    func linesPerStep<B: DisplayLink>(_ bus: B) -> Int {
-        let fit = min(Self.linesPerFlushStepMax, (min(bus.transactionBytesMax, scratch.count) - 2) / (bytesPerLine + 2))
+    /// Lines one transaction carries on `bus` (at most `linesPerStep`).
+    func stepLines<B: DisplayLink>(on bus: B) -> Int {
+        let fit = min(linesPerStep, (min(bus.transactionBytesMax, scratch.count) - 2) / (bytesPerLine + 2))
         precondition(fit >= 1, "the link cannot carry one line per transaction")
         return fit
     }

@@ -45,6 +45,28 @@ public enum FieldContent: Sendable, Hashable {
             }
         }
     }
+
+    /// A shorter caption for a field too narrow for the value beside `label` (a caption left of
+    /// the value on a small panel); nil when `label` is already short.
+    public var shortLabel: String? {
+        switch self {
+        case .timer, .elapsed, .lapTime, .lapNumber: nil
+        case .metric(let m):
+            switch m {
+            case .averageSpeed: "AVG"
+            case .maxSpeed: "MAX"
+            case .averageHeartRate: "AVG HR"
+            case .averageCadence: "AVG"
+            case .lapAverageSpeed: "LAP"
+            case .lapAverageHeartRate: "LAP HR"
+            case .lapDistance: "LAP"
+            case .altitude: "ALT"
+            case .ascent: "ASC M"
+            case .grade: "%"
+            default: nil
+            }
+        }
+    }
 }
 
 /// How big a field's value is drawn: a step of the panel's digit fonts (`FontSet.digits`). If
@@ -118,6 +140,10 @@ public struct ScreenLayouts: Sendable {
     public var runningPages: [PageLayout]
     /// The navigation pages (shown after the data pages while a course is loaded).
     public var navigationPages: [PageLayout]
+    /// The running pages laid out above the status line (`PanelGeometry.statusLine`), shown
+    /// while a companion's pairing code is there: every field whole, in a smaller size where
+    /// the page needs it. Pages placed by hand have none (the status line covers their foot).
+    public var statusLinePages: [PageLayout]
     public var width: Int { geometry.width }
     public var height: Int { geometry.height }
 
@@ -127,6 +153,7 @@ public struct ScreenLayouts: Sendable {
         geometry = g
         self.runningPages = runningPages
         navigationPages = NavigationPageDesigns.all.map { $0.layout(g) }
+        statusLinePages = runningPages
     }
 
     /// `designs` laid out for a `width` × `height` panel.
@@ -135,6 +162,14 @@ public struct ScreenLayouts: Sendable {
         geometry = g
         runningPages = designs.map { $0.layout(g) }
         navigationPages = NavigationPageDesigns.all.map { $0.layout(g) }
+        var above = g.runningArea
+        above.height = g.statusLine.y
+        statusLinePages = designs.map { design in
+            // The least step down in size that gives every row its height.
+            var smaller = 0
+            while smaller < FieldSize.huge.rawValue, !design.fits(g, height: above.height, smaller: smaller) { smaller += 1 }
+            return design.layout(g, in: above, smaller: smaller)
+        }
     }
 
     public static let standard128x64 = ScreenLayouts(width: 128, height: 64)
@@ -159,26 +194,37 @@ public enum RunningPages {
         .init(content, size, label: .top, in: classes, compact: .init(size, .left))
     }
 
-    /// Timer, speed, distance.
+    /// Timer, speed, distance; on a large panel also average speed, heart rate, power, cadence.
     public static let ride = PageDesign("RIDE", [
         .fit(pad: 2, [.init(.timer, .huge, label: .none, compact: .init(.large, .left))]),
-        .fill([captionLeftWhenCompact(.metric(.speed), .large), captionLeftWhenCompact(.metric(.distance), .large)]),
+        .fill([captionLeftWhenCompact(.metric(.speed), .large), captionLeftWhenCompact(.metric(.distance), .large),
+               .init(.metric(.averageSpeed), .large, in: .large)]),
+        .fill([.init(.metric(.heartRate), .large), .init(.metric(.power), .large), .init(.metric(.cadence), .large)], in: .large),
     ])
 
-    /// Timer, power, cadence, heart rate and its zone (the timer last and small on a compact panel).
+    /// Timer, power, cadence, heart rate and its zone (the timer last and small on a compact
+    /// panel); on a large panel also NP, the power zone and the averages.
     public static let power = PageDesign("POWER", [
         .fit(pad: 1, [.init(.timer, .large, label: .left)], in: .from(.regular)),
-        .fill([.init(.metric(.power), .large, label: .left), .init(.metric(.cadence), .large, label: .left)]),
+        .fill([.init(.metric(.power), .large, label: .left), .init(.metric(.cadence), .large, label: .left),
+               .init(.metric(.normalizedPower), .large, label: .left, in: .large)]),
         .fill([.init(.metric(.heartRate), .large, label: .left),
                .init(.metric(.heartRateZone), .large, label: .left, in: .from(.regular)),
+               .init(.metric(.powerZone), .large, label: .left, in: .large),
                .init(.timer, .medium, label: .none, in: .compact)]),
+        .fill([.init(.metric(.averagePower), .large), .init(.metric(.maxPower), .large), .init(.metric(.averageHeartRate), .large)],
+              in: .large),
     ])
 
-    /// Timer, lap time, lap number, power zone (lap time over the timer on a compact panel).
+    /// Timer, lap time, lap number, power zone (lap time over the timer on a compact panel); on a
+    /// large panel also the lap's distance and averages.
     public static let lap = PageDesign("LAP", [
         .fit(pad: 1, [.init(.timer, .large, label: .left)], in: .from(.regular)),
         .fit(pad: 2, [.init(.lapTime, .huge, label: .left, compact: .init(.large, .left))]),
-        .fill([.init(.lapNumber, .large, label: .left), .init(.metric(.powerZone), .large, label: .left)], in: .from(.regular)),
+        .fill([.init(.lapNumber, .large, label: .left), .init(.metric(.powerZone), .large, label: .left),
+               .init(.metric(.lapDistance), .large, label: .left, in: .large)], in: .from(.regular)),
+        .fill([.init(.metric(.lapAverageSpeed), .large), .init(.metric(.lapAveragePower), .large),
+               .init(.metric(.lapAverageHeartRate), .large)], in: .large),
         .fill([.init(.timer, .large, label: .left)], in: .compact),
     ])
 

@@ -140,12 +140,7 @@ extension ScreenCatalogue {
             a.overlay = alert
             add("alert-\(name)", "Alert overlay: \(caption)", a)
         }
-        var small = at(2_830, page: nav)
-        add("small-nav-cue", "128x32 panel: navigation page", height: 32, small)
-        small = at(1_000, page: nav, then: away)
-        add("small-nav-off-course", "128x32 panel: off course", height: 32, small)
-        small = at(5_400, page: profile)
-        add("small-profile-climb", "128x32 panel: course profile on a climb", height: 32, small)
+        // Every entry is drawn at 128x32 and 400x240 too (ScreenCatalogue's sizes).
         return out
     }
 }

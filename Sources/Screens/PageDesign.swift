@@ -123,31 +123,54 @@ public struct PageDesign: Sendable, Hashable {
     /// The least height of a graphic row (128×64 pixels, scaled).
     public static let graphicRowMinPx = 16
 
-    /// The page placed on `geometry`'s panel, in `area` (the running area by default). Runs once
-    /// per panel and page when the layouts are made, never per frame.
-    public func layout(_ g: PanelGeometry, in area: Rect? = nil) -> PageLayout {
-        let area = area ?? g.runningArea
-        let c = g.sizeClass
-        // The rows shown here, with their cells shown here.
+    /// The rows shown on a panel of size class `c`, each with its cells shown there.
+    private func shownRows(_ c: SizeClass) -> [Row] {
         var shown: [Row] = []
         for row in rows where row.classes.contains(c) {
             var r = row
             r.cells = row.cells.filter { $0.classes.contains(c) }
             if r.graphic != nil || !r.cells.isEmpty { shown.append(r) }
         }
+        return shown
+    }
+
+    /// A cell's style on `c` with its value `smaller` sizes down (never below `.medium`).
+    private func style(_ cell: Cell, on c: SizeClass, smaller: Int) -> Style {
+        var s = cell.style(on: c)
+        s.size = FieldSize(rawValue: max(0, s.size.rawValue - smaller)) ?? .medium
+        return s
+    }
+
+    /// The least height of a row: its values' font and a caption on top.
+    private func minimum(_ r: Row, _ g: PanelGeometry, smaller: Int) -> Int {
+        if r.graphic != nil { return g.px(Self.graphicRowMinPx) }
+        var m = 0
+        for cell in r.cells {
+            let s = style(cell, on: g.sizeClass, smaller: smaller)
+            m = max(m, g.fonts.digits(s.size).height + (s.label == .top ? g.fonts.label.height : 0))
+        }
+        return m
+    }
+
+    /// Whether every row of the page gets its least height in `height` pixels (rules drawn
+    /// tight), with the values `smaller` sizes down.
+    public func fits(_ g: PanelGeometry, height: Int, smaller: Int = 0) -> Bool {
+        let shown = shownRows(g.sizeClass)
+        return shown.map { minimum($0, g, smaller: smaller) }.reduce(0, +) + max(0, shown.count - 1) * g.px(1) <= height
+    }
+
+    /// The page placed on `geometry`'s panel, in `area` (the running area by default), its
+    /// values `smaller` sizes down (a page laid out above the status line). Runs once per panel
+    /// and page when the layouts are made, never per frame.
+    public func layout(_ g: PanelGeometry, in area: Rect? = nil, smaller: Int = 0) -> PageLayout {
+        let area = area ?? g.runningArea
+        let c = g.sizeClass
+        let shown = shownRows(c)
         guard !shown.isEmpty else { return PageLayout(name: name, fields: []) }
         let n = shown.count
         let rule = g.px(1)
         func captionOnTop(_ r: Row) -> Bool { r.cells.contains { $0.style(on: c).label == .top } }
-        func minimum(_ r: Row) -> Int {
-            if r.graphic != nil { return g.px(Self.graphicRowMinPx) }
-            var m = 0
-            for cell in r.cells {
-                let s = cell.style(on: c)
-                m = max(m, g.fonts.digits(s.size).height + (s.label == .top ? g.fonts.label.height : 0))
-            }
-            return m
-        }
+        func minimum(_ r: Row) -> Int { self.minimum(r, g, smaller: smaller) }
         let mins = shown.map(minimum)
         // Rules with their blank pixels while the rows' minimums leave room, else tight.
         var spacedCost = 0
@@ -202,7 +225,7 @@ public struct PageDesign: Sendable, Hashable {
                 let end = area.x + (k + 1) * area.width / count
                 let x0 = k == 0 ? start : start + g.px(1)
                 let x1 = k == count - 1 ? right : end - rule - g.px(1)
-                let s = cell.style(on: c)
+                let s = style(cell, on: c, smaller: smaller)
                 fields.append(Field(cell.content, Rect(x: x0, y: top, width: x1 - x0, height: h), size: s.size, label: s.label))
                 if k < count - 1 && c != .compact {
                     rules.append(Rect(x: end - rule, y: top, width: rule, height: ruleBottom - top))

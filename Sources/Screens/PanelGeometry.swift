@@ -5,13 +5,14 @@ import Display
 public enum SizeClass: Int, Sendable, Hashable, Comparable, CaseIterable {
     /// Fewer than 64 rows (the 0.91" 128×32 OLED).
     case compact
-    /// 64 to 127 rows (the 0.96"/1.3" 128×64 OLEDs).
+    /// 64 rows or more on a narrow panel (the 0.96"/1.3" 128×64 OLEDs; the 1.28" 128×128
+    /// memory LCD, whose 128 columns hold no more fields side by side).
     case regular
-    /// 128 rows or more (the 2.7" 400×240 and 1.28" 128×128 memory LCDs).
+    /// 256 columns and 128 rows or more (the 2.7" 400×240 memory LCD).
     case large
 
-    public init(height: Int) {
-        self = height < 64 ? .compact : height < 128 ? .regular : .large
+    public init(width: Int, height: Int) {
+        self = height < 64 ? .compact : width < 256 || height < 128 ? .regular : .large
     }
 
     public static func < (a: SizeClass, b: SizeClass) -> Bool { a.rawValue < b.rawValue }
@@ -51,6 +52,9 @@ public struct FontSet: Sendable {
     public let text: Font
     /// Titles, banners and alerts ("READY", "PAUSED").
     public let title: Font
+    /// Rows of lists and summaries, the sensor boxes: the text font where the panel is small,
+    /// larger where it has room to be read at a glance.
+    public let list: Font
     /// Digit fonts, smallest first. `FieldSize.medium` is `digits[digitsBase]`; a value too wide
     /// for its frame steps down the list.
     public let digits: [Font]
@@ -61,13 +65,14 @@ public struct FontSet: Sendable {
 
     public func digits(_ size: FieldSize) -> Font { digits[digitsLevel(size)] }
 
-    /// The OLEDs' fonts: 6×12 captions and text, 8×16 titles, 8/12/16-wide digits.
-    public static let standard = FontSet(label: .small, labelCapTop: 2, labelCapRows: 9, text: .small, title: .medium,
-                                         digits: [.digitsMedium, .digitsLarge, .digitsHuge], digitsBase: 0)
-    /// A large panel's: 8×16 captions and text, 12×24 titles, 16/24/32-wide digits (and the 12-wide
-    /// ones for a value that needs them).
-    public static let large = FontSet(label: .medium, labelCapTop: 2, labelCapRows: 11, text: .medium, title: .titleLarge,
-                                      digits: [.digitsLarge, .digitsHuge, .digitsLarge2x, .digitsHuge2x], digitsBase: 1)
+    /// The OLEDs' fonts: 6×12 captions and text, 8×16 titles, 8/12/16-wide digits (and the
+    /// 6-wide text font for a value that needs it).
+    public static let standard = FontSet(label: .small, labelCapTop: 2, labelCapRows: 9, text: .small, title: .medium, list: .small,
+                                         digits: [.small, .digitsMedium, .digitsLarge, .digitsHuge], digitsBase: 1)
+    /// A large panel's: 8×16 captions and text, 12×24 titles, 16/24/32-wide digits (and the 12-
+    /// and 8-wide ones for a value that needs them).
+    public static let large = FontSet(label: .medium, labelCapTop: 2, labelCapRows: 11, text: .medium, title: .titleLarge, list: .titleLarge,
+                                      digits: [.medium, .digitsLarge, .digitsHuge, .digitsLarge2x, .digitsHuge2x], digitsBase: 2)
 }
 
 /// A panel's size and what follows from it: its size class, the scale of spacing and rules, the
@@ -85,7 +90,7 @@ public struct PanelGeometry: Sendable {
         precondition(width >= 64 && height >= 32, "panels are at least 64x32")
         self.width = width
         self.height = height
-        sizeClass = SizeClass(height: height)
+        sizeClass = SizeClass(width: width, height: height)
         scale = width >= 256 ? 2 : 1
         fonts = scale == 2 ? .large : .standard
     }
@@ -105,4 +110,12 @@ public struct PanelGeometry: Sendable {
     /// Where a running page's fields go: the whole panel but the page dots' column (fields reach
     /// one pixel under it: their values keep 2 px from their right edge).
     public var runningArea: Rect { Rect(x: 0, y: 0, width: width - px(2), height: height) }
+
+    /// The status line across the foot of a running page (a companion's pairing code while
+    /// riding): the caption font's capitals and digits with a pixel above and below, left of
+    /// the page dots' column.
+    public var statusLine: Rect {
+        let h = fonts.labelCapRows + px(2)
+        return Rect(x: 0, y: height - h, width: width - pageDotPx - px(1), height: h)
+    }
 }

@@ -12,10 +12,17 @@ public enum PositionPages {
         .fill([.init(.metric(.altitude), .large, label: .left)]),
         .fill([.init(.metric(.ascent), .large, label: .left), .init(.metric(.grade), .medium, label: .left, in: .compact)]),
         .fill([.init(.metric(.grade), .large, label: .left)], in: .from(.regular)),
+        // A large panel adds what a climb is ridden by.
+        .fill([.init(.metric(.speed), .large), .init(.metric(.heartRate), .large), .init(.metric(.power), .large)], in: .large),
     ])
 
-    /// The track so far across the whole panel, clear of the page dots.
-    public static let map = PageDesign("MAP", trailingInset: 4, [.graphic(.track)])
+    /// The track so far across the whole panel, clear of the page dots; on a large panel a row
+    /// of speed, distance and the timer under it.
+    public static let map = PageDesign("MAP", trailingInset: 4, [
+        .graphic(.track),
+        .fit(pad: 1, [.init(.metric(.speed), .medium, label: .left), .init(.metric(.distance), .medium, label: .left),
+                      .init(.timer, .medium, label: .left)], in: .large),
+    ])
 }
 
 /// Scale bar lengths offered, m (one is picked so that the bar is 16–40 px long).
@@ -128,8 +135,9 @@ extension ScreenRenderer {
     /// A small "N" over an upward arrow in the top left corner.
     mutating func drawNorthMark(x: Int, y: Int) {
         let g = geometry, t = g.px(1)
-        canvas.drawText("N", font: fonts.text, x: x, y: y - g.px(2))
-        let top = y + fonts.text.height - g.px(3)
+        // The letter's top ink row (the font's cap top) on the area's first row.
+        canvas.drawText("N", font: fonts.text, x: x, y: y - fonts.labelCapTop)
+        let top = y + fonts.labelCapRows
         canvas.verticalLine(x: x + g.px(2), y: top, length: g.px(6), thickness: t)
         canvas.line(x0: x, y0: top + g.px(2), x1: x + g.px(2), y1: top, thickness: t)
         canvas.line(x0: x + g.px(4), y0: top + g.px(2), x1: x + g.px(2), y1: top, thickness: t)
@@ -233,11 +241,6 @@ extension ScreenCatalogue {
         lost.sensors[Int(SensorRole.gps.rawValue)] = .lost
         add("alert-gps-lost", "Alert overlay: the GPS fix lost (like a lost sensor)", lost)
 
-        var small = r
-        small.mode = .running(page: 3)
-        add("small-running-climb", "128x32 panel: climbing page", height: 32, small)
-        small.mode = .running(page: 4)
-        add("small-running-map", "128x32 panel: map page", height: 32, small)
         return out
     }
 }

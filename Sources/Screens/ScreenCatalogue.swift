@@ -3,25 +3,83 @@ import Display
 import RideModel
 
 /// Renders screen values the way the device does: renderer -> framebuffer -> driver -> bus.
-/// Here the bus is the SSD1306 emulator, so the image read back is what the panel would show,
-/// byte for byte through the driver.
+/// Here the bus is the panel's emulator (the SSD1306's for an OLED, the Sharp memory LCD's
+/// wire for a memory LCD), so the image read back is what the panel would show, byte for byte
+/// through the driver.
 public struct EmulatedPanel: Sendable {
-    public private(set) var pipeline: DisplayPipeline
-    public private(set) var emulator: SSD1306Emulator
-
-    public init(panel: PanelConfiguration = PanelConfiguration()) {
-        pipeline = DisplayPipeline(panel: panel)
-        emulator = SSD1306Emulator(controller: panel.controller, height: panel.height)
-        do { try pipeline.start(bus: &emulator) } catch { preconditionFailure("the emulator never fails: \(error)") }
+    enum Wire: Sendable {
+        case oled(DisplayPipeline, SSD1306Emulator)
+        case memoryLCD(PanelPipeline<SharpMemoryDriver>, SharpMemoryEmulator)
     }
 
-    public var driver: DisplayDriver { pipeline.driver }
+    var wire: Wire
 
-    /// Draws `model`, sends every changed page, and returns the panel image.
+    /// An SSD1306/SH1106 OLED.
+    public init(panel: PanelConfiguration = PanelConfiguration()) {
+        var pipeline = DisplayPipeline(panel: panel)
+        var emulator = SSD1306Emulator(controller: panel.controller, height: panel.height)
+        do { try pipeline.start(bus: &emulator) } catch { preconditionFailure("the emulator never fails: \(error)") }
+        wire = .oled(pipeline, emulator)
+    }
+
+    /// A Sharp memory LCD.
+    public init(memoryLCD model: SharpMemoryDriver.Model) {
+        var pipeline = PanelPipeline(driver: SharpMemoryDriver(model: model))
+        var emulator = SharpMemoryEmulator(model: model)
+        do { try pipeline.start(bus: &emulator) } catch { preconditionFailure("the emulator never fails: \(error)") }
+        wire = .memoryLCD(pipeline, emulator)
+    }
+
+    /// The panel the device uses at this size: the SSD1306 OLED at 128×64 and 128×32, a Sharp
+    /// memory LCD otherwise (400×240, 128×128).
+    public init(width: Int, height: Int) {
+        if width == 128 && (height == 64 || height == 32) {
+            self.init(panel: PanelConfiguration(height: height))
+        } else {
+            self.init(memoryLCD: SharpMemoryDriver.Model(width: width, height: height))
+        }
+    }
+
+    public var width: Int {
+        switch wire {
+        case .oled(let p, _): p.driver.width
+        case .memoryLCD(let p, _): p.driver.width
+        }
+    }
+
+    public var height: Int {
+        switch wire {
+        case .oled(let p, _): p.driver.height
+        case .memoryLCD(let p, _): p.driver.height
+        }
+    }
+
+    /// What the driver sent so far.
+    public var statistics: DisplayStatistics {
+        switch wire {
+        case .oled(let p, _): p.driver.statistics
+        case .memoryLCD(let p, _): p.driver.statistics
+        }
+    }
+
+    /// Draws `model`, sends every changed page (or line), and returns the panel image.
     public mutating func show(_ model: ScreenModel) -> Framebuffer {
-        pipeline.show(model)
-        do { try pipeline.flushAll(bus: &emulator) } catch { preconditionFailure("the emulator never fails: \(error)") }
-        return emulator.panelImage()
+        do {
+            switch wire {
+            case .oled(var p, var e):
+                p.show(model)
+                try p.flushAll(bus: &e)
+                wire = .oled(p, e)
+                return e.panelImage()
+            case .memoryLCD(var p, var e):
+                p.show(model)
+                try p.flushAll(bus: &e)
+                wire = .memoryLCD(p, e)
+                return e.panelImage()
+            }
+        } catch {
+            preconditionFailure("the emulator never fails: \(error)")
+        }
     }
 }
 
@@ -33,13 +91,22 @@ extension String {
 /// the pictures in docs/screens come from this list.
 public enum ScreenCatalogue {
     public struct Entry: Sendable {
-        /// File name stem, e.g. "running-1".
+        /// File name stem, e.g. "running-1"; "small-..." on 128x32, "large-..." on 400x240.
         public var name: String
         public var caption: String
-        /// Panel height (64 or 32).
+        /// Panel size: 128x64, 128x32 or 400x240.
+        public var width: Int = 128
         public var height: Int
         public var model: ScreenModel
+
+        /// The panel the device shows it on (`EmulatedPanel(width:height:)`).
+        public func emulatedPanel() -> EmulatedPanel { EmulatedPanel(width: width, height: height) }
     }
+
+    /// The sizes every screen is drawn at: name prefix, caption prefix, width, height.
+    public static let sizes: [(prefix: String, caption: String, width: Int, height: Int)] = [
+        ("", "", 128, 64), ("small-", "128x32 panel: ", 128, 32), ("large-", "400x240 panel: ", 400, 240),
+    ]
 
     /// A typical moment of a ride: 1:02:03 in, 31.7 km/h, 32.45 km, HR 148 (zone 3),
     /// 235 W (zone 3), 88 rpm, lap 3 at 12:34.
@@ -59,6 +126,17 @@ public enum ScreenCatalogue {
         m[.powerZone] = 3
         m[.cadence] = 88
         m[.averageSpeed] = 28.9 / 3.6
+        // What the large panel's pages add: averages, NP, the lap's figures.
+        m[.maxSpeed] = 52.3 / 3.6
+        m[.averageHeartRate] = 142
+        m[.averagePower] = 212
+        m[.maxPower] = 688
+        m[.normalizedPower] = 231
+        m[.averageCadence] = 86
+        m[.lapDistance] = 6_380
+        m[.lapAverageSpeed] = 30.4 / 3.6
+        m[.lapAveragePower] = 228
+        m[.lapAverageHeartRate] = 151
         return m
     }
 
@@ -208,15 +286,16 @@ public enum ScreenCatalogue {
         paired.sensorsMenu.cursor = 3
         paired.sensorsMenu.message = "PAIRED"
         add("sensors-paired", "Sensors: just paired (written to the config file; the bridge connects it)", paired)
-        var smallSensors = sensors
-        smallSensors.sensorsMenu.cursor = 0
 
         var pairing = idle
         pairing.pairingCode = 482_913
         add("pairing-code", "A companion's pairing code (docs/companion.md), shown until the phone has paired", pairing)
         var badge = riding()
         badge.pairingCode = 482_913
-        add("pairing-badge", "A companion's pairing code while riding: a corner badge, never over the ride (any button clears it)", badge)
+        add("pairing-badge", "A companion's pairing code while riding: the status line under the page, which is laid out above it (any button clears it)", badge)
+        var pausedCode = badge
+        pausedCode.mode = .paused
+        add("pairing-paused", "A companion's pairing code while paused: in the banner instead of PAUSED (any button clears it)", pausedCode)
 
         var done = ScreenModel()
         done.summary = summary()
@@ -242,36 +321,16 @@ public enum ScreenCatalogue {
             add("alert-\(name)", "Alert overlay: \(alert)", a)
         }
 
-        // The 0.91" 128x32 panel.
-        var small = ride
-        small.mode = .running(page: 0)
-        add("small-running-1", "128x32 panel: running page 1", height: 32, small)
-        small.mode = .running(page: 1)
-        add("small-running-2", "128x32 panel: running page 2", height: 32, small)
-        small.mode = .paused
-        add("small-paused", "128x32 panel: paused", height: 32, small)
-        var smallIdle = idle
-        smallIdle.mode = .idle
-        add("small-idle", "128x32 panel: idle", height: 32, smallIdle)
-        smallIdle.mode = .countdown(2)
-        add("small-countdown", "128x32 panel: countdown", height: 32, smallIdle)
-        var smallDone = done
-        smallDone.mode = .summary(page: 0)
-        add("small-summary-1", "128x32 panel: summary page 1 (first two rows)", height: 32, smallDone)
-        smallDone.mode = .summary(page: 2)
-        add("small-summary-3", "128x32 panel: summary page 3", height: 32, smallDone)
-        for page in 3..<SummaryPage.standard.count {
-            smallDone.mode = .summary(page: page)
-            add("small-summary-\(page + 1)", "128x32 panel: summary page \(page + 1), " + chartCaption(SummaryPage.standard[page]), height: 32, smallDone)
-        }
-        smallDone.mode = .confirmDiscard
-        add("small-confirm-discard", "128x32 panel: discard confirmation", height: 32, smallDone)
-        small.mode = .running(page: 0)
-        small.overlay = .sensorLost(.power)
-        add("small-alert", "128x32 panel: alert overlay", height: 32, small)
         out += positionEntries(ride: ride, idle: idle)
         out += navigationEntries(ride: ride, idle: idle)
-        add("small-sensors", "128x32 panel: Sensors, the selected row only", height: 32, smallSensors)
-        return out
+        // Every screen on the other panels too: the 0.91" 128x32 OLED and the 2.7" 400x240 LCD.
+        var all: [Entry] = []
+        for size in sizes {
+            for e in out {
+                all.append(Entry(name: size.prefix + e.name, caption: size.caption + e.caption, width: size.width, height: size.height,
+                                 model: e.model))
+            }
+        }
+        return all
     }
 }

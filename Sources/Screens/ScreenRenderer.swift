@@ -78,7 +78,13 @@ public struct ScreenRenderer: Sendable {
         if let code = model.pairingCode {
             // Nothing the rider did not start takes the screen (issue 27): the code fills it only
             // on the idle screen; over anything else it is a badge in the corner.
-            if case .idle = model.mode { drawPairingCode(code) } else { drawPairingBadge(code) }
+            // On a running page it is the status line under the page, laid out above it.
+            switch model.mode {
+            case .idle: drawPairingCode(code)
+            case .running: drawPairingStatusLine(code)
+            case .paused: break  // in the banner, instead of PAUSED (drawPaused)
+            default: drawPairingBadge(code)
+            }
         }
         return true
     }
@@ -124,7 +130,7 @@ public struct ScreenRenderer: Sendable {
     }
 
     private mutating func drawRunning(page: Int, _ model: ScreenModel) {
-        let pages = layouts.runningPages
+        let pages = model.pairingCode == nil ? layouts.runningPages : layouts.statusLinePages
         guard !pages.isEmpty else { return }
         if let nav = navigationPageIndex(page, model) {
             drawPage(layouts.navigationPages[nav], model)
@@ -168,27 +174,56 @@ public struct ScreenRenderer: Sendable {
 
     private mutating func drawField(_ field: Field, _ model: ScreenModel) {
         ValueFormat.write(field.content, of: model, into: &text)
-        let label = field.content.label
+        drawFieldValue(field)
+    }
+
+    /// How a field's value of `count` characters is set: its font (the field's size, or smaller
+    /// down the panel's digit fonts until it fits), the caption's width left of it, the width
+    /// the value may take, and whether it fits there (else it is clipped to the field).
+    func valueSetting(_ field: Field, count: Int) -> (font: Font, label: String, labelWidth: Int, available: Int, fits: Bool) {
+        func setting(_ label: String) -> (font: Font, label: String, labelWidth: Int, available: Int, fits: Bool) {
+            let labelWidth = field.label == .left ? fonts.label.widthPx(count: label.utf8.count) + geometry.px(2) : 0
+            // Values keep 2 px from the field's right edge (separator lines, neighbours).
+            let available = field.frame.width - labelWidth - geometry.px(2)
+            var level = fonts.digitsLevel(field.size)
+            while fonts.digits[level].widthPx(count: count) > available, level > 0 { level -= 1 }
+            let font = fonts.digits[level]
+            return (font, label, labelWidth, available, font.widthPx(count: count) <= available)
+        }
+        let long = setting(field.content.label)
+        // A caption beside the value gives way to its short form when the value does not fit.
+        guard !long.fits, field.label == .left, let short = field.content.shortLabel else { return long }
+        let s = setting(short)
+        return s.fits || s.font.width > long.font.width ? s : long
+    }
+
+    /// Draws the field's caption and the value in `text`; nothing leaves the field's frame.
+    mutating func drawFieldValue(_ field: Field) {
         let labelFont = fonts.label
-        let labelWidth = field.label == .left ? labelFont.widthPx(count: label.utf8.count) + geometry.px(2) : 0
-        // Values keep 2 px from the field's right edge (separator lines, neighbours).
-        let available = field.frame.width - labelWidth - geometry.px(2)
-        var level = fonts.digitsLevel(field.size)
-        while fonts.digits[level].widthPx(count: text.count) > available, level > 0 { level -= 1 }
-        let font = fonts.digits[level]
+        let (font, label, labelWidth, available, _) = valueSetting(field, count: text.count)
         let valueY: Int = field.label == .top
             ? field.frame.maxY - font.height - 1
             : field.frame.y + (field.frame.height - font.height + 1) / 2
         canvas.drawText(text, font: font, in: Rect(x: field.frame.x + labelWidth, y: valueY, width: available, height: font.height),
-                        alignment: .right)
+                        alignment: .right, clip: field.frame)
         switch field.label {
         case .none: break
-        case .top: canvas.drawText(label, font: labelFont, x: field.frame.x, y: field.frame.y - 1)
+        case .top: canvas.drawText(label.utf8, font: labelFont, x: field.frame.x, y: field.frame.y - 1, clip: field.frame)
         // Centre the caption's capitals and digits (rows labelCapTop... of its font) on the value.
         case .left:
-            canvas.drawText(label, font: labelFont, x: field.frame.x,
-                            y: valueY + (font.height - fonts.labelCapRows) / 2 - fonts.labelCapTop)
+            canvas.drawText(label.utf8, font: labelFont, x: field.frame.x,
+                            y: valueY + (font.height - fonts.labelCapRows) / 2 - fonts.labelCapTop, clip: field.frame)
         }
+    }
+
+    /// Draws one field with `value` as its text, alone on a clear canvas (the property tests).
+    mutating func drawFieldAlone(_ field: Field, value: [UInt8]) -> Framebuffer {
+        canvas.clear()
+        drawnKeyCount = -1
+        text.clear()
+        for c in value { text.append(c) }
+        drawFieldValue(field)
+        return canvas
     }
 
     /// Page k of n as dots down the right edge: the current one a square, the others a dot in
@@ -220,21 +255,24 @@ public struct ScreenRenderer: Sendable {
                             alignment: .right)
         }
         guard tall else {
-            drawSensorBoxes(y: title.height + geometry.px(2), x: title.widthPx(count: 5) + geometry.px(8), model)
+            // Beside READY when they fit there, else under it from the left edge.
+            let beside = title.widthPx(count: 5) + geometry.px(8)
+            let room = expectedSensorCount(model) * boxStep(model) - (boxStep(model) - sensorBox.width)
+            drawSensorBoxes(y: title.height + geometry.px(2), x: room <= width - beside ? beside : 0, model)
             return
         }
         canvas.horizontalLine(x: 0, y: title.height, length: width, thickness: geometry.px(1))
         let boxesY = title.height + geometry.px(3)
         drawSensorBoxes(y: boxesY, x: 0, model)
-        drawSensorBatteries(y: boxesY + small.height, x: 0, model)
+        drawSensorBatteries(y: boxesY + sensorBox.height - geometry.px(1), x: 0, model)
         // The status line and the hint sit at the bottom.
         sensorStatusLine(model)
         canvas.drawText(text, font: small, x: 0, y: height - 2 * small.height + geometry.px(1))
         canvas.drawText("START to ride", font: small, x: 0, y: height - small.height)
     }
 
-    /// A sensor box: four characters of the text font, one pixel taller.
-    var sensorBox: (width: Int, height: Int) { (fonts.text.widthPx(count: 4), fonts.text.height + geometry.px(1)) }
+    /// A sensor box: four characters of the list font, one pixel taller.
+    var sensorBox: (width: Int, height: Int) { (fonts.list.widthPx(count: 4), fonts.list.height + geometry.px(1)) }
 
     /// Each expected sensor's last reported battery level under its box ("82%"; blank when the
     /// sensor has not said).
@@ -296,22 +334,29 @@ public struct ScreenRenderer: Sendable {
         }
     }
 
-    /// Expected sensors as boxes: filled = connected, outline = not (yet).
+    /// Expected sensors as boxes from `x` to the panel's right edge: filled = connected, outline
+    /// = not (yet). Boxes that would not all fit are made narrower (their words clipped to them).
     private mutating func drawSensorBoxes(y: Int, x: Int, _ model: ScreenModel) {
         var bx = x
+        var step = boxStep(model), boxWidth = sensorBox.width
+        let count = expectedSensorCount(model), gap = step - boxWidth
+        if count > 0 && count * step - gap > width - x {
+            step = (width - x + gap) / count
+            boxWidth = step - gap
+        }
         for role in SensorRole.allCases {
             let state = model.sensor(role)
             guard state != .notConfigured else { continue }
-            let box = Rect(x: bx, y: y, width: sensorBox.width, height: sensorBox.height)
+            let box = Rect(x: bx, y: y, width: boxWidth, height: sensorBox.height)
             let connected = state == .connected
             if connected { canvas.fill(box) } else { canvas.strokeRect(box, thickness: geometry.px(1)) }
             if role == .gps { writeGpsBox(model.gps) } else { text.clear(); text.append(roleWord(role)) }
-            canvas.drawText(text, font: fonts.text, in: Rect(x: box.x, y: box.y, width: box.width, height: fonts.text.height),
-                            alignment: .center, on: !connected)
+            canvas.drawText(text, font: fonts.list, in: Rect(x: box.x, y: box.y, width: box.width, height: fonts.list.height),
+                            alignment: .center, on: !connected, clip: box)
             if state == .lost {
                 for k in 0..<geometry.px(1) { canvas.line(x0: box.x + k, y0: box.maxY - 1, x1: box.maxX - 1, y1: box.y + k) }
             }
-            bx += boxStep(model)
+            bx += step
         }
     }
 
@@ -352,18 +397,30 @@ public struct ScreenRenderer: Sendable {
         canvas.fill(banner)
         text.clear()
         text.append(clockMs: model.timerMs)
+        // A companion's pairing code takes the banner's word, never the timer's digits.
+        var word = TextBuffer()
+        if let code = model.pairingCode {
+            word.append("PAIR ")
+            word.append(integer: Int64(code), minimumDigits: 6)
+        } else {
+            word.append("PAUSED")
+        }
         if tall {
             let digits = fonts.digits(.huge)
-            canvas.drawText("PAUSED", font: title, in: banner, alignment: .center, on: false)
+            canvas.drawText(word, font: title, in: banner, alignment: .center, on: false)
             canvas.drawText(text, font: digits, in: Rect(x: 0, y: banner.maxY + geometry.px(4), width: width, height: digits.height), alignment: .center)
             text.clear()
             text.append(clockMs: model.elapsedMs)
-            let y = height - small.height - geometry.px(1)
-            canvas.drawText("ELAPSED", font: small, x: 0, y: y)
-            canvas.drawText(text, font: small, in: Rect(x: 0, y: y, width: width, height: small.height), alignment: .right)
+            // The elapsed time in the text font, or large digits where the panel has room.
+            let value = geometry.sizeClass == .large ? fonts.digits(.large) : small
+            let y = height - value.height - geometry.px(1)
+            canvas.drawText("ELAPSED", font: small, x: 0, y: y + max(0, (value.height - small.height) / 2))
+            canvas.drawText(text, font: value, in: Rect(x: 0, y: y, width: width, height: value.height), alignment: .right)
         } else {
             let digits = fonts.digits(.large)
-            canvas.drawText("PAUSED", font: title, x: geometry.px(2), y: 0, on: false)
+            // The code in the text font, leaving the timer its room at the right.
+            let wordFont = model.pairingCode == nil ? title : small
+            canvas.drawText(word, font: wordFont, x: geometry.px(2), y: (banner.height - wordFont.height) / 2, on: false)
             canvas.drawText(text, font: small, in: Rect(x: 0, y: geometry.px(2), width: width - geometry.px(2), height: small.height),
                             alignment: .right, on: false)
             text.clear()
@@ -397,10 +454,13 @@ public struct ScreenRenderer: Sendable {
             canvas.drawText("--", font: title, in: Rect(x: 0, y: (height - title.height) / 2, width: width, height: title.height), alignment: .center)
             return
         }
-        // Rows under the banner: a pixel apart on a tall panel; overlapping their blank top and
-        // bottom rows on a compact one (two rows in 22 px).
+        // Rows under the banner in the list font, spread over the page on a tall panel (a pixel
+        // apart at least); overlapping their blank top and bottom rows on a compact one (two rows
+        // in 22 px).
+        let row = fonts.list
         var y = tall ? banner.maxY + px1 : banner.maxY - px1
-        let rowPitch = tall ? small.height + px1 : small.height - geometry.px(2)
+        let items = summaryPages.isEmpty ? 1 : max(1, summaryPages[index].items.count)
+        let rowPitch = tall ? max(row.height + px1, (height - y) / items) : row.height - geometry.px(2)
         let rowsMax = (height - y) / rowPitch
         for (i, item) in summaryPages[index].items.enumerated() where i < rowsMax {
             if item == .zoneBars {
@@ -412,8 +472,8 @@ public struct ScreenRenderer: Sendable {
                 return
             }
             item.write(summary, into: &text)
-            canvas.drawText(item.label, font: small, x: 0, y: y)
-            canvas.drawText(text, font: small, in: Rect(x: 0, y: y, width: width, height: small.height), alignment: .right)
+            canvas.drawText(item.label, font: row, x: 0, y: y)
+            canvas.drawText(text, font: row, in: Rect(x: 0, y: y, width: width, height: row.height), alignment: .right)
             y += rowPitch
         }
     }
@@ -500,6 +560,18 @@ public struct ScreenRenderer: Sendable {
             let y = box.y + (box.height - large.height) / 2
             canvas.drawText(text, font: large, in: Rect(x: box.x, y: y, width: box.width - geometry.px(4), height: large.height), alignment: .right)
         }
+    }
+
+    /// A pairing code over a running page: "PAIR" and the six digits, inverted, in the status
+    /// line the page is laid out above (`ScreenLayouts.statusLinePages`), so no figure is hidden.
+    private mutating func drawPairingStatusLine(_ code: UInt32) {
+        let line = geometry.statusLine
+        text.clear()
+        text.append("PAIR ")
+        text.append(integer: Int64(code), minimumDigits: 6)
+        canvas.fill(line)
+        canvas.drawText(text, font: fonts.label, x: line.x + geometry.px(2), y: line.y + geometry.px(1) - fonts.labelCapTop,
+                        on: false, clip: line)
     }
 
     /// A pairing code while the rider is busy: "P" and the six digits, small, inverted, in the

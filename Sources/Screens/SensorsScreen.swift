@@ -8,7 +8,7 @@ import RideModel
 /// "S+C -67dB Wahoo CSC". A 32-pixel display shows the title and the selected row only.
 extension ScreenRenderer {
     mutating func drawSensors(_ menu: SensorsMenu) {
-        let small = fonts.text, rowHeight = small.height
+        let small = fonts.list, rowHeight = small.height
         let bar = Rect(x: 0, y: 0, width: width, height: rowHeight)
         canvas.fill(bar)
         text.clear()
@@ -45,7 +45,8 @@ extension ScreenRenderer {
             writeSensorsRow(menu, r)
             let selected = r == menu.cursor
             if selected { canvas.fill(Rect(x: 0, y: y, width: width, height: rowHeight)) }
-            canvas.drawText(text, font: small, x: geometry.px(2), y: y, on: !selected)
+            // As many characters as the row holds (the name's end is cut).
+            canvas.drawText(text.prefix((width - geometry.px(2)) / small.width), font: small, x: geometry.px(2), y: y, on: !selected)
         }
         guard tall else { return }
         text.clear()
@@ -53,13 +54,13 @@ extension ScreenRenderer {
             text.append(message)
         } else {
             switch menu.page {
-            case .list: text.append(menu.cursor < menu.paired.count ? "LAP forget  START back" : "LAP search  START back")
+            case .list: text.append(menu.cursor < menu.paired.count ? "LAP forget START back" : "LAP search START back")
             case .confirmForget: text.append("LAP forget  else keep")
             case .found: text.append(menu.found.isEmpty ? "START back" : "LAP pair  START back")
             }
         }
         canvas.horizontalLine(x: 0, y: hintY - geometry.px(1), length: width, thickness: geometry.px(1))
-        canvas.drawText(text, font: small, x: 0, y: hintY)
+        canvas.drawText(text.prefix(width / small.width), font: small, x: 0, y: hintY)
     }
 
     /// One row's text into `text`.

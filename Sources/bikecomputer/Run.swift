@@ -27,7 +27,7 @@ struct Run: ParsableCommand {
     @Option(name: .customLong("data-dir"), help: "The data directory (journal, rides); overrides [storage] data_dir.")
     var dataDirectory: String?
 
-    @Flag(name: .customLong("no-display"), help: "Run without the I2C display.")
+    @Flag(name: .customLong("no-display"), help: "Run without the display (I2C OLED or SPI memory LCD).")
     var noDisplay = false
 
     @Flag(name: .customLong("no-buttons"), help: "Run without the GPIO buttons.")

@@ -264,8 +264,15 @@ struct ConfigTests {
             if c.buttons.pins.count < 2 { c.buttons.pins = [1, 2] }
             c.buttons.bias = DeviceConfig.Buttons.Bias.allCases.randomElement(using: &rng)!
             c.buttons.debounceMs = Int.random(in: 1...500, using: &rng)
-            c.display.address = Int.random(in: 3...0x77, using: &rng)
             c.display.type = DeviceConfig.Display.Controller.allCases.randomElement(using: &rng)!
+            // Each kind of panel has its own keys (an I2C address for an OLED, the SPI device and
+            // clock for a memory LCD): a config sets only those.
+            if c.display.type.isSPI {
+                c.display.chipSelect = Int.random(in: 0...15, using: &rng)
+                c.display.spiSpeedHz = Int.random(in: DeviceConfig.Display.spiSpeedRange, using: &rng)
+            } else {
+                c.display.address = Int.random(in: 3...0x77, using: &rng)
+            }
             c.bridge.transport = .serial
             c.bridge.path = "/dev/ttyS\(Int.random(in: 0...9, using: &rng))"
             c.training.autoPauseSpeedKmh = Double(Int.random(in: 5...150, using: &rng)) / 10

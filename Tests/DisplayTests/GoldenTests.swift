@@ -12,7 +12,7 @@ import Testing
     static var updating: Bool { ProcessInfo.processInfo.environment["UPDATE_GOLDENS"] == "1" }
 
     static func image(_ entry: ScreenCatalogue.Entry) -> Framebuffer {
-        var panel = EmulatedPanel(panel: PanelConfiguration(height: entry.height))
+        var panel = entry.emulatedPanel()
         return panel.show(entry.model)
     }
 
@@ -49,7 +49,7 @@ import Testing
 
     /// The SH1106 path (page addressing, column offset 2) shows exactly the same pictures.
     @Test func sh1106ShowsTheSameScreens() {
-        for entry in ScreenCatalogue.entries() {
+        for entry in ScreenCatalogue.entries() where entry.width == 128 && entry.height <= 64 {
             var sh1106 = EmulatedPanel(panel: PanelConfiguration(controller: .sh1106, height: entry.height))
             #expect(sh1106.show(entry.model).bytes == Self.image(entry).bytes, "\(entry.name)")
         }
@@ -58,9 +58,11 @@ import Testing
     /// Showing the screens one after another on one panel (only changed pages sent each time)
     /// gives the same pictures as showing each on a fresh panel.
     @Test func incrementalUpdatesGiveTheSamePictures() {
-        var panel = EmulatedPanel()
-        for entry in ScreenCatalogue.entries() where entry.height == 64 {
-            #expect(panel.show(entry.model).bytes == Self.image(entry).bytes, "\(entry.name)")
+        for size in ScreenCatalogue.sizes {
+            var panel = EmulatedPanel(width: size.width, height: size.height)
+            for entry in ScreenCatalogue.entries() where entry.width == size.width && entry.height == size.height {
+                #expect(panel.show(entry.model).bytes == Self.image(entry).bytes, "\(entry.name)")
+            }
         }
     }
 
@@ -97,11 +99,13 @@ import Testing
     /// Golden images are pictures of something: each differs from a blank panel and from every
     /// other golden (a renderer that drew nothing, or the same thing everywhere, fails).
     @Test func screensAreDistinct() {
+        // The 128x32 lap page shows the lap time and the timer only: no metric to be missing.
+        let alike = ["small-running-3-no-data": "small-running-3"]
         let images = ScreenCatalogue.entries().map { ($0.name, Self.image($0)) }
         var seen: [Framebuffer: String] = [:]
         for (name, image) in images {
             #expect(image.bytes.contains { $0 != 0 }, "\(name) is blank")
-            if let other = seen[image] { Issue.record("\(name) looks exactly like \(other)") }
+            if let other = seen[image], alike[name] != other { Issue.record("\(name) looks exactly like \(other)") }
             seen[image] = name
         }
     }

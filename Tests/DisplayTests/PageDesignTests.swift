@@ -59,7 +59,8 @@ struct PageDesignTests {
         #expect(FieldSize.medium.font(in: g.fonts).width == 16)
         let oled = PanelGeometry(width: 128, height: 64)
         #expect(FieldSize.huge.font(in: oled.fonts).width == 16 && oled.scale == 1)
-        #expect(PanelGeometry(width: 128, height: 128).sizeClass == .large && PanelGeometry(width: 128, height: 128).scale == 1)
+        #expect(PanelGeometry(width: 128, height: 128).sizeClass == .regular && PanelGeometry(width: 128, height: 128).scale == 1,
+                "128 columns hold no more fields side by side")
     }
 
     /// The magnified fonts are the originals with every pixel doubled.

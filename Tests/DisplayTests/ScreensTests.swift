@@ -98,6 +98,7 @@ import Testing
         ])
         var model = ScreenCatalogue.riding()
         model.mode = .running(page: 0)
+        model[.normalizedPower] = nil
         let layouts = ScreenLayouts(width: 128, height: 64, runningPages: [page])
         var r = ScreenRenderer(layouts: layouts)
         var fb = Framebuffer.oled128x64()

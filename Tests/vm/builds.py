@@ -139,8 +139,9 @@ def swift_gpiod2_checks() -> pathlib.Path:
 
 @vmlib.serialised(per_arch=True)
 def modules(k: vmlib.Kernel) -> list[pathlib.Path]:
-    """The project's ssd1306-sim and upstream gpio-sim, built for the kernel."""
-    return [vmlib.build_module(k, "Tests/vm/kmod/ssd1306-sim"), vmlib.gpio_sim_module(k)]
+    """The project's ssd1306-sim and memlcd-sim and upstream gpio-sim, built for the kernel."""
+    return [vmlib.build_module(k, "Tests/vm/kmod/ssd1306-sim"), vmlib.gpio_sim_module(k),
+            vmlib.build_module(k, "Tests/vm/kmod/memlcd-sim")]
 
 
 # ------------------------------------------------------------------------------ ahead of the tests

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
 import signal
 import socket
@@ -28,6 +27,9 @@ a = p.parse_args()
 OUT = pathlib.Path(a.out)
 sys.path.insert(0, str(pathlib.Path(a.repo) / "board" / "bridge"))
 from bikebridge import protocol  # noqa: E402
+
+import guest_util  # noqa: E402  (beside this script)
+from guest_util import stable, sysread, syswrite, wait_for  # noqa: E402
 
 START, LAP, PAGE, BUZZER = 17, 27, 22, 18
 WORK = pathlib.Path("/tmp/ride")
@@ -44,19 +46,6 @@ def note(what: str, **fields) -> None:
     entry = {"t": round(now(), 3), "what": what, **fields}
     record["steps"].append(entry)
     print(json.dumps(entry), flush=True)
-
-
-def sysread(path: str) -> str:
-    with open(path) as f:
-        return f.read().strip()
-
-
-def syswrite(path: str, value: str) -> None:
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        os.write(fd, value.encode())
-    finally:
-        os.close(fd)
 
 
 def pull(offset: int, value: str) -> None:
@@ -83,47 +72,12 @@ def gddram() -> bytes:
 
 
 def status() -> dict:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(15)
-    s.connect(str(WORK / "control.sock"))
-    s.sendall(b"status\n")
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    s.close()
-    line = data.decode().strip()
-    if not line.startswith("ok "):
-        raise RuntimeError(f"status: {line}")
-    return json.loads(line[3:])
-
-
-def wait_for(predicate, timeout_s: float, what: str, poll_s: float = 0.05):
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except (OSError, RuntimeError, ValueError) as e:
-            last = e
-        time.sleep(poll_s)
-    raise TimeoutError(f"{what}: not within {timeout_s} s (last: {last})")
+    return guest_util.status(str(WORK / "control.sock"))
 
 
 def stable_gddram() -> bytes:
     """GDDRAM when two reads 50 ms apart agree (not in the middle of a frame's page steps)."""
-    mem = gddram()
-    for _ in range(40):
-        time.sleep(0.05)
-        again = gddram()
-        if again == mem:
-            return mem
-        mem = again
-    return mem
+    return stable(gddram)
 
 
 def snapshot(name: str) -> dict:

@@ -4,6 +4,9 @@ each test below reads its part. docs/testing.md says what each proves and what i
 - display: I2CBus and the driver against the project's ssd1306-sim module (picture, NACKs with
   a Pi's EREMOTEIO, brown-outs) and i2c-stub (the SMBus block path, ENODEV);
 - streams: the kernel module and SSD1306Emulator on the same random byte streams, both ways;
+- memlcd: SPIDevice (spidev) and the Sharp driver against the project's memlcd-sim SPI
+  controller (picture vs SharpMemoryEmulator, mode and clock, VCOM while idle, power loss,
+  the device missing and gone);
 - gpio (v1, v2): GPIO lines and buttons against gpio-sim, the same checks in a build against
   Debian's libgpiod 1.6 and in a second build against libgpiod 2.x;
 - shim (v1, v2): the C shims alone, compiled with gcc against both libgpiod APIs.
@@ -18,7 +21,7 @@ import builds
 import vmlib
 from conftest import GUEST_SETUP, guest_result, launcher, prepared
 
-STEPS = ["display", "streams", "gpio-v1", "gpio-v2", "shim-v1", "shim-v2"]
+STEPS = ["display", "streams", "memlcd", "gpio-v1", "gpio-v2", "shim-v1", "shim-v2"]
 PROBE = "with spaces, 'quotes' and $dollars"
 
 
@@ -35,12 +38,13 @@ def launch(request) -> vmlib.GuestRun:
     script = GUEST_SETUP + f"""
 step display inhost {v1} i2c --bus $I2C --debugfs $D --stub-bus $STUB
 step streams inhost {v1} streams --bus $I2C --debugfs $D --count 150
+modprobe memlcd-sim && M=/sys/kernel/debug/memlcd-sim && step memlcd inhost {v1} memlcd --bus $(cat $M/bus) --debugfs $M --speed 1000000
 simchip gpio1 32 && step gpio-v1 inhost {v1} gpio --chip $CHIP --sim $SIM --lines 32 --api 1
 simchip gpio2 32 && step gpio-v2 inhost {gpiod2_checks} gpio --chip $CHIP --sim $SIM --lines 32 --api 2
 simchip shim1 32 && step shim-v1 inhost {shim1} --api 1 --chip $CHIP --sim $SIM --i2c /dev/i2c-$I2C --debugfs $D
 simchip shim2 32 && step shim-v2 inhost {shim2} --api 2 --chip $CHIP --sim $SIM --i2c /dev/i2c-$I2C --debugfs $D
 step env inhost /bin/sh -c 'printf "%s|%s" "$VM_PROBE" "$PWD"'
-dmesg | grep -iE "ssd1306|gpio-sim|bug|oops|warn" | head -20
+dmesg | grep -iE "ssd1306|memlcd|gpio-sim|bug|oops|warn" | head -20
 """
     return vm.start(script, timeout_s=240, name="hardware", env={"VM_PROBE": PROBE})
 
@@ -90,6 +94,23 @@ def test_kernel_module_and_emulator_agree_on_random_streams(hardware_run):
         m = re.search(r"\((\d+) SMBus block writes, (\d+) write\(\), (\d+) I2C_RDWR", line)
         if m:
             assert all(int(x) > 20 for x in m.groups()), f"each transport used: {line}"
+
+
+def test_memory_lcd_through_the_kernel(hardware_run):
+    check_step(hardware_run, "memlcd", [
+        r"a missing spidev node is noSPIDevice",
+        r"the same device opens once the node exists",
+        r"start clears the panel and writes every line",
+        r"mode 0, chip select active high, 8-bit words at 1000000 Hz",
+        r"random frames: kernel memory = emulator after every step",
+        r"flushed: kernel memory = emulator = framebuffer",
+        r"idle: VCOM changes every ~500 ms, none more than 1 s apart",
+        r"idle: VCOM alternates",
+        r"the rolling rewrite puts the frame back",
+        r"a device gone mid-ride is noSPIDevice",
+        r"back: reopened, cleared and the whole frame written",
+        r"do not reach the panel",
+    ], minimum_ok=14)
 
 
 GPIO_REQUIRED = [

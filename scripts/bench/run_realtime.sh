@@ -23,6 +23,9 @@
 # GPS=1 adds a GPS (docs/gps.md): Debian's gpsd, fed the Edge 500 ride's own positions as NMEA at
 # 1 Hz through a pty (Tests/oracle/gpsd_feed.py; needs gpsd, python3-gps and the .venv's fitdecode),
 # and `[gps] enabled` in the app's config. The app's CPU is measured, not gpsd's.
+# PANEL=sharp-ls027 draws on the 400x240 memory LCD's pipeline instead of the 128x64 OLED's
+# (`[display] type`; the measurement's probe link counts its SPI transactions); the figures add
+# the frames drawn and the app's CPU per frame.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-300}
@@ -83,6 +86,9 @@ data_dir = "$tmp/data"
 [control]
 socket = "$tmp/control.sock"
 CONF
+if [ -n "${PANEL:-}" ]; then
+    printf '\n[display]\ntype = "%s"\n' "$PANEL" >>"$tmp/config.toml"
+fi
 if [ "${GPS:-0}" = 1 ]; then
     gps_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     printf '\n[gps]\nenabled = true\ngpsd = "127.0.0.1:%s"\n' "$gps_port" >>"$tmp/config.toml"
@@ -179,7 +185,9 @@ print(forwarded + read, forwarded, read)' "$tmp/bridge-stats.json" "$tmp/status-
 io0=$(awk '/^write_bytes/ {print $2}' "/proc/$app/io")
 journal_bytes() { "$bin/bikecomputer" ctl --socket "$tmp/control.sock" status 2>/dev/null | sed -n 's/.*"bytes_written":\([0-9]*\).*/\1/p'; }
 jb0=$(journal_bytes)
-pages0=$("$bin/bikecomputer" ctl --socket "$tmp/control.sock" status | sed -n 's/.*"pages_sent":\([0-9]*\).*/\1/p')
+status0=$("$bin/bikecomputer" ctl --socket "$tmp/control.sock" status)
+pages0=$(echo "$status0" | sed -n 's/.*"pages_sent":\([0-9]*\).*/\1/p')
+frames0=$(echo "$status0" | sed -n 's/.*"display":{[^}]*"frames":\([0-9]*\).*/\1/p')
 read -r n0 fw0 rd0 <<<"$(notes)"
 read -r a_ns0 a_cs0 a_pre0 _ <<<"$(snap "$app")"
 read -r b_ns0 b_cs0 b_pre0 _ <<<"$(snap "$bridge")"
@@ -193,6 +201,7 @@ io1=$(awk '/^write_bytes/ {print $2}' "/proc/$app/io")
 jb1=$(journal_bytes)
 status=$("$bin/bikecomputer" ctl --socket "$tmp/control.sock" status 2>&1 | tr '\n' ' ')
 pages1=$(echo "$status" | sed -n 's/.*"pages_sent":\([0-9]*\).*/\1/p')
+frames1=$(echo "$status" | sed -n 's/.*"display":{[^}]*"frames":\([0-9]*\).*/\1/p')
 echo "at the end: $(echo "$status" | grep -o '"live":{[^}]*}') $(echo "$status" | grep -o '"counters":"[^"]*"')"
 [ "${GPS:-0}" = 1 ] && echo "gps: $(echo "$status" | grep -o '"gps":{[^}]*}')"
 echo "bridge: $(cat "$tmp/bridge-stats.json" | tr -d '\n' | cut -c1-400)"
@@ -200,8 +209,9 @@ echo "notifications forwarded by the bridge $((fw1 - fw0)), read by the app from
 [ $((n1 - n0)) -gt 0 ] || { echo "run_realtime.sh: no notification reached the app" >&2; exit 1; }
 awk -v s="$seconds" -v n=$((n1 - n0)) -v ans=$((a_ns1 - a_ns0)) -v bns=$((b_ns1 - b_ns0)) -v acs=$((a_cs1 - a_cs0)) \
     -v bcs=$((b_cs1 - b_cs0)) -v apre=$((a_pre1 - a_pre0)) -v bpre=$((b_pre1 - b_pre0)) -v ahwm="$a_hwm" -v bhwm="$b_hwm" -v io=$((io1 - io0)) -v jb=$(( ${jb1:-0} - ${jb0:-0} )) \
-    -v ready="$ready_ms" -v pages=$(( ${pages1:-0} - ${pages0:-0} )) 'BEGIN {
+    -v ready="$ready_ms" -v pages=$(( ${pages1:-0} - ${pages0:-0} )) -v frames=$(( ${frames1:-0} - ${frames0:-0} )) -v panel="${PANEL:-ssd1306}" 'BEGIN {
     printf "notifications %d in %d s (%.1f/s); display pages sent %d (%.1f/s)\n", n, s, n / s, pages, pages / s
+    if (frames > 0) printf "panel %s: frames drawn %d (%.1f/s); app cpu per frame %.1f us (all of the app'"'"'s CPU / frames)\n", panel, frames, frames / s, ans / 1e3 / frames
     printf "%-8s %10s %10s %12s %16s %14s\n", "", "cpu_%", "rss_kb", "wakeups/s", "wakeups/notif", "preempted/s"
     printf "%-8s %10.4f %10d %12.2f %16.3f %14.2f\n", "app", ans / 1e9 / s * 100, ahwm, acs / s, acs / n, apre / s
     printf "%-8s %10.4f %10d %12.2f %16.3f %14.2f\n", "bridge", bns / 1e9 / s * 100, bhwm, bcs / s, bcs / n, bpre / s

@@ -4,12 +4,13 @@ import Display
 import RideModel
 import Screens
 
-/// The simulator's display: the device's renderer and SSD1306 driver sending real command and
-/// data bytes to the controller emulator, whose memory is the picture. Keeps the frames a run
-/// asks for (named screenshots, or every change of screen mode and overlay) as PNG bytes.
+/// The simulator's display: the device's renderer and panel driver (the SSD1306's, or the Sharp
+/// memory LCD's for the large panel) sending real bytes to the panel's emulator, whose memory is
+/// the picture. Keeps the frames a run asks for (named screenshots, or every change of screen
+/// mode and overlay) as PNG bytes.
 public final class EmulatedScreen: ScreenPort {
-    public private(set) var panel = EmulatedPanel()
-    public private(set) var image = Framebuffer.oled128x64()
+    public private(set) var panel: EmulatedPanel
+    public private(set) var image: Framebuffer
     /// Captured frames in order: (file name, PNG bytes). Bounded by `framesMax`.
     public private(set) var frames: [(name: String, png: [UInt8])] = []
     public static let framesMax = 2_000
@@ -19,8 +20,11 @@ public final class EmulatedScreen: ScreenPort {
     var lastMode: ScreenMode?
     var lastOverlay: Alert?
 
-    public init(captureEveryChange: Bool = false) {
+    /// The panel the board uses at `width` × `height` (`EmulatedPanel(width:height:)`).
+    public init(captureEveryChange: Bool = false, width: Int = 128, height: Int = 64) {
         self.captureEveryChange = captureEveryChange
+        panel = EmulatedPanel(width: width, height: height)
+        image = Framebuffer(width: width, height: height)
     }
 
     var needsRender = false
@@ -52,7 +56,7 @@ public final class EmulatedScreen: ScreenPort {
     public func capture(_ name: String) {
         render()
         guard frames.count < Self.framesMax else { framesDropped += 1; return }
-        frames.append((name + ".png", ImageEncoding.png(image, scale: 2)))
+        frames.append((name + ".png", ImageEncoding.png(image, scale: image.width > 128 ? 1 : 2)))
     }
 
     /// The picture as text lines of Unicode half blocks, for a terminal.

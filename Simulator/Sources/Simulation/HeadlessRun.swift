@@ -23,6 +23,8 @@ public final class HeadlessRun {
         /// A course to follow (`bikesim --course`): loaded at the start, and the simulated GPS
         /// rides along it (a scenario's `detour` and `ride-backwards` leave it).
         public var course: Course?
+        /// The bike's wheel (the simulated sensor's and the device's setting).
+        public var wheelCircumferenceMm = SimulatedSensors.wheelCircumferenceMm
 
         public init(seed: UInt64 = 1, framesOnEveryChange: Bool = false, crashRestartMs: Int64 = 2_000,
                     powerCutRebootMs: Int64 = 15_000,
@@ -79,7 +81,7 @@ public final class HeadlessRun {
         // With a GPS or a barometer the climbing and map pages are there, as on the board.
         self.configuration = scenario.withPositionPages(configuration)
         let seed = scenario.seed ?? options.seed
-        sensors = SimulatedSensors(seed: seed, present: scenario.sensors)
+        sensors = SimulatedSensors(seed: seed, present: scenario.sensors, wheelCircumferenceMm: options.wheelCircumferenceMm)
         sensors.positioning.startUnixMs = options.startUnixMs
         runtime = Self.boot(storage: storage, archive: archive, screen: screen, log: log, configuration: self.configuration,
                             sensors: sensors.configuration, seed: seed, options: options, at: 0, counters: &counters)

@@ -50,7 +50,7 @@ public struct SimulatedSensors: Sendable {
 
     /// The data source configuration of the simulated bike: the present sensors paired, the
     /// power meter's own cadence ranked below the cadence sensor's.
-    public static func dataSourceConfiguration(present: Set<SensorRole>) -> DataSourceConfiguration {
+    public static func dataSourceConfiguration(present: Set<SensorRole>, wheelCircumferenceMm: Int = wheelCircumferenceMm) -> DataSourceConfiguration {
         var paired: [PairedSensor] = []
         for role in SensorRole.allCases where present.contains(role) {
             let who = catalogue[Int(role.rawValue)].identity
@@ -83,13 +83,16 @@ public struct SimulatedSensors: Sendable {
     /// Frames handed to the device.
     public private(set) var framesSent: UInt64 = 0
 
-    public init(seed: UInt64, present: Set<Scenario.Sensor>) {
+    /// `wheelCircumferenceMm`: the simulated bike's wheel, which the device is set to as well
+    /// (a rider's `[bike] wheel_circumference_mm`).
+    public init(seed: UInt64, present: Set<Scenario.Sensor>, wheelCircumferenceMm: Int = SimulatedSensors.wheelCircumferenceMm) {
         ride = SyntheticRide(seed: seed)
+        ride.wheelCircumferenceM = Double(wheelCircumferenceMm) / 1000
         sensors = Self.catalogue
         let roles = Set(present.compactMap(\.role)).subtracting([.gps])
         for role in roles { sensors[Int(role.rawValue)].present = true }
         positioning = SimulatedPositionFeed(seed: seed, gps: present.contains(.gps), barometer: present.contains(.baro))
-        configuration = positioning.adding(to: Self.dataSourceConfiguration(present: roles))
+        configuration = positioning.adding(to: Self.dataSourceConfiguration(present: roles, wheelCircumferenceMm: wheelCircumferenceMm))
         bridgeID = UInt32(truncatingIfNeeded: seed &* 2_654_435_761)
         payload.reserveCapacity(SensorPayloads.payloadBytesMax)
     }

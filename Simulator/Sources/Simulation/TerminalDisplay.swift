@@ -5,14 +5,36 @@
 /// - `braille`: 2×4 pixels per cell (U+2800...U+28FF, one dot per pixel). 128×64 → 64 columns ×
 ///   16 lines, so the panel, its border and two status lines fit an 80×24 terminal.
 ///
-/// Every pixel is drawn in both: nothing is scaled or dropped.
+/// Every pixel is drawn in both: nothing is scaled or dropped. A panel larger than the OLEDs
+/// (the 400×240 memory LCD: 202×64 cells in Braille) has a third, scaled one:
+///
+/// - `brailleHalf`: 4×8 pixels per cell, each Braille dot showing a 2×2 block of the panel (a
+///   dot wherever the block has ink). 400×240 → 100 columns × 30 lines. The status line says the
+///   picture is scaled and what window shows every pixel.
 public enum TerminalRendering: String, CaseIterable, Sendable {
     case halfBlocks = "halfblock"
     case braille
+    case brailleHalf = "braille-half"
 
     /// Panel pixels per character cell.
-    public var cellWidthPx: Int { self == .halfBlocks ? 1 : 2 }
-    public var cellHeightPx: Int { self == .halfBlocks ? 2 : 4 }
+    public var cellWidthPx: Int {
+        switch self {
+        case .halfBlocks: 1
+        case .braille: 2
+        case .brailleHalf: 4
+        }
+    }
+
+    public var cellHeightPx: Int {
+        switch self {
+        case .halfBlocks: 2
+        case .braille: 4
+        case .brailleHalf: 8
+        }
+    }
+
+    /// Whether pixels are merged (not every pixel is its own dot).
+    public var isScaled: Bool { self == .brailleHalf }
 
     /// Columns and lines the framed panel takes (border included).
     public func frameSize(width: Int, height: Int) -> (columns: Int, rows: Int) {
@@ -22,15 +44,18 @@ public enum TerminalRendering: String, CaseIterable, Sendable {
     /// Columns and lines the whole demo needs: the framed panel and the status lines below it.
     public func terminalSize(width: Int, height: Int) -> (columns: Int, rows: Int) {
         let f = frameSize(width: width, height: height)
-        return (f.columns, f.rows + TerminalDisplay.statusRows)
+        return (f.columns, f.rows + TerminalDisplay.statusRows + (isScaled ? 1 : 0))
     }
 
-    /// From the densest picture (the most cells per pixel, the easiest to read) to the smallest.
-    public static let preference: [TerminalRendering] = [.halfBlocks, .braille]
+    /// From the densest picture (the most cells per pixel, the easiest to read) to the smallest:
+    /// every pixel drawn for the OLEDs; a panel wider than 128 pixels may be scaled 1:2.
+    public static func preference(width: Int = 128, height: Int = 64) -> [TerminalRendering] {
+        width > 128 ? [.halfBlocks, .braille, .brailleHalf] : [.halfBlocks, .braille]
+    }
 
     /// The first rendering in `preference` that fits a terminal of `columns` × `rows`, or nil.
     public static func choose(columns: Int, rows: Int, width: Int = 128, height: Int = 64) -> TerminalRendering? {
-        preference.first {
+        preference(width: width, height: height).first {
             let need = $0.terminalSize(width: width, height: height)
             return columns >= need.columns && rows >= need.rows
         }
@@ -38,7 +63,7 @@ public enum TerminalRendering: String, CaseIterable, Sendable {
 
     /// "66×20 (braille) or 130×36 (halfblock)": what a terminal needs, smallest first.
     public static func requirements(width: Int = 128, height: Int = 64) -> String {
-        preference.reversed().map {
+        preference(width: width, height: height).reversed().map {
             let s = $0.terminalSize(width: width, height: height)
             return "\(s.columns)×\(s.rows) (\($0.rawValue))"
         }.joined(separator: " or ")
@@ -92,6 +117,19 @@ public enum TerminalDisplay {
                     for dx in 0..<2 {
                         for dy in 0..<4 where pixel(pages, width: width, height: height, x: x + dx, y: y + dy) {
                             bits |= brailleDotBits[dx][dy]
+                        }
+                    }
+                    line.unicodeScalars.append(Unicode.Scalar(brailleBase + bits)!)
+                case .brailleHalf:
+                    var bits: UInt32 = 0
+                    for dx in 0..<2 {
+                        for dy in 0..<4 {
+                            let px = x + 2 * dx, py = y + 2 * dy
+                            if pixel(pages, width: width, height: height, x: px, y: py) || pixel(pages, width: width, height: height, x: px + 1, y: py)
+                                || pixel(pages, width: width, height: height, x: px, y: py + 1)
+                                || pixel(pages, width: width, height: height, x: px + 1, y: py + 1) {
+                                bits |= brailleDotBits[dx][dy]
+                            }
                         }
                     }
                     line.unicodeScalars.append(Unicode.Scalar(brailleBase + bits)!)

@@ -28,13 +28,16 @@ struct Interactive {
     /// The terminal's size as last read (nil until the first draw).
     var size: (columns: Int, rows: Int)?
     var clearBeforeDraw = true
+    /// The panel's size in pixels.
+    let panel: (width: Int, height: Int)
 
     init(sim: HeadlessRun, terminal: Terminal, speed: Double, rendering: TerminalRendering? = nil,
-         drawScreen: @escaping (TerminalRendering) -> [String]) {
+         panel: (width: Int, height: Int) = (128, 64), drawScreen: @escaping (TerminalRendering) -> [String]) {
         self.sim = sim
         self.terminal = terminal
         self.speed = speed
         self.forcedRendering = rendering
+        self.panel = panel
         self.drawScreen = drawScreen
     }
 
@@ -115,9 +118,9 @@ struct Interactive {
         let (columns, rows) = size!
         let clear = clearBeforeDraw
         clearBeforeDraw = false
-        guard let rendering = forcedRendering ?? TerminalRendering.choose(columns: columns, rows: rows) else {
+        guard let rendering = forcedRendering ?? TerminalRendering.choose(columns: columns, rows: rows, width: panel.width, height: panel.height) else {
             // Too small for any rendering: say what it needs instead of a wrapped mess.
-            terminal.draw(Self.tooSmall(columns: columns, rows: rows), columns: columns, rows: rows, clearFirst: clear)
+            terminal.draw(Self.tooSmall(columns: columns, rows: rows, panel: panel), columns: columns, rows: rows, clearFirst: clear)
             onDraw?(nil)
             return
         }
@@ -127,6 +130,11 @@ struct Interactive {
             .map { "\(Self.roleWord($0)):\(Self.stateWord(core.screen.sensor($0)))" }.joined(separator: " ")
         let device = sim.isDeviceDown ? "DEVICE RESTARTING" : "\(core.state)"
         lines.append("sim \(TextScreen.clock(sim.nowMs)) ×\(TextScreen.format(speed, decimals: speed < 1 ? 2 : 0))  \(device)  \(sensors)  journal \(core.screen.storage)")
+        if rendering.isScaled {
+            // Said on the screen, not only in the docs: this picture is not every pixel.
+            let full = TerminalRendering.braille.terminalSize(width: panel.width, height: panel.height)
+            lines.append("\(panel.width)×\(panel.height) panel scaled 1:2 (a dot per 2×2 pixels); every pixel in a \(full.columns)×\(full.rows) window")
+        }
         if showHelp {
             lines.append("")
             lines += Self.help
@@ -141,10 +149,10 @@ struct Interactive {
     }
 
     /// What a too-small terminal shows: its size, what is needed, and the ways out.
-    static func tooSmall(columns: Int, rows: Int) -> [String] {
+    static func tooSmall(columns: Int, rows: Int, panel: (width: Int, height: Int) = (128, 64)) -> [String] {
         let words = [
-            "bikesim: this terminal is \(columns)×\(rows);", "the panel needs at least",
-            TerminalRendering.requirements() + ".", "Enlarge the window (or the font smaller);",
+            "bikesim: this terminal is \(columns)×\(rows);", "the \(panel.width)×\(panel.height) panel needs at least",
+            TerminalRendering.requirements(width: panel.width, height: panel.height) + ".", "Enlarge the window (or the font smaller);",
             "it redraws at once.", "q quits."
         ]
         // Wrapped to the width by hand, so even a tiny terminal shows whole words.

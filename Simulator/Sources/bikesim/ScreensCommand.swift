@@ -46,18 +46,21 @@ struct ScreensCommand: ParsableCommand {
         if mkdir(out, 0o755) != 0 && errno != EEXIST {
             throw ValidationError("cannot create \(out): \(SystemError.current("mkdir", out).message)")
         }
-        var panels: [Int: EmulatedPanel] = [:]
+        var panels: [String: EmulatedPanel] = [:]
         for entry in ScreenCatalogue.entries() {
-            var panel = panels[entry.height] ?? EmulatedPanel(panel: PanelConfiguration(height: entry.height))
+            let key = "\(entry.width)x\(entry.height)"
+            var panel = panels[key] ?? entry.emulatedPanel()
             let image = panel.show(entry.model)
-            panels[entry.height] = panel
-            try write(ImageEncoding.png(image, scale: scale), to: "\(out)/\(entry.name).png")
+            panels[key] = panel
+            // The large panel's pictures at half the scale: about the same size on the page.
+            let s = entry.width > 128 ? max(1, scale / 2) : scale
+            try write(ImageEncoding.png(image, scale: s), to: "\(out)/\(entry.name).png")
             if pbm { try write(ImageEncoding.pbm(image), to: "\(out)/\(entry.name).pbm") }
             print("\(out)/\(entry.name).png  \(entry.caption)")
         }
         if let markdown { try write(Array(gallery(markdownPath: markdown).utf8), to: markdown) }
         if let demo, let entry = ScreenCatalogue.entries().first(where: { $0.name == "running-1" }) {
-            var panel = EmulatedPanel(panel: PanelConfiguration(height: entry.height))
+            var panel = entry.emulatedPanel()
             try write(ImageEncoding.png(panel.show(entry.model), scale: 4), to: demo)
             print("\(demo)  the demo's running page (README)")
         }
@@ -72,12 +75,15 @@ struct ScreensCommand: ParsableCommand {
         var md = """
         # Screens
 
-        Every screen and alert overlay of the bike computer, as the panel shows it. Each picture is
+        Every screen and alert overlay of the bike computer, as each panel shows it: the 128x64 OLED
+        (the default), the 0.91" 128x32 OLED and the 2.7" 400x240 memory LCD. Each picture is
         rendered by the real code path: `ScreenRenderer` draws the app core's `ScreenModel` into a
-        framebuffer, `DisplayDriver` turns the changed pages into SSD1306 I²C transactions, and
-        `SSD1306Emulator` interprets that byte stream into the panel image (\(scale)x scale, 1-bit PNG).
-        The same screens are the golden images of `Tests/DisplayTests` (PBM files in
-        `Tests/DisplayTests/Goldens/`), so a changed pixel fails the tests.
+        framebuffer, `DisplayDriver` turns the changed pages into SSD1306 I²C transactions (the
+        memory LCD: `SharpMemoryDriver`, its changed lines as SPI transactions), and
+        `SSD1306Emulator` (`SharpMemoryEmulator`) interprets that byte stream into the panel image
+        (\(scale)x scale for the OLEDs, \(max(1, scale / 2))x for the 400x240 panel; 1-bit PNG).
+        The same screens at the three sizes are the golden images of `Tests/DisplayTests` (PBM files
+        in `Tests/DisplayTests/Goldens/`), so a changed pixel fails the tests.
 
         Regenerate the pictures and this page:
 
@@ -93,10 +99,15 @@ struct ScreensCommand: ParsableCommand {
         ```
 
         A metric with no live data shows `--` (never the last value, never 0); the timer is shown on
-        every running page. Running pages are lists of fields (`PageLayout` in
-        `Sources/Screens/Layout.swift`): content, frame, value size and label placement. A value
-        that does not fit its frame is drawn one font size smaller. The dots at the right edge show
-        which data page is on screen.
+        every running page. Each running page is described once for every panel (`PageDesign` in
+        `Sources/Screens/PageDesign.swift`, the pages in `RunningPages` and `PositionPages`): rows of
+        fields (content, value size, caption placement) or a graphic, each row and field shown on
+        the size classes it names (compact 128x32, regular 128x64 and 128x128, large 400x240),
+        laid out from the panel's size and fonts (`PanelGeometry`). The 400x240 panel shows more
+        fields at once (averages, NP, the lap's figures) and a row of fields under the map. A value
+        that does not fit its frame is drawn a font size smaller (a caption beside it gives way to
+        its short form first); nothing is drawn outside its field or the panel
+        (`LayoutPropertyTests`). The dots at the right edge show which data page is on screen.
 
         The summary ends with chart pages (`SummaryChartView` in `Sources/Screens/SummaryChart.swift`):
         speed, heart rate and power over the ride's timer time, drawn from the ride's interval table
@@ -112,7 +123,7 @@ struct ScreensCommand: ParsableCommand {
         let sections = [("Idle", "idle"), ("Countdown", "countdown"), ("Running", "running"), ("Paused", "paused"),
                         ("Summary", "summary"), ("Discard confirmation", "confirm"), ("Alert overlays", "alert"), ("Companion pairing", "pairing"),
                         ("Sensors (finding and pairing)", "sensors"), ("Navigation: following a course (docs/navigation.md)", "nav"),
-                        ("Courses (choosing one)", "courses"), ("128x32 panel", "small")]
+                        ("Courses (choosing one)", "courses"), ("128x32 panel", "small"), ("400x240 memory LCD", "large")]
         let entries = ScreenCatalogue.entries()
         for (title, prefix) in sections {
             md += "## \(title)\n\n"

@@ -73,15 +73,25 @@ struct Ride: ParsableCommand {
     @Option(name: .customLong("frame-file"), help: ArgumentHelp("Interactive: after every redraw, write the panel image drawn as a plain PBM to PATH (for tests that compare the terminal with the emulator).", visibility: .hidden))
     var frameFile: String?
 
+    @Option(help: ArgumentHelp("The board's config file (as /etc/bikecomputer/config.toml): the rider's panel, zones, FTP, wheel, training and averaging settings for this run or replay (the sensors stay the scenario's). Checked as `bikecomputer config check` does.", valueName: "FILE"))
+    var config: String?
+
+    @Option(help: ArgumentHelp("The panel: \(RiderSettings.panelNames) (overrides the config file's [display]).", valueName: "NAME"))
+    var panel: String?
+
     func validate() throws {
         if let speed, !(speed > 0) { throw ValidationError("--speed must be a positive number, e.g. --speed 10") }
         if headless && out == nil { throw ValidationError("--headless needs --out DIR for summary.json and the ride files") }
         if replay != nil && !headless { throw ValidationError("--replay runs headless: add --headless --out DIR") }
         if replay != nil && scenario != nil { throw ValidationError("use either --replay or --scenario, not both") }
         if render != "auto" && TerminalRendering(rawValue: render) == nil {
-            throw ValidationError("--render must be auto, halfblock or braille (got '\(render)')")
+            throw ValidationError("--render must be auto, halfblock or braille, or braille-half for a panel wider than 128 pixels (got '\(render)')")
         }
+        _ = try rider()
     }
+
+    /// `--config` and `--panel`, read and checked.
+    func rider() throws -> RiderSettings { try RiderSettings.load(config: config, panel: panel) }
 
     func run() throws {
         if let replay {
@@ -113,6 +123,7 @@ struct Ride: ParsableCommand {
         get throws {
             var o = HeadlessRun.Options(seed: seed)
             if let wallStart { o.startUnixMs = wallStart * 1000 }
+            if let wheel = try? rider().wheelCircumferenceMm { o.wheelCircumferenceMm = wheel }  // checked in validate()
             o.course = try loadCourse()
             return o
         }
@@ -151,7 +162,8 @@ struct Ride: ParsableCommand {
             print("bikesim: warning: left out \(activity.recordsOutsideActivity) records dated outside the activity (a clock glitch of the unit)")
         }
         let started = Clock.monotonicMs()
-        let run = try ReplayRun(activity: activity, storage: try makeStorage(), seed: seed, course: try loadCourse())
+        let settings = try rider()
+        let run = try ReplayRun(activity: activity, storage: try makeStorage(), configuration: settings.app, seed: seed, course: try loadCourse())
         run.run()
         guard let summary = run.summaryJSON else { throw ValidationError("the replay did not finish a ride") }
         try Files.makeDirectories(outDir)
@@ -159,7 +171,7 @@ struct Ride: ParsableCommand {
         for ride in run.archive.rides {
             try Files.writeAtomically("\(outDir)/\(ride.id).fit", try FITEncoder.encode(records: ride.records))
         }
-        print("bikesim: replayed \(activity.records.count) records of \(path) in \(Clock.monotonicMs() - started) ms; wrote \(outDir)/summary.json")
+        print("bikesim: replayed \(activity.records.count) records of \(path) in \(Clock.monotonicMs() - started) ms with the settings of \(settings.source); wrote \(outDir)/summary.json")
     }
 
     /// The simulated flash, or the journal in `--data-dir` through the board's own adapter.
@@ -187,9 +199,10 @@ struct Ride: ParsableCommand {
         let library = dataDirectory.map { RideLibrary(dataDirectory: $0, ops: BoardRideFiles()) }
         let archive: RideArchivePort = library ?? memoryArchive
         let textScreen = TextScreenRecorder(print: printScreens)
-        let display = EmulatedScreen(captureEveryChange: frames)
+        let settings = try rider()
+        let display = EmulatedScreen(captureEveryChange: frames, width: settings.panel.width, height: settings.panel.height)
         let sim = HeadlessRun(scenario: scenario, options: try options, storage: storage, archive: archive,
-                              screen: ScreenFanOut([display, textScreen]))
+                              screen: ScreenFanOut([display, textScreen]), configuration: settings.app)
         sim.onScreenshot = { name in display.capture(name) }
         let started = Clock.monotonicMs()
         var lastProgressS: Int64 = -1
@@ -227,25 +240,27 @@ struct Ride: ParsableCommand {
         }
         let wallMs = Clock.monotonicMs() - started
         let c = sim.counters
-        print("bikesim: \(TextScreen.clock(scenario.durationMs)) simulated in \(wallMs) ms; \(c.inputs) inputs, \(c.crashes) crashes, \(c.powerCuts) power cuts, \(c.recoveries) recoveries; wrote \(outDir)/summary.json")
+        print("bikesim: \(TextScreen.clock(scenario.durationMs)) simulated in \(wallMs) ms; \(c.inputs) inputs, \(c.crashes) crashes, \(c.powerCuts) power cuts, \(c.recoveries) recoveries; settings: \(settings.source), panel \(settings.panel.width)x\(settings.panel.height); wrote \(outDir)/summary.json")
     }
 
     func runInteractive(_ scenario: Scenario) throws {
         let terminal = Terminal()
+        let settings = try rider()
         guard terminal.isInteractive else {
             // Not a terminal (a pipe, CI): ride the scenario and print every screen as text.
             let textScreen = TextScreenRecorder(print: true)
             let sim = HeadlessRun(scenario: scenario, options: try options, storage: try makeStorage(),
-                                  archive: MemoryArchive(), screen: textScreen)
+                                  archive: MemoryArchive(), screen: textScreen, configuration: settings.app)
             sim.run()
             return
         }
-        let display = EmulatedScreen()
+        let display = EmulatedScreen(width: settings.panel.width, height: settings.panel.height)
         let sim = HeadlessRun(scenario: scenario, options: try options, storage: try makeStorage(), archive: MemoryArchive(),
-                              screen: display)
+                              screen: display, configuration: settings.app)
         installSignalRestore(terminal) // before raw mode: saves the rider's settings
         installResizeHandler()
-        var ui = Interactive(sim: sim, terminal: terminal, speed: speed ?? 1, rendering: TerminalRendering(rawValue: render)) {
+        var ui = Interactive(sim: sim, terminal: terminal, speed: speed ?? 1, rendering: TerminalRendering(rawValue: render),
+                             panel: settings.panel) {
             display.terminalLines($0)
         }
         if let frameFile {

@@ -6,13 +6,14 @@
 //   board-vm-checks gpio --chip /dev/gpiochipN --sim DIR --lines N --api 1|2
 //   board-vm-checks i2c --bus N --debugfs DIR [--stub-bus M]
 //   board-vm-checks streams --bus N --debugfs DIR [--seed S] [--count K]
+//   board-vm-checks memlcd --bus B --debugfs DIR [--speed HZ]   (the memlcd-sim SPI panel)
 //
 // Prints "ok <check>" or "FAIL <check>: <why>" per check, and exits 1 if any failed.
 import Glibc
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 guard let command = arguments.first else {
-    Checks.usage("a command: gpio, i2c or streams")
+    Checks.usage("a command: gpio, i2c, streams or memlcd")
 }
 arguments.removeFirst()
 let options = Options(arguments)
@@ -27,7 +28,9 @@ case "i2c":
 case "streams":
     StreamChecks(bus: options.int("bus"), debugfs: options.string("debugfs"),
                  seed: UInt64(options.optionalInt("seed") ?? 0x5EED), count: options.optionalInt("count") ?? 200).run()
+case "memlcd":
+    MemLCDChecks(bus: options.int("bus"), debugfs: options.string("debugfs"), speedHz: options.optionalInt("speed") ?? 1_000_000).run()
 default:
-    Checks.usage("gpio, i2c or streams, not \(command)")
+    Checks.usage("gpio, i2c, streams or memlcd, not \(command)")
 }
 Checks.finish()

@@ -10,8 +10,11 @@
 // timer_ms, elapsed_ms, lap_timer_ms, lap, metric.<name>=<value> (Metric descriptions:
 // speed, distance, heart_rate...), sensor.<role>=<state> (HR, PWR, SPD, CAD; not_configured,
 // searching, connected, stale, lost), storage=ok|low|full|failing, controller=ssd1306|sh1106,
-// height=64|32, contrast (the config's [display] contrast). Writes DIR/<i>.bin (the emulator's memory, 8 pages of 128 or 132 columns) and
-// prints one line per spec: i display_on charge_pump_on contrast segment_remap com_scan_remapped.
+// height=64|32, contrast (the config's [display] contrast), panel=sharp-ls027|sharp-ls013 (a
+// memory LCD: the Sharp driver into SharpMemoryEmulator). Writes DIR/<i>.bin (the emulator's
+// memory: 8 pages of 128 or 132 columns; a memory LCD's lines of width/8 bytes) and prints one
+// line per spec: i display_on charge_pump_on contrast segment_remap com_scan_remapped (a memory
+// LCD: i 1 1 0 0 0).
 import AppCore
 import Display
 import RideModel
@@ -24,6 +27,14 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
+func writeFile(_ path: String, _ bytes: [UInt8]) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    guard fd >= 0 else { fail("cannot create \(path)") }
+    let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+    guard n == bytes.count else { fail("short write to \(path)") }
+}
+
 var args = Array(CommandLine.arguments.dropFirst())
 guard args.count >= 3, args[0] == "--out" else { fail("usage: screen-oracle --out DIR SPEC...") }
 let outDirectory = args[1]
@@ -34,6 +45,7 @@ for (index, spec) in args.enumerated() {
     var controller = OLEDController.ssd1306
     var height = 64
     var contrast: UInt8 = 0xCF
+    var memoryLCD: SharpMemoryDriver.Model?
     for pair in spec.split(separator: ",") {
         let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
         guard kv.count == 2 else { fail("\(pair): expected key=value") }
@@ -70,6 +82,12 @@ for (index, spec) in args.enumerated() {
         case "controller": controller = value == "sh1106" ? .sh1106 : .ssd1306
         case "height": height = Int(int())
         case "contrast": contrast = UInt8(clamping: int())
+        case "panel":
+            switch value {
+            case "sharp-ls027": memoryLCD = .ls027b7dh01
+            case "sharp-ls013": memoryLCD = .ls013b7dh03
+            default: fail("unknown panel \(value)")
+            }
         default:
             if key.hasPrefix("metric.") {
                 let name = String(key.dropFirst(7))
@@ -86,6 +104,20 @@ for (index, spec) in args.enumerated() {
             }
         }
     }
+    if let lcd = memoryLCD {
+        var pipeline = PanelPipeline(driver: SharpMemoryDriver(model: lcd))
+        var emulator = SharpMemoryEmulator(model: lcd)
+        do {
+            try pipeline.start(bus: &emulator)
+            pipeline.show(model)
+            try pipeline.flushAll(bus: &emulator)
+        } catch {
+            fail("the emulator refused a write: \(error)")
+        }
+        writeFile("\(outDirectory)/\(index).bin", emulator.memory)
+        print("\(index) 1 1 0 0 0")
+        continue
+    }
     // As ConfigMapping.panel builds it from [display] contrast.
     let panel = PanelConfiguration(controller: controller, height: height, contrastActive: contrast, contrastIdle: min(contrast, 0x10))
     var pipeline = DisplayPipeline(panel: panel)
@@ -98,11 +130,6 @@ for (index, spec) in args.enumerated() {
     } catch {
         fail("the emulator refused a write: \(error)")
     }
-    let path = "\(outDirectory)/\(index).bin"
-    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    guard fd >= 0 else { fail("cannot create \(path)") }
-    let n = emulator.memory.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    close(fd)
-    guard n == emulator.memory.count else { fail("short write to \(path)") }
+    writeFile("\(outDirectory)/\(index).bin", emulator.memory)
     print("\(index) \(emulator.displayOn ? 1 : 0) \(emulator.chargePumpOn ? 1 : 0) \(emulator.contrast) \(emulator.segmentRemap ? 1 : 0) \(emulator.comScanRemapped ? 1 : 0)")
 }
