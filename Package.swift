@@ -47,13 +47,15 @@ let package = Package(
         .target(name: "CourseImport", dependencies: ["Navigation", "Positioning", "RideFiles"], swiftSettings: swift6),
         .target(name: "Journal", dependencies: ["RideModel"], swiftSettings: swift6),
         .target(name: "RideFiles", dependencies: ["RideModel"], swiftSettings: swift6),
-        .target(name: "AppCore", dependencies: ["Navigation", "Positioning", "RideModel", "Training"], swiftSettings: swift6),
-        .target(name: "Screens", dependencies: ["AppCore", "Display", "Navigation", "Positioning", "RideModel"], swiftSettings: swift6),
+        // The unit's own battery: fuel-gauge registers, charge, drain, alert levels (docs/power.md).
+        .target(name: "Battery", swiftSettings: swift6),
+        .target(name: "AppCore", dependencies: ["Battery", "Navigation", "Positioning", "RideModel", "Training"], swiftSettings: swift6),
+        .target(name: "Screens", dependencies: ["AppCore", "Battery", "Display", "Navigation", "Positioning", "RideModel"], swiftSettings: swift6),
         .target(name: "Configuration", swiftSettings: swift6),
         // The control socket's language (protocol, stream, status, JSON): what `ctl` and the
         // companion link instead of the device stack.
-        .target(name: "Control", dependencies: ["AppCore", "RideModel", "Training"], swiftSettings: swift6),
-        .target(name: "Device", dependencies: ["AppCore", "Configuration", "Control", "Display", "Journal", "Navigation", "Positioning", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
+        .target(name: "Control", dependencies: ["AppCore", "Battery", "RideModel", "Training"], swiftSettings: swift6),
+        .target(name: "Device", dependencies: ["AppCore", "Battery", "Configuration", "Control", "Display", "Journal", "Navigation", "Positioning", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
 
         // MARK: Board layer (Linux)
         .target(name: "CBoardShims", path: "Sources/CBoardShims"),
@@ -72,10 +74,10 @@ let package = Package(
         // The board's wiring: the runtime on any `EventLoop` with the bridge, buttons, display,
         // buzzer, control socket and companion link as components (`bikecomputer run` puts it on
         // epoll; BoardWiringTests run it on ManualEventLoop).
-        .target(name: "BoardWiring", dependencies: ["AppCore", "BoardHardware", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "Positioning", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
+        .target(name: "BoardWiring", dependencies: ["AppCore", "Battery", "BoardHardware", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "Positioning", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
 
         // The simulator's library: synthetic rides, scenarios, simulated adapters, headless runner.
-        .target(name: "Simulation", dependencies: ["AppCore", "Control", "Device", "Display", "Journal", "Navigation", "Positioning", "RideFiles", "RideModel", "Screens", "Sensors",
+        .target(name: "Simulation", dependencies: ["AppCore", "Battery", "Control", "Device", "Display", "Journal", "Navigation", "Positioning", "RideFiles", "RideModel", "Screens", "Sensors",
                                                    .product(name: "RealModule", package: "swift-numerics")],
                 path: "Simulator/Sources/Simulation", swiftSettings: swift6),
 
@@ -83,7 +85,7 @@ let package = Package(
         .executableTarget(
             name: "bikecomputer",
             dependencies: [
-                "AppCore", "BoardHardware", "BoardIO", "BoardWiring", "Configuration", "Control", "CourseImport", "Device", "DeviceAdapters",
+                "AppCore", "Battery", "BoardHardware", "BoardIO", "BoardWiring", "Configuration", "Control", "CourseImport", "Device", "DeviceAdapters",
                 "Journal", "Navigation", "Positioning", "RideFiles", "RideModel", "Sensors", "Training",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -122,10 +124,11 @@ let package = Package(
         // MARK: Tests (each in the target of the module it tests)
         // What every test target shares (the seeded generator of the randomized tests).
         .target(name: "TestSupport", dependencies: ["RideModel"], path: "Tests/TestSupport", swiftSettings: swift6),
+        .testTarget(name: "BatteryTests", dependencies: ["Battery"], swiftSettings: swift6),
         .testTarget(name: "PositioningTests", dependencies: ["TestSupport", "Positioning", "RideModel", "RideFiles"], swiftSettings: swift6),
         .testTarget(name: "NavigationTests", dependencies: ["TestSupport", "CourseImport", "Navigation", "RideFiles"], swiftSettings: swift6),
         .testTarget(name: "RideModelTests", dependencies: ["TestSupport", "RideModel"], swiftSettings: swift6),
-        .testTarget(name: "AppCoreTests", dependencies: ["TestSupport", "AppCore", "Control", "Navigation", "Positioning", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
+        .testTarget(name: "AppCoreTests", dependencies: ["TestSupport", "AppCore", "Battery", "Control", "Navigation", "Positioning", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
         .testTarget(name: "TrainingTests", dependencies: ["TestSupport", "Training", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "SensorsTests", dependencies: ["Positioning", "TestSupport", "Sensors", "RideModel"], exclude: ["Corpus"], swiftSettings: swift6),
         // The display and the screens drawn on it (goldens: Tests/DisplayTests/Goldens).
@@ -142,10 +145,10 @@ let package = Package(
         .executableTarget(name: "screen-oracle", dependencies: ["AppCore", "Display", "RideModel", "Screens"], path: "Tests/vm/ScreenOracle", swiftSettings: swift6),
         // A process the board tests signal and run as another user (Tests/BoardTestHelper).
         .executableTarget(name: "board-test-helper", dependencies: ["BoardIO"], path: "Tests/BoardTestHelper", swiftSettings: swift6),
-        .testTarget(name: "DeviceTests", dependencies: ["TestSupport", "AppCore", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "Navigation", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
+        .testTarget(name: "DeviceTests", dependencies: ["TestSupport", "AppCore", "Battery", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "Navigation", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
         // The board's wiring in process, on ManualEventLoop (ticks, deadlines, flush steps,
         // buttons, the control socket and status), and its display screen.
-        .testTarget(name: "BoardWiringTests", dependencies: ["AppCore", "BoardHardware", "BoardIO", "BoardWiring", "Configuration", "Control", "Device", "Display", "Journal", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
+        .testTarget(name: "BoardWiringTests", dependencies: ["AppCore", "Battery", "BoardHardware", "BoardIO", "BoardWiring", "Configuration", "Control", "Device", "Display", "Journal", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
         // The control stream's socket side and the companion. swift-configuration (in
         // hummingbird's package graph) also names a module Configuration: aliased here so it does
         // not clash with ours (SwiftPM needs one product dependency that names the alias).

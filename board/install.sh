@@ -12,6 +12,7 @@
 #   app's bridge socket, and in plugdev/bluetooth for the radios), /opt/bikebridge with a venv
 #   of board/bridge/requirements-board.txt (from PyPI, or offline from --bridge-wheels DIR), and
 #   its unit; its sensors are the config's [[sensor]] tables (more options: /etc/default/bikebridge)
+# - the power-off path unit (the app asks for a clean power-off at a critical battery)
 # - with --boot-config: the I2C/button lines appended once to the boot config.txt
 # Run it again after an update: it only replaces the binaries and the units.
 #
@@ -127,7 +128,7 @@ install_device() {
     fi
     /usr/local/bin/bikecomputer config check /etc/bikecomputer/config.toml >/dev/null
     install -d -m 0755 "$doc_dir"
-    for doc in board.md config.md companion.md; do
+    for doc in board.md config.md companion.md power.md; do
         if [ -f "$here/../docs/$doc" ]; then install -m 0644 "$here/../docs/$doc" "$doc_dir/$doc"; fi
     done
     echo "* systemd unit bikecomputer.service"
@@ -196,6 +197,17 @@ install_bridge() {
     systemctl enable bikebridge.service
 }
 
+# The clean power-off without root (docs/power.md): the app writes /run/bikecomputer/power-off
+# when the battery is empty or the power button is held; this path unit (root, PID 1) sees it
+# and powers the board off. The app gets no privilege for it.
+install_power() {
+    echo "* power: bikecomputer-poweroff.path and bikecomputer-poweroff.service (the app asks for a clean power-off)"
+    install_unit bikecomputer-poweroff.path
+    install_unit bikecomputer-poweroff.service
+    systemctl daemon-reload
+    systemctl enable bikecomputer-poweroff.path
+}
+
 install_boot_config() {
     [ "$boot_config" = yes ] || return 0
     cfg=/boot/firmware/config.txt
@@ -220,6 +232,7 @@ main() {
     install_device
     install_companion
     install_bridge
+    install_power
     install_boot_config
     echo "done: reboot (boot config), then 'systemctl start bikecomputer' and 'bikecomputer ctl status'"
 }

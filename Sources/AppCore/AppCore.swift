@@ -4,6 +4,7 @@
 // comes in with every input.
 //
 // Must not import: Foundation, Glibc, Sensors, Journal, RideFiles, Display, Screens, Configuration, Control, Device, BoardIO, BoardHardware, BoardWiring, DeviceAdapters, Simulation.
+import Battery
 import Navigation
 import Positioning
 import RideModel
@@ -40,6 +41,11 @@ public struct AppConfiguration: Sendable, Hashable {
     /// Target zones, auto-pause, auto-lap (all off by default). Control commands can change
     /// them for one ride; the ride's zones come from `ride` (the preferred zones).
     public var training: TrainingSettings
+    /// The unit's battery gauge and its levels (docs/power.md); disabled by default.
+    public var battery: BatterySettings
+    /// Held this long, the power button powers the unit off (a longer hold than `longPressMs`:
+    /// it must not happen by accident).
+    public var powerOffHoldMs: Int64
 
     public init(ride: RideSettings = RideSettings(),
                 countdownSeconds: Int = 3,
@@ -56,7 +62,9 @@ public struct AppConfiguration: Sendable, Hashable {
                 recordPowerSeries: Bool = true,
                 activity: String = "cycling",
                 outboxCapacity: Int = 256,
-                training: TrainingSettings = TrainingSettings()) {
+                training: TrainingSettings = TrainingSettings(),
+                battery: BatterySettings = BatterySettings(),
+                powerOffHoldMs: Int64 = 3_000) {
         self.ride = ride
         self.countdownSeconds = countdownSeconds
         self.longPressMs = longPressMs
@@ -77,6 +85,8 @@ public struct AppConfiguration: Sendable, Hashable {
         self.activity = activity
         self.outboxCapacity = outboxCapacity
         self.training = training
+        self.battery = battery
+        self.powerOffHoldMs = powerOffHoldMs
     }
 }
 
@@ -154,6 +164,11 @@ public struct AppCore: Sendable {
     var navigation = NavigationCore()
     /// Ride instants = device instants + this (non-zero after recovery from a crash).
     public internal(set) var instantOffsetMs: Int64 = 0
+    /// The unit's battery (nil: no gauge configured), docs/power.md.
+    public internal(set) var battery: BatteryMonitor?
+    /// Phone times accepted and refused (`ControlCommand.phoneTime`).
+    public internal(set) var phoneTimesAccepted: UInt64 = 0
+    public internal(set) var phoneTimesRefused: UInt64 = 0
 
     public init(configuration: AppConfiguration = AppConfiguration(), randomSeed: UInt64) {
         self.configuration = configuration
@@ -165,6 +180,10 @@ public struct AppCore: Sendable {
         training = configuration.training
         screen.runningPageCount = configuration.runningPageCount
         screen.sensors = sensorStates
+        if configuration.battery.enabled {
+            battery = BatteryMonitor(settings: configuration.battery)
+            screen.battery = BatteryStatus()
+        }
     }
 
     // MARK: Effects
@@ -222,6 +241,7 @@ public struct AppCore: Sendable {
         case .rideFile(let id, let durable, _): handleRideFile(id, durable: durable, at: now)
         case .sensors(let u, _): handleSensorsUpdate(u, at: now)
         case .courses(let u, _): handleCoursesUpdate(u, at: now)
+        case .battery(let r, _): handleBattery(r, at: now)
         }
         refreshScreen(at: now)
         assert(brokenInvariant == nil, "after \(input): \(brokenInvariant ?? "")")
@@ -241,8 +261,8 @@ public struct AppCore: Sendable {
             consider(c.advanced(byMs: Int64(elapsed + 1) * 1000))
         }
         consider(nextRecordInstant)
-        for h in holds where !h.longPressFired && !h.actedOnDown {
-            if let down = h.downAt { consider(down.advanced(byMs: configuration.longPressMs)) }
+        for (i, h) in holds.enumerated() where !h.longPressFired && !h.actedOnDown {
+            if let down = h.downAt { consider(down.advanced(byMs: longPressMs(Button.allCases[i]))) }
         }
         consider(overlayUntil)
         return d.map { $0.advanced(byMs: -instantOffsetMs) }
@@ -266,6 +286,7 @@ public struct AppCore: Sendable {
         switch (b, lifecycle.state) {
         case (.startPause, .paused): true
         case (.lap, .ended): screen.mode != .confirmDiscard
+        case (.power, _): true
         default: false
         }
     }
@@ -291,7 +312,7 @@ public struct AppCore: Sendable {
             guard let down = holds[i].downAt else { return }
             holds[i].downAt = nil
             if holds[i].longPressFired || holds[i].actedOnDown { return }
-            if now.milliseconds(since: down) >= configuration.longPressMs { longPress(b, at: now) } else { shortPress(b, at: now) }
+            if now.milliseconds(since: down) >= longPressMs(b) { longPress(b, at: now) } else { shortPress(b, at: now) }
         }
     }
 
@@ -299,9 +320,9 @@ public struct AppCore: Sendable {
         for b in Button.allCases {
             let i = Int(b.rawValue)
             guard let down = holds[i].downAt, !holds[i].longPressFired, !holds[i].actedOnDown,
-                  now.milliseconds(since: down) >= configuration.longPressMs else { continue }
+                  now.milliseconds(since: down) >= longPressMs(b) else { continue }
             holds[i].longPressFired = true
-            longPress(b, at: down.advanced(byMs: configuration.longPressMs))
+            longPress(b, at: down.advanced(byMs: longPressMs(b)))
         }
     }
 
@@ -338,6 +359,7 @@ public struct AppCore: Sendable {
         switch (b, lifecycle.state) {
         case (.startPause, .paused): end(saving: true, at: now)
         case (.lap, .ended): screen.mode = .confirmDiscard
+        case (.power, _): powerOff(.powerButton, at: now)
         default: shortPress(b, at: now)
         }
     }
@@ -380,6 +402,8 @@ public struct AppCore: Sendable {
         case .loadCourse(let course): return loadCourse(course, at: now)
         case .clearCourse: return clearCourse(at: now)
         case .courseStatus: return courseStatus()
+        case .phoneTime(let unixMs):
+            return phoneTime(unixMs, at: now)
         }
     }
 
@@ -437,6 +461,7 @@ public struct AppCore: Sendable {
 
     @discardableResult
     mutating func prepare(at now: MonotonicInstant) -> ActionOutcome {
+        if let reason = screen.poweringOff { return .refused("the unit is powering off (\(reason)): no new ride") }
         if lifecycle.state == .ended { _ = transition(.dismiss, at: now) }
         if let refusal = transition(.prepare, at: now) { return refusal }
         closeSensors(at: now)
@@ -490,6 +515,7 @@ public struct AppCore: Sendable {
         autoLapCarryM = 0
         trainingDidStart(at: start)
         navigationDidStartRide(at: start)
+        journalBattery(DeviceBattery.atStartKey)
         journal(.event(RideEvent(.start, at: start)))
         emit(.syncJournal)
         alertLowSensorBattery(at: start)
@@ -550,6 +576,7 @@ public struct AppCore: Sendable {
     mutating func end(saving: Bool, at now: MonotonicInstant) -> ActionOutcome {
         if let refusal = transition(.stop, at: now, event: .stop) { return refusal }
         let wasRunning = builder?.isRunning ?? false
+        journalBattery(DeviceBattery.atEndKey)
         applyChecked { b throws(BuilderRejection) in try b.stop(at: now) }
         autoPause.didStop()
         journal(.event(RideEvent(.stop, at: now)))
@@ -821,6 +848,7 @@ public struct AppCore: Sendable {
             if screen.mode != .confirmDiscard { screen.mode = .summary(page: summaryPage) }
         }
         screen.recovered = recovered
+        if let b = battery { screen.battery = b.status(atMs: now.milliseconds) }
         guard let b = builder, lifecycle.state == .running || lifecycle.state == .paused else {
             for m in 0..<Metric.countMax { screen.metrics[m] = nil }
             screen.heartRateZoneCount = 0

@@ -91,6 +91,8 @@ public struct CoursesMenu: Sendable, Hashable {
         case (.course, .lap):
             page = .list
             return .none
+        case (_, .power):
+            return .none // the power button acts on its long press only
         }
     }
 

@@ -34,6 +34,12 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
     case climbStart(number: Int, count: Int, lengthM: Int, gradeTenths: Int)
     /// The end of the course.
     case courseFinished
+    /// The unit's own battery fell to a warning level (`BatterySettings.lowPercent`, `veryLowPercent`).
+    case lowBattery(percent: Int)
+    /// The unit's battery is at the critical level: the ride is paused and saved, the unit powers off.
+    case batteryEmpty
+    /// The unit powers off (the battery, or the power button held).
+    case poweringOff(PowerOffReason)
     /// The sensor bridge cannot read the config file (a pairing or an edit made one it cannot
     /// read): it keeps the sensors it had. `line` 0: it cannot tell where.
     case sensorConfigUnreadable(line: Int)
@@ -61,6 +67,9 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
         case .cue(let t, let stage, let d, let name): "\(t.word)\(stage == .now ? " NOW" : " \(d) M")\(name.isEmpty ? "" : " " + name)"
         case .climbStart(let n, let count, let l, let g): "CLIMB \(n)/\(count) \(l) M \(g / 10).\(g % 10)%"
         case .courseFinished: "COURSE DONE"
+        case .lowBattery(let p): "BATTERY \(p)%"
+        case .batteryEmpty: "BATTERY EMPTY"
+        case .poweringOff: "POWERING OFF"
         case .sensorConfigUnreadable(let line): line > 0 ? "CONFIG ERR LINE \(line)" : "SENSOR CONFIG ERR"
         }
     }
@@ -68,7 +77,7 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
     /// Whether a buzzer/LED line should pulse for it.
     public var sounds: Bool {
         switch self {
-        case .sensorLost, .zoneDrift, .storageFull, .storageError, .rideNotSaved, .lowSensorBattery, .offCourse, .wrongWay: true
+        case .sensorLost, .zoneDrift, .storageFull, .storageError, .rideNotSaved, .lowSensorBattery, .lowBattery, .batteryEmpty, .offCourse, .wrongWay: true
         // The approach beep and the beep at the turn (the first word is silent).
         case .cue(_, let stage, _, _): stage == .approach || stage == .now
         default: false
@@ -121,6 +130,24 @@ public enum AppEffect: Sendable, Hashable {
     /// The rider cleared a companion's pairing code with a button: the companion cancels it
     /// (the control stream's `pairing` line).
     case pairingCodeDismissed
+    /// Power the board off cleanly (docs/power.md): the ride was paused and its records synced
+    /// (`syncJournal` came first); the device makes them durable, then asks the system.
+    case powerOff(PowerOffReason)
+}
+
+/// Why the unit powers off by itself.
+public enum PowerOffReason: UInt8, Sendable, Hashable, CustomStringConvertible {
+    /// The battery reached `BatterySettings.criticalPercent`.
+    case batteryCritical = 0
+    /// The power button was held (`AppConfiguration.powerOffHoldMs`), or the battery board's.
+    case powerButton = 1
+
+    public var description: String {
+        switch self {
+        case .batteryCritical: "battery critical"
+        case .powerButton: "power button"
+        }
+    }
 }
 
 /// What the Sensors screen asks of the device (`AppEffect.sensors`).

@@ -1,3 +1,4 @@
+import Battery
 import Navigation
 import RideModel
 import Training
@@ -7,12 +8,16 @@ public enum Button: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvert
     case startPause = 0
     case lap = 1
     case page = 2
+    /// A power button (`[buttons] power_pin`): held `AppConfiguration.powerOffHoldMs`, the ride
+    /// is paused and made durable and the unit powers off (docs/power.md).
+    case power = 3
 
     public var description: String {
         switch self {
         case .startPause: "start"
         case .lap: "lap"
         case .page: "page"
+        case .power: "power"
         }
     }
 }
@@ -73,6 +78,9 @@ public enum ControlCommand: Sendable, Hashable {
     case clearCourse
     /// Where the rider is on the course, in words.
     case courseStatus
+    /// A paired phone's time (the companion page sends it when it opens): dates the ride while
+    /// the unit's clock is not trusted, never over a trusted one (docs/power.md, "Time from the phone").
+    case phoneTime(unixMs: Int64)
 }
 
 /// The companion's pairing code, one rule for every layer: exactly six decimal digits (the
@@ -117,6 +125,8 @@ public enum AppInput: Sendable, Hashable {
     case sensors(SensorsUpdate, at: MonotonicInstant)
     /// The device's answer to the Courses screen (or to a recovered ride's course).
     case courses(CoursesUpdate, at: MonotonicInstant)
+    /// A fuel gauge's reading (nil: the gauge could not be read this time), docs/power.md.
+    case battery(BatteryReading?, at: MonotonicInstant)
 
     /// A live decoded value (`.sensor(.sample(s))`).
     public static func sample(_ s: Sample) -> AppInput { .sensor(.sample(s)) }
@@ -130,6 +140,7 @@ public enum AppInput: Sendable, Hashable {
         case .sensor(let e): e.instant
         case .tick(let t), .command(_, let t), .wallClock(_, let t), .storage(_, let t), .sensors(_, let t), .rideFile(_, _, let t),
              .courses(_, let t): t
+        case .battery(_, let t): t
         }
     }
 }

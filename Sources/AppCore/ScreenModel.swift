@@ -1,3 +1,4 @@
+import Battery
 import Navigation
 import Positioning
 import RideModel
@@ -152,6 +153,10 @@ public struct ScreenModel: Sendable, Hashable {
     public var navigation = NavigationView()
     /// The Courses screen's rows and selection (shown in mode `.courses`).
     public var coursesMenu = CoursesMenu()
+    /// The unit's own battery (nil: no gauge configured): idle and the running pages' status.
+    public var battery: BatteryStatus?
+    /// The unit is powering off (the battery, the power button): shown over everything.
+    public var poweringOff: PowerOffReason?
 
     public init() {}
 

@@ -180,6 +180,8 @@ public struct SensorsMenu: Sendable, Hashable {
             guard cursor < found.count else { return .nothing }
             let f = found[cursor]
             return .pair(id: f.id, kind: f.kind, name: f.name)
+        case (.list, .power), (.found, .power):
+            return .nothing // the power button acts on its long press only
         case (.found, .startPause):
             page = .list
             cursor = paired.count

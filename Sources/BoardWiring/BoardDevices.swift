@@ -23,6 +23,9 @@ public struct BoardDevices {
     public var barometer: (any BarometerUnit)? = nil
     public var barometerState = "disabled ([barometer] enabled = false)"
     public var barometerErrors: UInt64 = 0
+    /// The battery's fuel gauge (`[battery]`): how to open it (nil: none configured) and where.
+    public var batteryOpen: BatteryComponent.Opener? = nil
+    public var batteryWhere = ""
 
     public init(display: (any DisplayUnit)? = nil, displayState: String = "disabled (--no-display)",
                 buttons: (any ButtonLines)? = nil, buttonsState: String = "disabled (--no-buttons)", buttonsErrors: UInt64 = 0,
@@ -61,6 +64,11 @@ public struct BoardDevices {
             d.displayState = "ok (/dev/i2c-\(config.display.bus) 0x\(String(config.display.address, radix: 16)))"
         }
         openPositioning(config: config, into: &d, log: log)
+        if config.battery.enabled {
+            let path = "/dev/i2c-\(config.battery.bus)", address = UInt8(config.battery.effectiveAddress)
+            d.batteryWhere = "\(path) 0x\(String(address, radix: 16))"
+            d.batteryOpen = { () throws(I2CDeviceError) -> any BatteryGaugeUnit in try I2CRegisterDevice(path: path, address: address) }
+        }
         guard buttons else { return d }
         let c = config.buttons
         if let pin = c.buzzerPin {

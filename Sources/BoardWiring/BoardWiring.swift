@@ -66,6 +66,10 @@ public final class BoardWiring {
         /// The ride files' own status fields (`BoardRideFiles`: how they are synced, what a
         /// background write costs a turn), written into `status`'s `ride_files`.
         public var rideFilesStatus: ((inout JSONWriter) -> Void)?
+        /// Where a power-off is asked for (the request file on the board; nil: nowhere).
+        public var powerPort: PowerPort?
+        /// CLOCK_MONOTONIC ms when the process started (boot to ride-ready, `status` → `boot`).
+        public var processStartMs: Int64?
         /// The ride files' completion eventfd and what takes its completions
         /// (`BoardRideFiles.completionDescriptor`, `collectCompletions`): in the epoll set, a
         /// ride-file step waiting for the card runs when the card answers, never polled.
@@ -92,10 +96,12 @@ public final class BoardWiring {
     public let gps: GpsComponent
     public let barometer: BarometerComponent
     public let sensors: SensorsComponent
+    /// The battery's fuel gauge (docs/power.md).
+    public let battery: BatteryComponent
     /// The journal's background syncs (the io_uring completion eventfd), issue 17 item 6.
     public let journalSync: JournalSyncComponent
     /// Every component, in start order.
-    public var components: [BoardComponent] { [display, buzzer, bridge, buttons, control, companion, gps, barometer, sensors, journalSync] }
+    public var components: [BoardComponent] { [display, buzzer, bridge, buttons, control, companion, gps, barometer, sensors, journalSync, battery] }
     let rideFlag: RideActiveFlag?
     public let startMs: Int64
     public private(set) var recoveredRide: RideID?
@@ -153,6 +159,8 @@ public final class BoardWiring {
         barometer = BarometerComponent(devices.barometer, state: devices.barometerState, errors: devices.barometerErrors, log: self.log)
         sensors = SensorsComponent(configPath: options.configPath, initial: options.config, log: self.log)
         journalSync = JournalSyncComponent(journal: opened.journal)
+        battery = BatteryComponent(settings: settings.app.battery, where: devices.batteryWhere, open: devices.batteryOpen, log: self.log)
+        runtime.powerPort = options.powerPort
         if options.measureLatencyMs != nil { latency = LatencyRecorder() }
         try startComponents()
     }
@@ -339,6 +347,7 @@ public final class BoardWiring {
         w.string("last_error", runtime.lastRideFileError)
         options.rideFilesStatus?(&w)
         w.endObject()
+        writeBootStamps(into: &w)
         w.string("journal_disabled", journal.disabledReason)
         // Control replies held until their state change was durable, and those sent without.
         w.int("control_replies_delayed", Int64(clamping: runtime.repliesDelayedForDurability))

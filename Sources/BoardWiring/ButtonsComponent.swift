@@ -34,6 +34,9 @@ public final class ButtonsComponent: BoardComponent {
     /// The levels read when the lines were opened (a button held at boot gives no press until it
     /// is released): the runtime's debouncer starts from them.
     public private(set) var initiallyPressed: [Button: Bool] = [:]
+    /// CLOCK_MONOTONIC ms (since the kernel started) when the lines were in the loop: a press
+    /// from then on is taken (boot to ride-ready, docs/power.md).
+    public private(set) var readyAtMs: Int64?
 
     /// `lines` nil: no buttons (disabled, or opening failed: `state` and `errors` say which).
     public init(_ lines: (any ButtonLines)?, lines map: [(button: Button, offset: UInt32)], state: String, errors: UInt64 = 0, log: LogPort) {
@@ -52,6 +55,7 @@ public final class ButtonsComponent: BoardComponent {
         guard let lines else { return }
         do {
             try lines.attach(to: board.loop) { [unowned self] index, active, timestampNs in self.edge(index, active, timestampNs) }
+            readyAtMs = MonotonicClock.nowMs
         } catch {
             hardwareErrors += 1
             state = "failed: \(error)"

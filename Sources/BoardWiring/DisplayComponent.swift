@@ -93,6 +93,8 @@ public final class DisplayComponent: BoardComponent {
 
     /// Flush steps scheduled so far (tests).
     public private(set) var flushSteps: UInt64 = 0
+    /// CLOCK_MONOTONIC ms (since the kernel started) when the first screen was wholly sent.
+    public private(set) var firstFrameAtMs: Int64?
 
     /// One page per loop turn: the first step runs in the turn that queued the pages, the rest
     /// in the following turns (a timer 1 ms ahead never fires in the current turn).
@@ -109,6 +111,8 @@ public final class DisplayComponent: BoardComponent {
         guard let unit, let board else { return }
         flushSteps &+= 1
         unit.flushStep(at: board.now)
+        // Boot to ride-ready (docs/power.md): when the first drawn screen was wholly on the panel.
+        if firstFrameAtMs == nil, !unit.hasPendingPages, unit.isAnswering { firstFrameAtMs = MonotonicClock.nowMs }
         if unit.hasPendingPages {
             flushTimer = board.loop.scheduleTimer("display.flush", atMs: board.loop.nowMs + 1, periodMs: nil, flushHandler)
         }

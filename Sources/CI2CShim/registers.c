@@ -37,3 +37,12 @@ int ci2c_read_registers(int fd, uint8_t reg, uint8_t *out, uint8_t length) {
     if (r >= 0 && r < length) return -EIO; /* a short read is a failed transfer */
     return result(r);
 }
+
+int ci2c_read_word(int fd, uint8_t reg) {
+    int r;
+    do {
+        errno = 0;
+        r = i2c_smbus_read_word_data(fd, reg);
+    } while (r < 0 && (r == -EINTR || errno == EINTR));
+    return result(r);
+}

@@ -19,6 +19,8 @@ extension DeviceConfig {
         line("long_press_ms = \(buttons.longPressMs)")
         line("debounce_ms = \(buttons.debounceMs)")
         if let b = buttons.buzzerPin { line("buzzer_pin = \(b)") }
+        if let p = buttons.powerPin { line("power_pin = \(p)") }
+        line("power_off_hold_ms = \(buttons.powerOffHoldMs)")
         line("")
         line("[display]")
         line("type = \(q(display.type.rawValue))")
@@ -92,6 +94,20 @@ extension DeviceConfig {
         line("enabled = \(barometer.enabled)")
         line("bus = \(barometer.bus)")
         line("address = 0x\(String(barometer.address, radix: 16, uppercase: true))")
+        line("")
+        line("[battery]")
+        line("enabled = \(battery.enabled)")
+        line("gauge = \(q(battery.gauge.rawValue))")
+        line("bus = \(battery.bus)")
+        if let a = battery.address { line("address = 0x\(String(a, radix: 16, uppercase: true))") }
+        line("shunt_ohms = \(num(battery.shuntOhms))")
+        line("cells = \(battery.cells)")
+        line("invert_current = \(battery.invertCurrent)")
+        if let c = battery.capacityMah { line("capacity_mah = \(c)") }
+        line("low_percent = \(battery.lowPercent)")
+        line("very_low_percent = \(battery.veryLowPercent)")
+        line("critical_percent = \(battery.criticalPercent)")
+        line("power_off = \(battery.powerOff)")
         return out
     }
 }

@@ -16,6 +16,7 @@ public struct DeviceConfig: Sendable, Hashable {
     public var companion = Companion()
     public var gps = Gps()
     public var barometer = Barometer()
+    public var battery = Battery()
 
     public init() {}
 
@@ -34,6 +35,9 @@ public struct DeviceConfig: Sendable, Hashable {
         public var debounceMs = 30
         /// Buzzer or LED output line (nil: none).
         public var buzzerPin: Int? = nil
+        /// A power button's line (nil: none): held `powerOffHoldMs`, the unit powers off (docs/power.md).
+        public var powerPin: Int? = nil
+        public var powerOffHoldMs = 3_000
 
         public enum Bias: String, Sendable, Hashable, CaseIterable {
             case asIs = "as-is", pullUp = "pull-up", pullDown = "pull-down", disabled

@@ -54,7 +54,7 @@ public enum ControlProtocol {
     }
 
     public static let markerValueMax: Int64 = 1_000_000
-    public static let commandWords = "start, pause, resume, lap, end, discard, dismiss, page, marker, target, zones, autopause, autolap, course, status, help"
+    public static let commandWords = "start, pause, resume, lap, end, discard, dismiss, page, marker, target, zones, autopause, autolap, course, phone-time, status, help"
 
     static func clip(_ s: String) -> String { s.count > 32 ? String(s.prefix(32)) + "…" : s }
 
@@ -86,6 +86,7 @@ public enum ControlProtocol {
         case "autopause", "auto-pause": return parseAutoPause(Array(args))
         case "autolap", "auto-lap": return parseAutoLap(Array(args))
         case "course": return parseCourse(line)
+        case "phone-time": return parsePhoneTime(Array(args))
         default: return .failure(.unknownCommand(word))
         }
         if let extra = args.first { return .failure(.unexpectedArgument(command: word, argument: extra)) }
@@ -216,6 +217,7 @@ public enum ControlProtocol {
         case .loadCourse: "course load"
         case .clearCourse: "course clear"
         case .courseStatus: "course"
+        case .phoneTime(let ms): "phone-time \(ms)"
         }
     }
 

@@ -83,7 +83,7 @@ public final class ControlStream: RideObserver {
             default:
                 break
             }
-        case .journal, .syncJournal, .sensors, .clockTrusted, .courses:
+        case .journal, .syncJournal, .sensors, .clockTrusted, .courses, .powerOff:
             checkState(core, at: now)
         case .zoneUpdate(let z):
             checkState(core, at: now)
@@ -233,6 +233,7 @@ public final class ControlStream: RideObserver {
         w.string("overlay", s.overlay?.description)
         w.string("storage", StatusReport.word(s.storage))
         w.bool("recovered", s.recovered)
+        writeBattery(s, into: &w)
         if let sum = s.summary {
             w.beginObject("summary")
             w.string("ride_id", sum.rideID.description)

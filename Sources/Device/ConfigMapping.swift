@@ -1,4 +1,5 @@
 import AppCore
+import Battery
 import Configuration
 import Display
 import Journal
@@ -110,6 +111,8 @@ public enum ConfigMapping {
         app.cadenceAveraging = c.training.averageCadenceZeros ? .includeZeros : .excludeZeros
         app.powerAveraging = c.training.averagePowerZeros ? .includeZeros : .excludeZeros
         app.runningPageCount = runningPageCount(c)
+        app.battery = batterySettings(c)
+        app.powerOffHoldMs = Int64(c.buttons.powerOffHoldMs)
         return app
     }
 
@@ -194,12 +197,35 @@ public enum ConfigMapping {
                                   contrastActive: contrast, contrastIdle: min(contrast, 0x10))
     }
 
-    /// Pins in config order: start/pause, lap, then (optional) page.
+    /// Pins in config order: start/pause, lap, then (optional) page; then the power button's.
     public static func buttonLines(_ c: DeviceConfig) -> [(button: Button, offset: UInt32)] {
         var out: [(Button, UInt32)] = []
-        for (i, pin) in c.buttons.pins.prefix(Button.allCases.count).enumerated() {
-            out.append((Button.allCases[i], UInt32(clamping: pin)))
+        let listed: [Button] = [.startPause, .lap, .page]
+        for (i, pin) in c.buttons.pins.prefix(listed.count).enumerated() {
+            out.append((listed[i], UInt32(clamping: pin)))
         }
+        if let p = c.buttons.powerPin { out.append((.power, UInt32(clamping: p))) }
         return out
+    }
+
+    /// The `[battery]` table as the monitor's settings (docs/power.md).
+    public static func batterySettings(_ c: DeviceConfig) -> BatterySettings {
+        let b = c.battery
+        var s = BatterySettings()
+        s.enabled = b.enabled
+        s.gauge = switch b.gauge {
+        case .max17048: .max17048
+        case .ina219: .ina219
+        case .pisugar3: .pisugar3
+        }
+        s.shuntOhms = b.shuntOhms
+        s.cells = b.cells
+        s.invertCurrent = b.invertCurrent
+        s.capacityMah = b.capacityMah
+        s.lowPercent = b.lowPercent
+        s.veryLowPercent = b.veryLowPercent
+        s.criticalPercent = b.criticalPercent
+        s.powerOff = b.powerOff
+        return s
     }
 }

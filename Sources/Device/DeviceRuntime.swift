@@ -122,6 +122,10 @@ public final class DeviceRuntime {
     /// disabled journal, a card slower than `controlReplyWaitMsMax`, too many waiting).
     public private(set) var repliesDelayedForDurability: UInt64 = 0
     public private(set) var repliesNotDurable: UInt64 = 0
+    /// Where a power-off is asked for (docs/power.md); nil: nowhere (logged when needed).
+    public var powerPort: PowerPort?
+    /// A power-off the core asked for (`PowerOff.swift`).
+    var powerOffState: PowerOffState?
 
     /// - Parameters:
     ///   - sensors: the data source's pairing (the simulator's and the board's bridge sensors).
@@ -326,6 +330,7 @@ public final class DeviceRuntime {
     public func tick(at now: MonotonicInstant) {
         inputs.tick(at: now) { self.handle(.sensor($0)) }
         handle(.tick(now))
+        if powerOffState != nil { powerOffIfDue(at: now) }
     }
 
     /// The core's own deadline only (a long press, a record instant, a countdown step), without
@@ -706,6 +711,8 @@ public final class DeviceRuntime {
         case .courses(let request):
             if courseRequests.count >= Self.courseRequestsMax { courseRequests.removeFirst() }
             courseRequests.append(request)
+        case .powerOff(let reason):
+            powerOffAsked(reason, at: now)
         }
     }
 

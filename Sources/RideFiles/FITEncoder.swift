@@ -11,7 +11,8 @@ import RideModel
 public enum FITEncoder {
     // Local message types.
     static let lFileID = 0, lDevice = 1, lEvent = 2, lRecord = 3, lHRV = 4, lLap = 5, lSession = 6,
-               lActivity = 7, lHRZone = 8, lPowerZone = 9, lTimeInZone = 10, lFileCreator = 11, lCourse = 12
+               lActivity = 7, lHRZone = 8, lPowerZone = 9, lTimeInZone = 10, lFileCreator = 11, lUnitBattery = 12,
+               lCourse = 13
     /// RR intervals per hrv message (Garmin writes 5).
     public static let rrPerMessage = 5
     /// Bytes reserved per record row (upper bound of a record message with every field).
@@ -116,6 +117,8 @@ public enum FITEncoder {
         w.u16(ride.softwareVersionHundredths ?? ProjectVersion.fitSoftwareVersion); w.u8(0xFF); w.u8(0xFF); w.u16z(nil); w.u8(0xFF); w.u8(5) // local
         w.string(ride.metadataValue(RideMetadataKey.deviceName) ?? "bikecomputer", sizeBytes: 20)
         w.end()
+        // The unit's own battery when the ride started (docs/power.md).
+        writeUnitBattery(&w, ride, key: DeviceBattery.atStartKey, at: startTime)
         for (i, s) in ride.sensors.prefix(250).enumerated() {
             w.begin(local: lDevice)
             w.u32(startTime); w.u8(UInt8(i + 1)); w.u8(deviceType(s))
@@ -284,6 +287,8 @@ public enum FITEncoder {
         }
         if timerRunning { event(stop, .timer, .stopAll, data: 0) }
         while lapsWritten < b.laps.count { lap(b.laps[lapsWritten]); lapsWritten += 1 }
+        // ... and when it stopped.
+        writeUnitBattery(&w, ride, key: DeviceBattery.atEndKey, at: ride.fitTime(stop))
 
         // session
         var sessionFields = [FITFieldDefinition(254, .uint16), FITFieldDefinition(253, .uint32), FITFieldDefinition(0, .enumeration),
@@ -387,6 +392,23 @@ public enum FITEncoder {
     }
 
     /// battery_status: good (2) > 50 %, ok (3) > 20 %, low (4) > 10 %, critical (5).
+    /// The unit's battery as a device_info of the unit (device_index 0, the creator):
+    /// battery_voltage (V, scale 256), battery_status, battery_level (%), when the ride
+    /// journaled it under `key`. Defined at its first use.
+    static func writeUnitBattery(_ w: inout FITWriter, _ ride: RideExport, key: String, at time: UInt32) {
+        guard let text = ride.metadataValue(key), let battery = DeviceBattery(metadataValue: text) else { return }
+        if !w.isDefined(local: lUnitBattery) {
+            w.define(local: lUnitBattery, global: 23, fields: [FITFieldDefinition(253, .uint32), FITFieldDefinition(0, .uint8),
+                                                               FITFieldDefinition(10, .uint16), FITFieldDefinition(11, .uint8),
+                                                               FITFieldDefinition(32, .uint8)])
+        }
+        w.begin(local: lUnitBattery)
+        w.u32(time); w.u8(0)
+        w.u16(battery.voltageMv.map { Double($0) / 1000 }, scale: 256)
+        w.u8(battery.fitBatteryStatus); w.u8(battery.percent.map(Double.init))
+        w.end()
+    }
+
     static func batteryStatus(_ percent: Int?) -> UInt8 {
         guard let p = percent else { return 0xFF }
         return p > 50 ? 2 : p > 20 ? 3 : p > 10 ? 4 : 5

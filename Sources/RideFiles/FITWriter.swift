@@ -99,6 +99,9 @@ public struct FITWriter: Sendable {
         definedSize[local] = size
     }
 
+    /// Whether `local` has a definition (a message type written only when needed).
+    public func isDefined(local: Int) -> Bool { definedSize[local] >= 0 }
+
     /// Starts a data message of `local`; write its fields in definition order, then `end()`.
     public mutating func begin(local: Int) {
         precondition(definedSize[local] >= 0, "local message \(local) not defined")

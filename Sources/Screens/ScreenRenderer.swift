@@ -58,7 +58,7 @@ public struct ScreenRenderer: Sendable {
     /// Draws `model` into the canvas; false when the canvas already shows it (nothing drawn).
     @discardableResult
     private mutating func draw(_ model: ScreenModel) -> Bool {
-        if case .running(let page) = model.mode, model.overlay == nil, model.pairingCode == nil {
+        if case .running(let page) = model.mode, model.overlay == nil, model.pairingCode == nil, model.poweringOff == nil {
             if runningPageUnchanged(page, model) { return false }
         } else {
             drawnKeyCount = -1
@@ -86,6 +86,7 @@ public struct ScreenRenderer: Sendable {
             default: drawPairingBadge(code)
             }
         }
+        if let reason = model.poweringOff { drawPoweringOff(reason, model) }
         return true
     }
 
@@ -100,12 +101,14 @@ public struct ScreenRenderer: Sendable {
             keyScratch[0] = UInt8(truncatingIfNeeded: 0x80 | nav)
             var n = 1
             for graphic in layouts.navigationPages[nav].graphics { n = appendGraphicKey(graphic.kind, model, at: n) }
+            n = appendBatteryKey(model, at: n)
             return keyUnchanged(n)
         }
         let index = ((page % pages.count) + pages.count) % pages.count
         keyScratch[0] = UInt8(truncatingIfNeeded: index)
         var n = 1
         for graphic in pages[index].graphics { n = appendGraphicKey(graphic.kind, model, at: n) }
+        n = appendBatteryKey(model, at: n)
         for field in pages[index].fields {
             ValueFormat.write(field.content, of: model, into: &text)
             guard n + text.count + 1 <= Self.drawnKeyBytesMax else { drawnKeyCount = -1; return false }
@@ -134,7 +137,9 @@ public struct ScreenRenderer: Sendable {
         guard !pages.isEmpty else { return }
         if let nav = navigationPageIndex(page, model) {
             drawPage(layouts.navigationPages[nav], model)
-            drawPageDots(page, of: max(1, model.runningPageCount))
+            let dots = max(1, model.runningPageCount)
+            drawPageDots(page, of: dots)
+            drawRunningBattery(model, below: dots)
             return
         }
         let index = ((page % pages.count) + pages.count) % pages.count
@@ -142,7 +147,9 @@ public struct ScreenRenderer: Sendable {
         // The pages the rider can reach (the climbing and map pages only with GPS or a barometer;
         // the navigation pages while a course is loaded).
         let reachable = max(1, model.runningPageCount)
-        drawPageDots(index, of: model.navigation.course != nil ? reachable : min(pages.count, reachable))
+        let dots = model.navigation.course != nil ? reachable : min(pages.count, reachable)
+        drawPageDots(index, of: dots)
+        drawRunningBattery(model, below: dots)
     }
 
     /// Draws any page layout: the separator lines, the graphics, then each field the same way.
@@ -259,6 +266,7 @@ public struct ScreenRenderer: Sendable {
             let beside = title.widthPx(count: 5) + geometry.px(8)
             let room = expectedSensorCount(model) * boxStep(model) - (boxStep(model) - sensorBox.width)
             drawSensorBoxes(y: title.height + geometry.px(2), x: room <= width - beside ? beside : 0, model)
+            drawIdleBattery(model)
             return
         }
         canvas.horizontalLine(x: 0, y: title.height, length: width, thickness: geometry.px(1))
@@ -269,6 +277,7 @@ public struct ScreenRenderer: Sendable {
         sensorStatusLine(model)
         canvas.drawText(text, font: small, x: 0, y: height - 2 * small.height + geometry.px(1))
         canvas.drawText("START to ride", font: small, x: 0, y: height - small.height)
+        drawIdleBattery(model)
     }
 
     /// A sensor box: four characters of the list font, one pixel taller.
@@ -416,6 +425,7 @@ public struct ScreenRenderer: Sendable {
             let y = height - value.height - geometry.px(1)
             canvas.drawText("ELAPSED", font: small, x: 0, y: y + max(0, (value.height - small.height) / 2))
             canvas.drawText(text, font: value, in: Rect(x: 0, y: y, width: width, height: value.height), alignment: .right)
+            drawPausedBattery(model)
         } else {
             let digits = fonts.digits(.large)
             // The code in the text font, leaving the timer its room at the right.
@@ -618,6 +628,9 @@ public struct ScreenRenderer: Sendable {
             text.append(UInt8(ascii: " ")); text.append(Double(l) / 1000, decimals: 1); text.append("K ")
             text.append(Double(g) / 10, decimals: 1); text.append(UInt8(ascii: "%"))
         case .courseFinished: text.append("COURSE DONE")
+        case .lowBattery(let p): text.append("BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
+        case .batteryEmpty: text.append("BATTERY EMPTY")
+        case .poweringOff: text.append("POWERING OFF")
         case .sensorConfigUnreadable(let line):
             if line > 0 { text.append("CONFIG ERR LINE "); text.append(integer: Int64(line)) } else { text.append("SENSOR CONFIG ERR") }
         }

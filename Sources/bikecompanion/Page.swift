@@ -59,6 +59,7 @@ enum CompanionPage {
       <div class="cell"><small>Zones</small><b id="zones">--</b></div>
     </div>
     <div id="sensors"></div>
+    <div id="battery"></div>
     <section id="charts">
       <h2>Last 10 minutes</h2>
       <div class="chart"><canvas id="c-live"></canvas></div>
@@ -117,6 +118,10 @@ function render(v) {
   if (z) {
     const f = (q, n) => q && q.zone ? n + " Z" + q.zone + (q.name && q.name !== "Z" + q.zone ? " " + q.name : "") : "";
     $("zones").textContent = [f(z.heart_rate, "HR"), f(z.power, "P")].filter(Boolean).join(" ") || "--";
+  }
+  if (v.battery !== undefined) {
+    const b = v.battery, h = (m) => m >= 60 ? Math.floor(m / 60) + " h " + (m % 60) + " min" : m + " min";
+    $("battery").textContent = b ? "Unit battery " + (b.percent === null ? "--" : b.percent + " %") + (b.charging ? " · charging" : b.time_left_min !== null ? " · " + h(b.time_left_min) + " left" : "") + (v.powering_off ? " · powering off (" + v.powering_off + ")" : "") : "";
   }
   if (v.sensors) $("sensors").textContent = Object.entries(v.sensors).filter(([k, s]) => s !== "not_configured").map(([k, s]) => k + ": " + s).join(" · ");
   if (v.state !== undefined) {
@@ -219,6 +224,10 @@ async function start() {
   const r = await fetch("/api/session", { credentials: "same-origin" }).catch(() => null);
   if (r && r.status === 200) {
     show("ride");
+    // The phone's time dates the ride while the unit's clock is not set (docs/power.md); the
+    // unit ignores it when its clock is trusted.
+    fetch("/api/clock", { method: "POST", credentials: "same-origin", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ unix_ms: Date.now() }) }).then((c) => c.json()).then((j) => { if (j.ok) logLine("clock set from this phone"); }).catch(() => null);
     if (!charts.live && !$("chartmsg").textContent) setupCharts();
     connect();
     loadHistory();

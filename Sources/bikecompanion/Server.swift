@@ -240,6 +240,8 @@ struct CompanionServer: Sendable {
             return Self.json(result, status: result["reply"] == nil ? .badRequest : .ok)
         }
 
+        addPowerRoutes(router)  // POST /api/clock (PowerRoutes.swift)
+
         router.ws("/ws") { request, _ in
             guard server.authorize(request) != nil else { throw HTTPError(.unauthorized, message: "pairing required") }
             return .upgrade([:])

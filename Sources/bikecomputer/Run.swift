@@ -36,6 +36,9 @@ struct Run: ParsableCommand {
     @Option(name: .customLong("ride-active-file"), help: "A file that exists while a ride is in progress (the USB gadget refresh checks it).")
     var rideActiveFile = "/run/bikecomputer/ride-active"
 
+    @Option(name: .customLong("power-off-file"), help: "Written to ask for a clean power-off (battery empty, power button held); the bikecomputer-poweroff.path unit acts on it (docs/power.md).")
+    var powerOffFile = PowerOffRequestFile.defaultPath
+
     @Option(name: .customLong("measure-latency"), help: "Measurement mode: an emulated display bus instead of I2C; after SECONDS print sensor-frame-to-display latency figures as JSON and exit.")
     var measureLatencySeconds: Int?
 
@@ -51,6 +54,7 @@ struct Run: ParsableCommand {
     }
 
     func run() throws {
+        let processStartMs = MonotonicClock.nowMs
         let log = CountingLog(StderrLog(minimumLevel: verbose ? .debug : .info))
         let loaded: DeviceConfig
         do throws(ConfigFile.LoadError) {
@@ -99,6 +103,12 @@ struct Run: ParsableCommand {
             options.streamID = UInt64(bitPattern: wall.unixMs) ^ MonotonicClock.nowNs
             options.configPath = config ?? DeviceConfig.defaultPath
             options.config = loaded
+            // A power-off (the battery at its critical level, the power button) is asked of the
+            // system through a request file a root path unit acts on (docs/power.md).
+            options.processStartMs = processStartMs
+            let powerRequest = PowerOffRequestFile(path: powerOffFile)
+            powerRequest.removeStale()
+            options.powerPort = powerRequest
             // Rides saved on an unset clock are dated once it is set (docs/journal.md, "The clock").
             // Ride files' fsyncs leave the loop (io_uring), as the journal's do (issue 17 item 6).
             let files = BoardRideFiles(backgroundSyncs: true)

@@ -90,3 +90,17 @@ struct ControlProtocolTests {
         #expect(journal["last_sync_ago_ms"] as? Int == 420)
     }
 }
+
+/// `phone-time UNIX_MS` (docs/power.md, "Time from the phone").
+struct PhoneTimeProtocolTests {
+    @Test func phoneTimeParses() {
+        #expect(ControlProtocol.parse("phone-time 1790000000123") == .success(.command(.phoneTime(unixMs: 1_790_000_000_123))))
+        #expect(ControlProtocol.word(.phoneTime(unixMs: 1_790_000_000_123)) == "phone-time 1790000000123")
+        for bad in ["phone-time", "phone-time soon", "phone-time 1790000000123 1", "phone-time 0", "phone-time 99999999999999"] {
+            guard case .failure(.badArguments(let c, _)) = ControlProtocol.parse(bad) else {
+                Issue.record("\(bad) parsed"); continue
+            }
+            #expect(c == "phone-time")
+        }
+    }
+}

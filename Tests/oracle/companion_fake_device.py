@@ -152,6 +152,13 @@ class FakeDevice:
                 return self.reply(False, "there is no ride to end")
             self.state = "idle"
             return self.reply(True, "ride saved", state_changed=True)
+        if w == "phone-time":
+            # As the unit answers (docs/power.md, "Time from the phone"): taken once, while its
+            # clock is not trusted; a trusted clock is never moved by a phone.
+            if getattr(self, "clock_trusted", False):
+                return self.reply(False, "the unit's clock is already trusted; the phone's time is not used")
+            self.clock_trusted = True
+            return self.reply(True, "clock set from the phone")
         if w == "marker":
             kind, value = words[1], int(words[2])
             self.emit("marker", {"kind": kind, "value": value, "unit": "ml" if kind == "water" else None, "timer_ms": self.timer_ms})

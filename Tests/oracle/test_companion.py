@@ -287,6 +287,28 @@ def test_reconnect_restores_view_and_passes_last_seq(companion):
         assert snap["type"] == "snapshot" and snap["state"] == "idle" and "metrics" in snap
 
 
+def test_phone_clock_reaches_the_unit_only_from_a_paired_phone(companion):
+    """POST /api/clock (docs/power.md, "Time from the phone"): the phone's time goes to the unit
+    as `phone-time MS`, the unit's reply comes back; no token, no clock; a body that is no phone
+    time is refused with what to send, and nothing reaches the unit."""
+    now_ms = int(time.time() * 1000)
+    status, body, _ = companion.http("POST", "/api/clock", {"unix_ms": now_ms})
+    assert status == 401, body
+    token, _, _ = companion.pair()
+    for bad in [{}, {"unix_ms": "soon"}, {"unix_ms": 5}, {"unix_ms": 10**15}]:
+        status, body, _ = companion.http("POST", "/api/clock", bad, token=token)
+        assert status == 400 and "unix_ms" in json.loads(body)["error"], (bad, body)
+    assert not [l for l in companion.device.received if l.startswith("phone-time")]
+    status, body, _ = companion.http("POST", "/api/clock", {"unix_ms": now_ms}, token=token)
+    j = json.loads(body)
+    assert status == 200 and j["ok"] is True and j["message"] == "clock set from the phone", body
+    assert j["request"] == f"phone-time {now_ms}" and f"phone-time {now_ms}" in companion.device.received
+    # The unit's refusal (its clock is trusted now) is passed on as it is.
+    status, body, _ = companion.http("POST", "/api/clock", {"unix_ms": now_ms + 1000}, token=token)
+    j = json.loads(body)
+    assert status == 200 and j["ok"] is False and "already trusted" in j["message"], body
+
+
 def test_revoked_token_refused(companion):
     token, token_id, _ = companion.pair()
     token2, token_id2, _ = companion.pair()

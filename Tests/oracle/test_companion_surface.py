@@ -28,7 +28,7 @@ from hypothesis import strategies as st  # noqa: E402
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SPEC = REPO / "docs" / "companion-openapi.yaml"
 EXAMPLES = int(os.environ.get("BIKE_COMPANION_EXAMPLES", "40"))
-COMMAND_WORDS = ("start", "pause", "resume", "lap", "end", "dismiss", "marker")
+COMMAND_WORDS = ("start", "pause", "resume", "lap", "end", "dismiss", "marker", "phone-time")
 
 
 @pytest.fixture()
@@ -75,7 +75,7 @@ def fuzz(companion, headers, examples):
 
 def test_the_unauthenticated_surface_answers_as_described_and_reaches_nothing(companion):
     seen = fuzz(companion, {}, EXAMPLES)
-    for path in ("/api/session", "/api/state", "/api/history", "/api/command"):
+    for path in ("/api/session", "/api/state", "/api/history", "/api/command", "/api/clock"):
         assert seen.get(path, {401}) <= {401, 413, 400}, (path, seen)
     # Without a token nothing but pairing codes reached the device.
     reached = [l for l in companion.device.received if l.split() and l.split()[0] in COMMAND_WORDS]

@@ -48,7 +48,8 @@ ROOTFS_PACKAGES = ["systemd", "systemd-sysv", "udev", "kmod", "iproute2", "procp
 # What the guest's kernel must load: disks and file systems, the test share, the device-mapper
 # targets of the storage tests, the simulated hardware's buses.
 GUEST_MODULES = ["virtio_pci", "virtio_blk", "crc32c_generic", "ext4", "9pnet_virtio", "9p", "dm_mod", "dm_log_writes",
-                 "dm_flakey", "dm_delay", "i2c_dev", "configfs"]
+                 "dm_flakey", "dm_delay", "i2c_dev", "configfs",
+                 "i2c_stub"]  # the battery's fuel gauge (test_vm_power.py)
 BOOT_MODULES = ["virtio_pci", "virtio_blk", "crc32c_generic", "ext4"]
 # Units a test boot does not need (they cost seconds under TCG, and a getty on ttyS0 hangs up
 # the console the test's log is read from).
@@ -261,7 +262,7 @@ FSTAB = ("/dev/vda / ext4 defaults 0 1\n"
          "/dev/vdb /var/lib/bikecomputer ext4 defaults,nofail,x-systemd.device-timeout=60s,"
          "x-systemd.before=bikecomputer.service 0 2\n")
 
-RIDER_DOCS = ["board.md", "config.md", "companion.md"]  # what install.sh copies to the board
+RIDER_DOCS = ["board.md", "config.md", "companion.md", "power.md"]  # what install.sh copies to the board
 RIDER_DIR = "/root"  # where the rider copied the binaries and board/ (docs/board.md §3-4)
 
 
@@ -350,7 +351,7 @@ SYSTEM_GUESTS_MAX = 3
 # dm-log-writes ride ~80 s, then the host's sweep of its log ~100 s, so early; the power cut's
 # two boots, whose second boot comes back for a slot at once; the system ride and the latency
 # ~120 s; the clock ~60 s). Unknown names come last, in arrival order.
-SLOT_PRIORITY = ["faults", "logwrites", "power-cut", "system-ride", "latency", "clock"]
+SLOT_PRIORITY = ["powercut-loop", "faults", "logwrites", "power-cut", "system-ride", "latency", "clock", "power-off", "boot-timing"]
 SLOT_GATHER_S = 1.0
 
 
@@ -456,11 +457,12 @@ class System:
     def run(self, script: str, timeout_s: float = 180, data_image: pathlib.Path | None = None,
             disks: list[Disk] = (), name: str = "system", outdir: pathlib.Path | None = None,
             kill_when: str | None = None, append: str = "", env: dict[str, str] | None = None,
-            rtc: str | None = None) -> vmlib.Result:
+            rtc: str | None = None, kill_after_s: float | None = None) -> vmlib.Result:
         """Boots, runs `script` (sh, as root, from vm-test.service once multi-user is reached),
         powers off. `data_image` is /dev/vdb (the data partition), `disks` follow as vdc, vdd...
         With `kill_when` (a file name in /out), QEMU is killed (SIGKILL: a power cut) as soon as
-        the guest creates that file; the result's `status` is then None. Pass the same `outdir`
+        the guest creates that file; the result's `status` is then None. `kill_after_s` pulls the
+        plug that long after QEMU started (a cut during the boot). Pass the same `outdir`
         again to boot the same root overlay a second time (after a power cut)."""
         if not shutil.which(self.kernel.arch.qemu):
             raise VMUnavailable(f"{self.kernel.arch.qemu} is not installed")
@@ -469,11 +471,11 @@ class System:
         with vmlib.waited(f"{name}: for a system guest slot"):
             _slots.acquire(name)
         try:
-            return self._run(script, timeout_s, data_image, disks, name, outdir, kill_when, append, env, rtc)
+            return self._run(script, timeout_s, data_image, disks, name, outdir, kill_when, append, env, rtc, kill_after_s)
         finally:
             _slots.release()
 
-    def _run(self, script, timeout_s, data_image, disks, name, outdir, kill_when, append, env, rtc) -> vmlib.Result:
+    def _run(self, script, timeout_s, data_image, disks, name, outdir, kill_when, append, env, rtc, kill_after_s=None) -> vmlib.Result:
         if outdir is None:
             runs = CACHE / "runs"
             runs.mkdir(parents=True, exist_ok=True)
@@ -497,6 +499,9 @@ class System:
                 timed_out = True
                 break
             if kill_when and (outdir / kill_when).exists():
+                killed = True
+                break
+            if kill_after_s is not None and time.monotonic() - started >= kill_after_s:
                 killed = True
                 break
             time.sleep(0.02)

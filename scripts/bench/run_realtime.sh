@@ -18,8 +18,14 @@
 # wake-up floor (scripts/bench/wakeup_floor.c).
 #     bash scripts/bench/run_realtime.sh [SECONDS]        (default 300)
 # Needs python3; a C compiler for the floor (optional). BIKE_BIN=DIR measures another build.
-# Measures with /proc/PID/schedstat (on-CPU time), /proc/PID/status (VmHWM; voluntary and
-# involuntary context switches summed over the threads in /proc/PID/task) and /proc/PID/io.
+# Measures with /proc/PID/task/*/schedstat (on-CPU time of every thread, summed: the app's main
+# thread and the kernel's io_uring worker that runs the journal's fdatasync; /proc/PID/schedstat
+# alone counts the main thread only), /proc/PID/status (VmHWM; voluntary and involuntary context
+# switches summed over the threads in /proc/PID/task) and /proc/PID/io. A thread that ended
+# between two snapshots takes its time with it: the io_uring workers come and go, so the sum is
+# taken over the threads alive at each snapshot and a worker that lived between them is missed;
+# so the script also prints the process's utime+stime from /proc/PID/stat, which keeps the time
+# of threads that ended (in clock ticks: 10 ms steps). THREADS=1 prints each thread at the end.
 # GPS=1 adds a GPS (docs/gps.md): Debian's gpsd, fed the Edge 500 ride's own positions as NMEA at
 # 1 Hz through a pty (Tests/oracle/gpsd_feed.py; needs gpsd, python3-gps and the .venv's fitdecode),
 # and `[gps] enabled` in the app's config. The app's CPU is measured, not gpsd's.
@@ -162,13 +168,20 @@ bridge=$!
 sleep "$settle"
 "$bin/bikecomputer" ctl --socket "$tmp/control.sock" start >/dev/null
 sleep 4  # the countdown
-snap() {  # PID -> "on-CPU ns, wake-ups (voluntary context switches), preemptions, VmHWM kB"
-    local pid=$1 cs=0 pre=0
-    for t in /proc/"$pid"/task/*/status; do
-        cs=$((cs + $(awk '/^voluntary_ctxt_switches/ {print $2}' "$t")))
-        pre=$((pre + $(awk '/^nonvoluntary_ctxt_switches/ {print $2}' "$t")))
+snap() {  # PID -> "on-CPU ns (every thread), wake-ups (voluntary context switches), preemptions, VmHWM kB"
+    local pid=$1 cs=0 pre=0 ns=0
+    for t in /proc/"$pid"/task/*; do
+        cs=$((cs + $(awk '/^voluntary_ctxt_switches/ {print $2}' "$t/status" 2>/dev/null || echo 0)))
+        pre=$((pre + $(awk '/^nonvoluntary_ctxt_switches/ {print $2}' "$t/status" 2>/dev/null || echo 0)))
+        ns=$((ns + $(awk '{print $1}' "$t/schedstat" 2>/dev/null || echo 0)))
     done
-    echo "$(awk '{print $1}' /proc/"$pid"/schedstat) $cs $pre $(awk '/^VmHWM/ {print $2}' /proc/"$pid"/status)"
+    echo "$ns $cs $pre $(awk '/^VmHWM/ {print $2}' /proc/"$pid"/status)"
+}
+threads() {  # PID -> one line per thread: "TID NAME on-CPU-ns"
+    local pid=$1
+    for t in /proc/"$pid"/task/*; do
+        echo "$(basename "$t") $(cat "$t/comm" 2>/dev/null) $(awk '{print $1}' "$t/schedstat" 2>/dev/null)"
+    done
 }
 # Notifications that reached the app: those the bridge forwarded as frames plus those the app
 # read itself from the sockets the bridge handed it (an app that says so in its hello).
@@ -190,11 +203,16 @@ pages0=$(echo "$status0" | sed -n 's/.*"pages_sent":\([0-9]*\).*/\1/p')
 frames0=$(echo "$status0" | sed -n 's/.*"display":{[^}]*"frames":\([0-9]*\).*/\1/p')
 read -r n0 fw0 rd0 <<<"$(notes)"
 read -r a_ns0 a_cs0 a_pre0 _ <<<"$(snap "$app")"
+a_main0=$(awk '{print $1}' /proc/"$app"/schedstat)
+a_ticks0=$(awk '{print $14 + $15}' /proc/"$app"/stat)
 read -r b_ns0 b_cs0 b_pre0 _ <<<"$(snap "$bridge")"
 [[ "${RUN_WRAPPER:-}" == *callgrind* ]] && command -v callgrind_control >/dev/null && callgrind_control --zero "$app" >/dev/null
 sleep "$seconds"
 [[ "${RUN_WRAPPER:-}" == *callgrind* ]] && command -v callgrind_control >/dev/null && callgrind_control --dump=measured "$app" >/dev/null
 read -r a_ns1 a_cs1 a_pre1 a_hwm <<<"$(snap "$app")"
+a_main1=$(awk '{print $1}' /proc/"$app"/schedstat)
+a_ticks1=$(awk '{print $14 + $15}' /proc/"$app"/stat)
+[ "${THREADS:-0}" = 1 ] && { echo "app threads (tid name on-CPU ns):"; threads "$app"; }
 read -r b_ns1 b_cs1 b_pre1 b_hwm <<<"$(snap "$bridge")"
 read -r n1 fw1 rd1 <<<"$(notes)"
 io1=$(awk '/^write_bytes/ {print $2}' "/proc/$app/io")
@@ -209,13 +227,16 @@ echo "notifications forwarded by the bridge $((fw1 - fw0)), read by the app from
 [ $((n1 - n0)) -gt 0 ] || { echo "run_realtime.sh: no notification reached the app" >&2; exit 1; }
 awk -v s="$seconds" -v n=$((n1 - n0)) -v ans=$((a_ns1 - a_ns0)) -v bns=$((b_ns1 - b_ns0)) -v acs=$((a_cs1 - a_cs0)) \
     -v bcs=$((b_cs1 - b_cs0)) -v apre=$((a_pre1 - a_pre0)) -v bpre=$((b_pre1 - b_pre0)) -v ahwm="$a_hwm" -v bhwm="$b_hwm" -v io=$((io1 - io0)) -v jb=$(( ${jb1:-0} - ${jb0:-0} )) \
-    -v ready="$ready_ms" -v pages=$(( ${pages1:-0} - ${pages0:-0} )) -v frames=$(( ${frames1:-0} - ${frames0:-0} )) -v panel="${PANEL:-ssd1306}" 'BEGIN {
+    -v ready="$ready_ms" -v pages=$(( ${pages1:-0} - ${pages0:-0} )) -v frames=$(( ${frames1:-0} - ${frames0:-0} )) -v panel="${PANEL:-ssd1306}" \
+    -v amain=$((a_main1 - a_main0)) -v aticks=$((a_ticks1 - a_ticks0)) -v clk="$clk" 'BEGIN {
     printf "notifications %d in %d s (%.1f/s); display pages sent %d (%.1f/s)\n", n, s, n / s, pages, pages / s
     if (frames > 0) printf "panel %s: frames drawn %d (%.1f/s); app cpu per frame %.1f us (all of the app'"'"'s CPU / frames)\n", panel, frames, frames / s, ans / 1e3 / frames
     printf "%-8s %10s %10s %12s %16s %14s\n", "", "cpu_%", "rss_kb", "wakeups/s", "wakeups/notif", "preempted/s"
     printf "%-8s %10.4f %10d %12.2f %16.3f %14.2f\n", "app", ans / 1e9 / s * 100, ahwm, acs / s, acs / n, apre / s
     printf "%-8s %10.4f %10d %12.2f %16.3f %14.2f\n", "bridge", bns / 1e9 / s * 100, bhwm, bcs / s, bcs / n, bpre / s
     printf "%-8s %10.4f %10d %12.2f %16.3f %14.2f\n", "sum", (ans + bns) / 1e9 / s * 100, ahwm + bhwm, (acs + bcs) / s, (acs + bcs) / n, (apre + bpre) / s
+    printf "app_main_thread_cpu_%% %.4f   (the main thread alone: /proc/PID/schedstat)\n", amain / 1e9 / s * 100
+    printf "app_process_cpu_%% %.4f   (utime+stime of /proc/PID/stat, ended threads included, %d ticks of 1/%d s)\n", aticks / clk / s * 100, aticks, clk
     printf "bridge_to_app_cpu_ratio %.2f   (target <= 1.00)\n", bns / ans
     printf "cpu_per_notification_us app %.1f bridge %.1f\n", ans / 1e3 / n, bns / 1e3 / n
     printf "disk_bytes_per_min %.0f   (write_bytes; journal_bytes_per_min %.0f)\n", io / (s / 60), jb / (s / 60)

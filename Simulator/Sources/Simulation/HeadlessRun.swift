@@ -44,6 +44,8 @@ public final class HeadlessRun {
         public var crashes = 0
         public var powerCuts = 0
         public var recoveries = 0
+        /// Clean power-offs the device asked for (the battery, the power button), docs/power.md.
+        public var powerOffs = 0
     }
 
     public let scenario: Scenario
@@ -69,6 +71,10 @@ public final class HeadlessRun {
     var deviceDownUntilMs: Int64?
     var lastTickMs: Int64 = -1
     var diskFullUntilMs: Int64?
+    /// The unit's battery (`battery` in the scenario) and whether the unit is off after a
+    /// power-off it asked for (until `power-on`).
+    let battery: SimulatedBattery?
+    var poweredOff = false
 
     public init(scenario: Scenario, options: Options, storage: RideStorage,
                 archive: RideArchivePort, screen: ScreenPort? = nil, configuration: AppConfiguration = AppConfiguration()) {
@@ -79,7 +85,8 @@ public final class HeadlessRun {
         self.screen = screen
         self.log = MemoryLog(capacity: 512)
         // With a GPS or a barometer the climbing and map pages are there, as on the board.
-        self.configuration = scenario.withPositionPages(configuration)
+        self.configuration = scenario.withBattery(scenario.withPositionPages(configuration))
+        battery = scenario.battery.map(SimulatedBattery.init)
         let seed = scenario.seed ?? options.seed
         sensors = SimulatedSensors(seed: seed, present: scenario.sensors, wheelCircumferenceMm: options.wheelCircumferenceMm)
         sensors.positioning.startUnixMs = options.startUnixMs
@@ -92,6 +99,7 @@ public final class HeadlessRun {
             courseStore.add(c)
             _ = runtime.command(.loadCourse(c), at: .zero)
         }
+        runtime.powerPort = battery
     }
 
     let configuration: AppConfiguration
@@ -130,6 +138,7 @@ public final class HeadlessRun {
         if nextStep < scenario.steps.count { t = min(t, scenario.steps[nextStep].atMs) }
         if let p = pendingInputs.first { t = min(t, p.atMs) }
         if let down = deviceDownUntilMs { return min(t, down) }
+        if let b = battery { t = min(t, b.nextReadingMs) }
         t = min(t, sensors.nextFrameMs)
         if let d = runtime.nextDeadline { t = min(t, max(nowMs, d.milliseconds)) }
         t = min(t, (nowMs / 1000 + 1) * 1000) // the run loop's 1 Hz tick
@@ -150,8 +159,20 @@ public final class HeadlessRun {
                                     sensors: sensors.configuration, seed: seed, options: options, at: nowMs, counters: &counters)
                 runtime.courseStore = courseStore
                 _ = runtime.addObserver(summaries)
+                runtime.powerPort = battery
+                poweredOff = false
             } else {
-                while nextStep < scenario.steps.count, scenario.steps[nextStep].atMs <= nowMs { nextStep += 1 }
+                while nextStep < scenario.steps.count, scenario.steps[nextStep].atMs <= nowMs {
+                    switch scenario.steps[nextStep].action {
+                    // Switched off, the pack only charges (or keeps its charge).
+                    case .charger(let on): battery?.advance(to: nowMs, running: false); battery?.charging = on
+                    case .batteryLevel(let p): battery?.percent = p
+                    case .powerOn where poweredOff: deviceDownUntilMs = nowMs + options.powerCutRebootMs
+                    default: break
+                    }
+                    nextStep += 1
+                }
+                battery?.advance(to: nowMs, running: false)
                 sensors.skip(to: nowMs)
                 return
             }
@@ -174,12 +195,32 @@ public final class HeadlessRun {
         }
         sensors.emit(upTo: nowMs, into: runtime)
         counters.sensorFrames = sensors.framesSent
+        if let b = battery {
+            b.advance(to: nowMs, running: true)
+            if nowMs >= b.nextReadingMs {
+                b.nextReadingMs = nowMs + SimulatedBattery.periodMs
+                runtime.battery(b.reading(), at: now)
+            }
+        }
         if let d = runtime.nextDeadline, d.milliseconds <= nowMs { runtime.coreTick(at: now) }
         if nowMs / 1000 != lastTickMs / 1000 || lastTickMs < 0 {
             lastTickMs = nowMs
             runtime.tick(at: now)
         }
         counters.inputs = inputsBeforeBoot &+ runtime.inputsHandled
+        if let b = battery, b.powerOffAsked != nil { powerOff(b, at: nowMs) }
+    }
+
+    /// The device asked for a clean power-off (its journal is durable: it flushed before
+    /// asking): the board is off until the scenario's `power-on`.
+    func powerOff(_ b: SimulatedBattery, at ms: Int64) {
+        log.log(.warning, "powered off (\(b.powerOffAsked!)) at \(ms) ms")
+        b.powerOffAsked = nil
+        counters.powerOffs += 1
+        storage.crash(powerCut: false)
+        pendingInputs.removeAll()
+        poweredOff = true
+        deviceDownUntilMs = Int64.max
     }
 
     /// An input due later (a button's release).
@@ -241,6 +282,13 @@ public final class HeadlessRun {
         case .courseLoad(let name):
             let answer = runtime.control("course load \(name)", at: now) { "{}" }
             log.log(answer.isError ? .warning : .info, "course load \(name): \(answer.line)")
+        case .charger(let on):
+            battery?.advance(to: ms, running: !poweredOff)
+            battery?.charging = on
+        case .batteryLevel(let p):
+            battery?.percent = p
+        case .powerOn:
+            break // handled while the device is down (`advance`)
         }
     }
 

@@ -22,6 +22,10 @@ import RideModel
 ///     at 55m screenshot climb
 ///     at 20m detour 300m 2m        (with a course: ride 300 m beside it for 2 min)
 ///     at 0s ride-backwards         (with a course: from its end to its start)
+///     battery 40% 20%/h          # the unit's battery: its charge at the start, its drain
+///     at 1h charger on           # (docs/power.md); charger off; battery 12% (set the charge)
+///     at 1h30m power-on          # the unit is switched on again after it powered itself off
+///     at 2h hold power 3s        # the power button held
 ///
 /// Times are offsets on the simulated clock from the start of the simulation.
 public struct Scenario: Sendable, Hashable {
@@ -55,6 +59,21 @@ public struct Scenario: Sendable, Hashable {
         case rideBackwards
         /// `course load NAME` from the control socket (the course given with `--course`).
         case courseLoad(String)
+        /// The unit's battery: the charger plugged in or out, the charge set (docs/power.md).
+        case charger(Bool)
+        case batteryLevel(Double)
+        /// The rider switches the unit on again (after it powered itself off).
+        case powerOn
+    }
+
+    /// The unit's battery (`battery START% DRAIN%/h`): nil, no battery gauge.
+    public struct BatteryPack: Sendable, Hashable {
+        public var startPercent: Double
+        public var drainPercentPerHour: Double
+        public init(startPercent: Double, drainPercentPerHour: Double) {
+            self.startPercent = startPercent
+            self.drainPercentPerHour = drainPercentPerHour
+        }
     }
 
     public struct Step: Sendable, Hashable {
@@ -66,6 +85,7 @@ public struct Scenario: Sendable, Hashable {
     public var seed: UInt64?
     public var durationMs: Int64
     public var sensors: Set<Sensor>
+    public var battery: BatteryPack? = nil
     /// In time order (file order for equal times).
     public var steps: [Step]
 
@@ -120,6 +140,7 @@ public struct Scenario: Sendable, Hashable {
         case "start", "start_pause", "startpause": .startPause
         case "lap": .lap
         case "page": .page
+        case "power": .power
         default: nil
         }
     }
@@ -147,6 +168,12 @@ public struct Scenario: Sendable, Hashable {
                 guard words.count == 2 else { throw fail("duration takes one value, e.g. duration 1h") }
                 scenario.durationMs = try duration(1, "duration")
                 sawDuration = true
+            case "battery":
+                guard words.count == 3, words[1].hasSuffix("%"), let start = Double(words[1].dropLast()), (0...100).contains(start),
+                      words[2].hasSuffix("%/h"), let drain = Double(words[2].dropLast(3)), drain >= 0, drain <= 1_000 else {
+                    throw fail("battery takes the charge at the start and its drain, e.g. battery 40% 20%/h")
+                }
+                scenario.battery = BatteryPack(startPercent: start, drainPercentPerHour: drain)
             case "sensors":
                 var set = Set<Sensor>()
                 for w in words.dropFirst() {
@@ -156,11 +183,11 @@ public struct Scenario: Sendable, Hashable {
                 scenario.sensors = set
             case "at":
                 let at = try duration(1, "time")
-                guard words.count >= 3 else { throw fail("'at TIME' needs an action: press, hold, command, marker, dropout, bridge-restart, gps-lost, detour, ride-backwards, crash, power-cut, disk-full, screenshot") }
+                guard words.count >= 3 else { throw fail("'at TIME' needs an action: press, hold, command, marker, dropout, bridge-restart, gps-lost, detour, ride-backwards, crash, power-cut, disk-full, screenshot, charger, battery, power-on") }
                 let action: Action
                 switch words[2] {
                 case "press":
-                    guard words.count == 4, let b = button(words[3]) else { throw fail("press takes a button: start, lap or page") }
+                    guard words.count == 4, let b = button(words[3]) else { throw fail("press takes a button: start, lap, page or power") }
                     action = .press(b)
                 case "hold":
                     guard words.count == 5, let b = button(words[3]) else { throw fail("hold takes a button and a duration, e.g. hold start 2s") }
@@ -213,6 +240,15 @@ public struct Scenario: Sendable, Hashable {
                 case "disk-full":
                     guard words.count == 4 else { throw fail("disk-full takes a duration, e.g. disk-full 2m") }
                     action = .diskFull(ms: try duration(3, "disk-full length"))
+                case "charger":
+                    guard words.count == 4, words[3] == "on" || words[3] == "off" else { throw fail("charger takes on or off") }
+                    action = .charger(words[3] == "on")
+                case "battery":
+                    guard words.count == 4, words[3].hasSuffix("%"), let p = Double(words[3].dropLast()), (0...100).contains(p) else {
+                        throw fail("battery takes a charge, e.g. at 1h battery 12%")
+                    }
+                    action = .batteryLevel(p)
+                case "power-on": action = .powerOn
                 case "screenshot":
                     guard words.count == 4 else { throw fail("screenshot takes a name") }
                     guard words[3].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
@@ -224,7 +260,7 @@ public struct Scenario: Sendable, Hashable {
                 }
                 scenario.steps.append(Step(atMs: at, action: action, line: lineNumber))
             default:
-                throw fail("unknown instruction '\(head)'; use seed, duration, sensors or at")
+                throw fail("unknown instruction '\(head)'; use seed, duration, sensors, battery or at")
             }
         }
         if !sawDuration, let last = scenario.steps.map(\.atMs).max() {
