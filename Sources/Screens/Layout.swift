@@ -144,6 +144,8 @@ public struct ScreenLayouts: Sendable {
     /// while a companion's pairing code is there: every field whole, in a smaller size where
     /// the page needs it. Pages placed by hand have none (the status line covers their foot).
     public var statusLinePages: [PageLayout]
+    /// The navigation pages laid out above the status line, as `statusLinePages`.
+    public var navigationStatusLinePages: [PageLayout]
     public var width: Int { geometry.width }
     public var height: Int { geometry.height }
 
@@ -154,6 +156,7 @@ public struct ScreenLayouts: Sendable {
         self.runningPages = runningPages
         navigationPages = NavigationPageDesigns.all.map { $0.layout(g) }
         statusLinePages = runningPages
+        navigationStatusLinePages = NavigationPageDesigns.all.map { Self.aboveStatusLine($0, g) }
     }
 
     /// `designs` laid out for a `width` × `height` panel.
@@ -162,14 +165,18 @@ public struct ScreenLayouts: Sendable {
         geometry = g
         runningPages = designs.map { $0.layout(g) }
         navigationPages = NavigationPageDesigns.all.map { $0.layout(g) }
+        statusLinePages = designs.map { Self.aboveStatusLine($0, g) }
+        navigationStatusLinePages = NavigationPageDesigns.all.map { Self.aboveStatusLine($0, g) }
+    }
+
+    /// `design` laid out above the status line: the least step down in size that gives every
+    /// row its height.
+    static func aboveStatusLine(_ design: PageDesign, _ g: PanelGeometry) -> PageLayout {
         var above = g.runningArea
         above.height = g.statusLine.y
-        statusLinePages = designs.map { design in
-            // The least step down in size that gives every row its height.
-            var smaller = 0
-            while smaller < FieldSize.huge.rawValue, !design.fits(g, height: above.height, smaller: smaller) { smaller += 1 }
-            return design.layout(g, in: above, smaller: smaller)
-        }
+        var smaller = 0
+        while smaller < FieldSize.huge.rawValue, !design.fits(g, height: above.height, smaller: smaller) { smaller += 1 }
+        return design.layout(g, in: above, smaller: smaller)
     }
 
     public static let standard128x64 = ScreenLayouts(width: 128, height: 64)

@@ -367,12 +367,19 @@ extension ScreenRenderer {
         let viewM = Double(max(area.width, area.height)) * mpp
         let from = v.alongM.map { course.segment(atAlongM: $0 - 2 * viewM) } ?? 0
         let to = v.alongM.map { course.segment(atAlongM: $0 + 3 * viewM) + 1 } ?? course.pointCount - 1
-        var previous: (Int, Int)?
+        // Each segment clipped to the map's area (a thick line's dot reaches `t - 1` right and down
+        // of its point): nothing is drawn over the page around the map or past the panel's edge.
+        let t = Double(geometry.px(3))
+        let box = (minX: Double(area.x), minY: Double(area.y), maxX: Double(area.maxX) - t, maxY: Double(area.maxY) - t)
+        var previous: (Double, Double)?
         for i in from...to {
             let o = plane.offset(latDeg: course.latDeg[i], lonDeg: course.lonDeg[i])
             let inside = abs(o.east) < viewM && abs(o.north) < viewM
-            let p = px(o.east, o.north)
-            if let q = previous, inside { thickLine(Double(q.0), Double(q.1), Double(p.0), Double(p.1)) }
+            let p = (cx + o.east / mpp, cy - o.north / mpp)
+            if let q = previous, inside,
+               let c = Self.clipSegment(q.0, q.1, p.0, p.1, minX: box.minX, minY: box.minY, maxX: box.maxX, maxY: box.maxY) {
+                thickLine(c.x0, c.y0, c.x1, c.y1)
+            }
             previous = inside ? p : nil
         }
         // The track so far, as dots (every kept point).
@@ -384,14 +391,16 @@ extension ScreenRenderer {
                 if p.0 >= area.x && p.0 < area.maxX && p.1 >= area.y && p.1 < area.maxY { canvas.invertPixel(x: p.0, y: p.1) }
             }
         }
-        // The next cue: a small circle.
+        // The next cue: a small circle (when it is on the map).
         if let cue = v.cue, cue.index < course.cues.count {
             let c = course.position(atAlongM: course.cues[cue.index].alongM)
             let o = plane.offset(latDeg: c.latDeg, lonDeg: c.lonDeg)
             let p = px(o.east, o.north)
             let r = geometry.px(3)
+            if p.0 - r >= area.x && p.0 + r < area.maxX && p.1 - r >= area.y && p.1 + r < area.maxY {
             canvas.fill(Rect(x: p.0 - r, y: p.1 - r, width: 2 * r + 1, height: 2 * r + 1), on: false)
             canvas.strokeRect(Rect(x: p.0 - r, y: p.1 - r, width: 2 * r + 1, height: 2 * r + 1), thickness: geometry.px(1))
+            }
         }
         // The rider.
         let here = px(0, 0)
@@ -415,6 +424,33 @@ extension ScreenRenderer {
         canvas.fill(Rect(x: area.x, y: area.y, width: geometry.px(7), height: geometry.px(17)), on: false)
         drawNorthMark(x: area.x, y: area.y)
         drawScaleBar(metresPerPixel: mpp, right: area.maxX - 1, bottom: area.maxY - 1)
+    }
+
+    /// Cohen–Sutherland: the part of the segment (x0, y0)–(x1, y1) inside the box
+    /// [minX, maxX] × [minY, maxY], or nil when none of it is. No allocation; each pass moves one
+    /// end onto an edge of the box, so at most four passes per end.
+    static func clipSegment(_ x0: Double, _ y0: Double, _ x1: Double, _ y1: Double,
+                            minX: Double, minY: Double, maxX: Double, maxY: Double) -> (x0: Double, y0: Double, x1: Double, y1: Double)? {
+        precondition(minX <= maxX && minY <= maxY, "an empty clip box")
+        func code(_ x: Double, _ y: Double) -> UInt8 {
+            (x < minX ? 1 : 0) | (x > maxX ? 2 : 0) | (y < minY ? 4 : 0) | (y > maxY ? 8 : 0)
+        }
+        var ax = x0, ay = y0, bx = x1, by = y1
+        var ca = code(ax, ay), cb = code(bx, by)
+        for _ in 0..<8 {
+            if ca | cb == 0 { return (ax, ay, bx, by) }
+            if ca & cb != 0 { return nil }
+            // Move the end that lies outside onto the edge it is beyond.
+            let out = ca != 0 ? ca : cb
+            let x: Double, y: Double
+            if out & 8 != 0 { x = ax + (bx - ax) * (maxY - ay) / (by - ay); y = maxY }
+            else if out & 4 != 0 { x = ax + (bx - ax) * (minY - ay) / (by - ay); y = minY }
+            else if out & 2 != 0 { y = ay + (by - ay) * (maxX - ax) / (bx - ax); x = maxX }
+            else { y = ay + (by - ay) * (minX - ax) / (bx - ax); x = minX }
+            if out == ca { ax = x; ay = y; ca = code(ax, ay) } else { bx = x; by = y; cb = code(bx, by) }
+        }
+        // Rounding may leave an end a hair outside after eight passes: the segment grazes a corner.
+        return ca | cb == 0 ? (ax, ay, bx, by) : nil
     }
 
     // MARK: The Courses screen
@@ -524,15 +560,21 @@ extension ScreenRenderer {
                        : Rect(x: geometry.px(1), y: geometry.px(1), width: width - geometry.px(2), height: height - geometry.px(2))
         canvas.fill(Rect(x: box.x - 1, y: box.y - 1, width: box.width + 2, height: box.height + 2), on: false)
         canvas.strokeRect(box, thickness: geometry.px(1))
-        let side = box.height - 2 * m
-        drawCueArrow(in: Rect(x: box.x + m, y: box.y + m, width: side, height: side), type, now: false)
+        // The arrow a square as tall as the box, at most half its width (a square panel leaves
+        // the words the other half); the words beside its top, each line fitted to what is left.
+        let side = min(box.height - 2 * m, box.width / 2)
+        let top = box.y + (box.height - side) / 2
+        drawCueArrow(in: Rect(x: box.x + m, y: top, width: side, height: side), type, now: false)
         let x = box.x + side + 3 * m
+        let room = box.maxX - x - m
         text.clear()
         if stage == .now { text.append("NOW") } else { appendDistance(Double(distanceM)) }
-        canvas.drawText(text, font: title, x: x, y: box.y + m)
+        let first: Font = title.widthPx(count: text.count) <= room ? title : small
+        clip(to: room / first.width)
+        canvas.drawText(text, font: first, x: x, y: top)
         text.clear()
         text.append(name.isEmpty ? type.word : name)
-        clip(to: (box.maxX - x - m) / small.width)
-        canvas.drawText(text, font: small, x: x, y: box.y + m + title.height)
+        clip(to: room / small.width)
+        canvas.drawText(text, font: small, x: x, y: top + first.height)
     }
 }

@@ -136,7 +136,7 @@ public struct ScreenRenderer: Sendable {
         let pages = model.pairingCode == nil ? layouts.runningPages : layouts.statusLinePages
         guard !pages.isEmpty else { return }
         if let nav = navigationPageIndex(page, model) {
-            drawPage(layouts.navigationPages[nav], model)
+            drawPage((model.pairingCode == nil ? layouts.navigationPages : layouts.navigationStatusLinePages)[nav], model)
             let dots = max(1, model.runningPageCount)
             drawPageDots(page, of: dots)
             drawRunningBattery(model, below: dots)
