@@ -5,6 +5,7 @@
 //
 // Must not import: Foundation, Glibc, Sensors, Journal, RideFiles, Display, Screens, Configuration, Control, Device, BoardIO, BoardHardware, BoardWiring, DeviceAdapters, Simulation.
 import Battery
+import Navigation
 import Positioning
 import RideModel
 import Training
@@ -161,6 +162,8 @@ public struct AppCore: Sendable {
     /// reading has come since.
     var anchorFromRecovery = false
     var randomState: UInt64
+    /// The course and its follower (NavigationFeature.swift).
+    var navigation = NavigationCore()
     /// Ride instants = device instants + this (non-zero after recovery from a crash).
     public internal(set) var instantOffsetMs: Int64 = 0
     /// The unit's battery (nil: no gauge configured), docs/power.md.
@@ -239,6 +242,7 @@ public struct AppCore: Sendable {
         case .storage(let c, _): handleStorage(c, at: now)
         case .rideFile(let id, let durable, _): handleRideFile(id, durable: durable, at: now)
         case .sensors(let u, _): handleSensorsUpdate(u, at: now)
+        case .courses(let u, _): handleCoursesUpdate(u, at: now)
         case .battery(let r, _): handleBattery(r, at: now)
         }
         refreshScreen(at: now)
@@ -329,8 +333,13 @@ public struct AppCore: Sendable {
             sensorsPress(b, at: now)
             return
         }
+        if navigation.menuOpen && lifecycle.state == .idle {
+            coursesPress(b, at: now)
+            return
+        }
         switch (b, lifecycle.state) {
         case (.page, .idle): openSensors(at: now)
+        case (.lap, .idle): openCourses(at: now)
         case (.startPause, .idle): prepare(at: now)
         case (.startPause, .prepared): cancelCountdown(at: now)
         case (.startPause, .running): pause(at: now, trigger: .manual)
@@ -339,7 +348,7 @@ public struct AppCore: Sendable {
             if screen.mode == .confirmDiscard { deleteSavedRide(at: now) } else { prepare(at: now) }
         case (.lap, .running): lap(at: now, trigger: .manual)
         case (.lap, .paused), (.page, .paused), (.page, .running):
-            runningPage = (runningPage + 1) % max(1, configuration.runningPageCount)
+            runningPage = (runningPage + 1) % max(1, reachablePageCount)
         case (.lap, .ended):
             if screen.mode == .confirmDiscard { screen.mode = .summary(page: summaryPage) } else { dismiss(at: now) }
         case (.page, .ended):
@@ -388,10 +397,13 @@ public struct AppCore: Sendable {
             if case .idle = screen.mode { return .done("pairing code shown") }
             return .done("pairing code shown as a badge (the unit is not idle)")
         case .nextPage:
-            runningPage = (runningPage + 1) % max(1, configuration.runningPageCount)
+            runningPage = (runningPage + 1) % max(1, reachablePageCount)
             return .done("page \(runningPage + 1)")
         case .setRideZones, .clearRideZones, .setTargetZone, .setTargetZoneNumber, .clearTargetZone, .setAutoPause, .setAutoLap:
             return trainingCommand(c, at: now)
+        case .loadCourse(let course): return loadCourse(course, at: now)
+        case .clearCourse: return clearCourse(at: now)
+        case .courseStatus: return courseStatus()
         case .phoneTime(let unixMs):
             return phoneTime(unixMs, at: now)
         }
@@ -455,6 +467,7 @@ public struct AppCore: Sendable {
         if lifecycle.state == .ended { _ = transition(.dismiss, at: now) }
         if let refusal = transition(.prepare, at: now) { return refusal }
         closeSensors(at: now)
+        if navigation.menuOpen { closeCourses() }
         countdownStart = now
         summary = nil
         screen.summary = nil
@@ -503,6 +516,7 @@ public struct AppCore: Sendable {
         applyChecked { b throws(BuilderRejection) in try b.start(at: start) }
         autoLapCarryM = 0
         trainingDidStart(at: start)
+        navigationDidStartRide(at: start)
         journalBattery(DeviceBattery.atStartKey)
         journal(.event(RideEvent(.start, at: start)))
         emit(.syncJournal)
@@ -580,6 +594,7 @@ public struct AppCore: Sendable {
     }
 
     mutating func finishRide(saved: Bool, at now: MonotonicInstant) {
+        navigationDidFinishRide(at: now)
         nextRecordInstant = nil
         summaryPage = 0
         summary = builder.map { Self.makeSummary($0, header: header!, saved: saved, recovered: recovered, at: now) }
@@ -735,6 +750,7 @@ public struct AppCore: Sendable {
         checkLongPresses(at: now)
         radarTick(at: now)
         _ = screen.sensorsMenu.expire(at: now)
+        screen.coursesMenu.expire(at: now)
         if sensorsOpen { screen.sensorsMenu.tick(at: now) }
         if lifecycle.state == .prepared, let c = countdownStart {
             let end = c.advanced(byMs: Int64(configuration.countdownSeconds) * 1000)
@@ -830,7 +846,7 @@ public struct AppCore: Sendable {
 
     mutating func refreshScreen(at now: MonotonicInstant) {
         switch lifecycle.state {
-        case .idle: screen.mode = sensorsOpen ? .sensors : .idle
+        case .idle: screen.mode = sensorsOpen ? .sensors : navigation.menuOpen ? .courses : .idle
         case .prepared:
             let step = countdownStart.map { Int(now.milliseconds(since: $0) / 1000) } ?? 0
             screen.mode = .countdown(max(1, configuration.countdownSeconds - step))

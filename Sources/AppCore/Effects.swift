@@ -1,3 +1,4 @@
+import Navigation
 import RideModel
 
 /// Alerts shown as an overlay over the current screen.
@@ -27,6 +28,16 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
     /// clear again. A beep each (different ones), no overlay: the radar column shows them.
     case vehicleBehind(RadarThreat)
     case roadClear
+    /// Navigation (docs/navigation.md): off the course, riding it the wrong way, back on it.
+    case offCourse
+    case wrongWay
+    case backOnCourse
+    /// A cue: its type, the stage of its announcement, the distance to it (m) and its name.
+    case cue(CueType, stage: CueStage, distanceM: Int, name: String)
+    /// The foot of climb `number` of `count`: its length (m) and mean grade (tenths of %).
+    case climbStart(number: Int, count: Int, lengthM: Int, gradeTenths: Int)
+    /// The end of the course.
+    case courseFinished
     /// The unit's own battery fell to a warning level (`BatterySettings.lowPercent`, `veryLowPercent`).
     case lowBattery(percent: Int)
     /// The unit's battery is at the critical level: the ride is paused and saved, the unit powers off.
@@ -56,6 +67,12 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
         case .lowSensorBattery(let r, let p): "\(r) BATTERY \(p)%"
         case .vehicleBehind(let t): t == .fastApproach ? "VEHICLE FAST" : "VEHICLE"
         case .roadClear: "ROAD CLEAR"
+        case .offCourse: "OFF COURSE"
+        case .wrongWay: "WRONG WAY"
+        case .backOnCourse: "BACK ON COURSE"
+        case .cue(let t, let stage, let d, let name): "\(t.word)\(stage == .now ? " NOW" : " \(d) M")\(name.isEmpty ? "" : " " + name)"
+        case .climbStart(let n, let count, let l, let g): "CLIMB \(n)/\(count) \(l) M \(g / 10).\(g % 10)%"
+        case .courseFinished: "COURSE DONE"
         case .lowBattery(let p): "BATTERY \(p)%"
         case .batteryEmpty: "BATTERY EMPTY"
         case .poweringOff: "POWERING OFF"
@@ -66,7 +83,9 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
     /// Whether a buzzer/LED line should pulse for it.
     public var sounds: Bool {
         switch self {
-        case .sensorLost, .zoneDrift, .storageFull, .storageError, .rideNotSaved, .lowSensorBattery, .lowBattery, .batteryEmpty, .vehicleBehind, .roadClear: true
+        case .sensorLost, .zoneDrift, .storageFull, .storageError, .rideNotSaved, .lowSensorBattery, .lowBattery, .batteryEmpty, .vehicleBehind, .roadClear, .offCourse, .wrongWay: true
+        // The approach beep and the beep at the turn (the first word is silent).
+        case .cue(_, let stage, _, _): stage == .approach || stage == .now
         default: false
         }
     }
@@ -134,6 +153,9 @@ public enum AppEffect: Sendable, Hashable {
     /// The Sensors screen asks the device to search, pair, forget, or to report the paired
     /// sensors (the board asks the bridge, writes the config file, answers with `AppInput.sensors`).
     case sensors(SensorsRequest)
+    /// The Courses screen (or a recovered ride) asks for the list of courses on the card, or a
+    /// course read from it (the device answers with `AppInput.courses`).
+    case courses(CoursesRequest)
     /// The wall clock became trusted (NTP through the kernel, or GPS time): `anchor` is the
     /// trusted reading at a device instant (not a ride instant). Rides saved on the untrusted
     /// clock are dated by it (docs/journal.md, "The clock").
@@ -170,4 +192,10 @@ public enum SensorsRequest: Sendable, Hashable {
     case stopSearch
     case pair(id: String, kind: SensorKind, name: String)
     case forget(id: String)
+}
+
+/// What the app core asks of the card's courses (`AppEffect.courses`).
+public enum CoursesRequest: Sendable, Hashable {
+    case list
+    case load(String)
 }

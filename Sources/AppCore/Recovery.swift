@@ -147,6 +147,9 @@ extension AppCore {
                 nextRecordInstant = aligned.advanced(byMs: 1000)
             }
             showOverlay(.rideRecovered, at: rideNow)
+            // The course the ride followed: read from the card again (the follower starts over
+            // at the next fix; the periods so far came back with the metadata).
+            if let name = navigation.recoveredCourseName, !name.isEmpty { emit(.courses(.load(name))) }
         case .stopped:
             _ = transition(.save, at: last)
             journal(.finished(saved: true, at: last))

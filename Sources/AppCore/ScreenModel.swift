@@ -1,4 +1,5 @@
 import Battery
+import Navigation
 import Positioning
 import RideModel
 
@@ -56,6 +57,8 @@ public enum ScreenMode: Sendable, Hashable, CustomStringConvertible {
     case confirmDiscard
     /// The Sensors screen (from idle): `ScreenModel.sensorsMenu`.
     case sensors
+    /// The Courses screen (LAP on idle): `ScreenModel.coursesMenu`.
+    case courses
 
     public var description: String {
         switch self {
@@ -66,6 +69,7 @@ public enum ScreenMode: Sendable, Hashable, CustomStringConvertible {
         case .summary(let p): "summary page \(p + 1)"
         case .confirmDiscard: "confirm discard"
         case .sensors: "sensors"
+        case .courses: "courses"
         }
     }
 }
@@ -154,6 +158,10 @@ public struct ScreenModel: Sendable, Hashable {
 
     /// Whether a radar is paired: the running pages make room for its column.
     public var radarShown: Bool { sensor(.radar) != .notConfigured }
+    /// The course being followed and where the rider is on it (the navigation pages, the map).
+    public var navigation = NavigationView()
+    /// The Courses screen's rows and selection (shown in mode `.courses`).
+    public var coursesMenu = CoursesMenu()
     /// The unit's own battery (nil: no gauge configured): idle and the running pages' status.
     public var battery: BatteryStatus?
     /// The unit is powering off (the battery, the power button): shown over everything.

@@ -91,6 +91,11 @@ public final class DeviceRuntime {
     var gate = ConfirmationGate()
     var sensorRequests: [SensorsRequest] = []
     public static let sensorRequestsMax = 8
+    /// The courses on the card (nil: none can be loaded; `course load` says so).
+    public var courseStore: CourseStorePort?
+    /// What the Courses screen asked, carried out after the input (CourseStore.swift).
+    var courseRequests: [CoursesRequest] = []
+    public static let courseRequestsMax = 4
 
     /// A control reply held until the command's state change is durable (`control`).
     struct WaitingReply {
@@ -385,6 +390,10 @@ public final class DeviceRuntime {
         case .success(.sensors(let request)):
             guard let sensorsControl else { return ControlAnswer("error this device has no bridge to search or pair sensors with", isError: true) }
             return sensorsControl(request)
+        case .success(.courseList):
+            return controlCourse(.list, at: now)
+        case .success(.courseLoad(let name)):
+            return controlCourse(.load(name), at: now)
         case .success(.command(let c)):
             let markBefore = journal.confirmationMark
             let finishedBefore = lastFinishedRide
@@ -475,6 +484,7 @@ public final class DeviceRuntime {
         refreshDerived()
         if !stepsRideFiles && !rideFiles.isEmpty { writeDueRideFiles(at: now) }
         if !waitingReplies.isEmpty { settleWaitingReplies(at: now) }
+        if !courseRequests.isEmpty { serviceCourseRequests(at: now) }
     }
 
     // MARK: Effects
@@ -722,6 +732,9 @@ public final class DeviceRuntime {
             queueNextRedating(at: now)
         case .pairingCodeDismissed:
             log.log(.info, "pairing code cleared with a button")
+        case .courses(let request):
+            if courseRequests.count >= Self.courseRequestsMax { courseRequests.removeFirst() }
+            courseRequests.append(request)
         case .powerOff(let reason):
             powerOffAsked(reason, at: now)
         }

@@ -11,7 +11,8 @@ import RideModel
 public enum FITEncoder {
     // Local message types.
     static let lFileID = 0, lDevice = 1, lEvent = 2, lRecord = 3, lHRV = 4, lLap = 5, lSession = 6,
-               lActivity = 7, lHRZone = 8, lPowerZone = 9, lTimeInZone = 10, lFileCreator = 11, lUnitBattery = 12, lRadarEvent = 13
+               lActivity = 7, lHRZone = 8, lPowerZone = 9, lTimeInZone = 10, lFileCreator = 11, lUnitBattery = 12, lRadarEvent = 13,
+               lCourse = 14
     /// RR intervals per hrv message (Garmin writes 5).
     public static let rrPerMessage = 5
     /// Bytes reserved per record row (upper bound of a record message with every field).
@@ -21,9 +22,11 @@ public enum FITEncoder {
     static let eventBytes = 12, lapBytesMax = 400, deviceInfoBytes = 48
 
     // Profile values.
-    enum Event: UInt8 { case timer = 0, session = 8, lap = 9, activity = 26, userMarker = 32, radarThreatAlert = 75 }
+    enum Event: UInt8 { case timer = 0, offCourse = 7, session = 8, lap = 9, activity = 26, userMarker = 32, radarThreatAlert = 75 }
     enum EventType: UInt8 { case start = 0, stop = 1, marker = 3, stopAll = 4 }
     static let manufacturerDevelopment: UInt16 = 255
+    /// Bytes of the course message's name (UTF-8, cut at a character).
+    static let courseNameBytes = 64
 
     /// The record fields written, in order, for the quantities a ride has.
     struct RecordLayout {
@@ -84,7 +87,8 @@ public enum FITEncoder {
         let powerZones = settings.powerZones
         // One buffer for the whole file: an upper bound of every message's size, so it never grows.
         var w = FITWriter(capacityBytes: 4096 + ride.rowCount * recordBytesMax + ride.rrSeconds.count * (2 * rrPerMessage + 1)
-                              + b.events.count * 2 * eventBytes + b.laps.count * lapBytesMax + ride.sensors.count * deviceInfoBytes)
+                              + b.events.count * 2 * eventBytes + b.laps.count * lapBytesMax + ride.sensors.count * deviceInfoBytes
+                              + 2 * CourseMetadata.periodsMax * eventBytes + courseNameBytes + 16)
         let startTime = ride.fitTime(ride.startInstant)
 
         // file_id
@@ -125,6 +129,22 @@ public enum FITEncoder {
             w.string(s.name ?? s.kind.rawValue, sizeBytes: 20)
             w.end()
         }
+
+        // The course the ride followed (docs/navigation.md): a course message with its name.
+        if let name = ride.metadataValue(CourseMetadata.nameKey), !name.isEmpty {
+            w.define(local: lCourse, global: 31, fields: [FITFieldDefinition(4, .enumeration), FITFieldDefinition(5, .string, count: courseNameBytes)])
+            w.begin(local: lCourse); w.u8(2); w.string(name, sizeBytes: courseNameBytes); w.end()
+        }
+        // Off-course periods as off_course events (start, and stop with the farthest distance,
+        // m, as data), merged into the time line below.
+        var offCourse: [(instant: MonotonicInstant, start: Bool, data: UInt32)] = []
+        for p in ride.metadataValue(CourseMetadata.offCourseKey).map(CourseMetadata.decode) ?? [] {
+            let s = min(max(ride.startInstant, ride.startInstant.advanced(byMs: p.startMs)), ride.stopInstant)
+            let e = min(max(s, ride.startInstant.advanced(byMs: p.endMs)), ride.stopInstant)
+            offCourse.append((s, true, p.wrongWay ? 1 : 0))
+            offCourse.append((e, false, UInt32(clamping: Int(p.maxDistanceM.rounded()))))
+        }
+        offCourse.sort { ($0.instant, $0.start ? 1 : 0) < ($1.instant, $1.start ? 1 : 0) }
 
         // zones
         if let z = hrZones {
@@ -212,7 +232,7 @@ public enum FITEncoder {
 
         // The time line: rows, hrv batches and events merged by instant (rows of a second first).
         let events = b.events
-        var ei = 0, ri = 0, rr = 0
+        var ei = 0, ri = 0, rr = 0, oi = 0
         var lapsWritten = 0
         var timerRunning = false
         let stop = ride.stopInstant
@@ -220,14 +240,20 @@ public enum FITEncoder {
             let rowAt = ri < ride.rowCount ? ride.rowInstant(ri) : nil
             let rrAt = rr < ride.rrInstantMs.count ? MonotonicInstant(milliseconds: ride.rrInstantMs[rr]) : nil
             let evAt = ei < events.count ? events[ei].instant : nil
-            // pick the earliest; ties: rows, then RR, then events
+            let offAt = oi < offCourse.count ? offCourse[oi].instant : nil
+            // pick the earliest; ties: rows, then RR, then events, then off-course events
             var pick = 0
             var best: MonotonicInstant?
             if let r = rowAt { best = r; pick = 1 }
             if let r = rrAt, best == nil || r < best! { best = r; pick = 2 }
             if let e = evAt, best == nil || e < best! { best = e; pick = 3 }
+            if let o = offAt, best == nil || o < best! { best = o; pick = 4 }
             if best == nil { break }
             switch pick {
+            case 4:
+                let o = offCourse[oi]
+                oi += 1
+                event(o.instant, .offCourse, o.start ? .start : .stop, data: o.data)
             case 1:
                 writeRecord(&w, ride, layout, ri)
                 ri += 1

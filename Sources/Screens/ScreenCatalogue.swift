@@ -323,6 +323,7 @@ public enum ScreenCatalogue {
 
         out += positionEntries(ride: ride, idle: idle)
         out += RadarColumn.entries(ride: ride)
+        out += navigationEntries(ride: ride, idle: idle)
         out += batteryEntries(ride: ride, idle: idle)
         // Every screen on the other panels too: the 0.91" 128x32 OLED and the 2.7" 400x240 LCD.
         var all: [Entry] = []

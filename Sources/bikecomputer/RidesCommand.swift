@@ -93,7 +93,7 @@ struct Rides: ParsableCommand {
                 let bytes = try orExit { try lib.bytes(r, .fit) }
                 let file: FITFile
                 do { file = try FITFile(bytes: bytes) } catch { throw CommandFailure("\(lib.path(r, .fit)): \(error.description)") }
-                print(try Self.tablesJSON(FITActivity(file), rideID: r.rideID))
+                print(try Self.tablesJSON(file, FITActivity(file), rideID: r.rideID))
                 if let plot { try writePlot(r, lib, to: plot) }
                 return
             }
@@ -109,6 +109,13 @@ struct Rides: ParsableCommand {
             let a = FITActivity(file)
             print("records:  \(a.records.count)")
             print("laps:     \(a.laps.count)")
+            let course = CourseInFile(file, a)
+            if let name = course.name {
+                print("course:   \(name)")
+                print("off course: " + (course.periods.isEmpty ? "never" : course.periods.map { p in
+                    "\(clockText(p.startS))-\(clockText(p.endS)) (\(p.wrongWay ? "wrong way, " : "")up to \(p.maxDistanceM) m)"
+                }.joined(separator: ", ")))
+            }
             if let s = a.sessions.first {
                 func show(_ label: String, _ v: Double?, _ unit: String, _ decimals: Int = 0) {
                     print("\(label)\(v.map { decimalText($0, decimals: decimals) + unit } ?? "--")")
@@ -294,7 +301,7 @@ extension Rides.Show {
 
     /// `rides show --json`: the session, the laps (from the file) and the intervals (rebuilt):
     /// every average states its convention.
-    static func tablesJSON(_ a: FITActivity, rideID: RideID) throws -> String {
+    static func tablesJSON(_ file: FITFile, _ a: FITActivity, rideID: RideID) throws -> String {
         let ride = try rebuild(a, rideID: rideID)
         let b = ride.builder
         var w = JSONWriter()
@@ -319,6 +326,22 @@ extension Rides.Show {
             w.int("vehicles", Int64(r.vehicles)); if let b = r.beeps { w.int("beeps", Int64(b)) } else { w.raw("beeps", "null") }
             w.string("max_threat", r.maxThreat); w.number("max_approach_speed_mps", r.maxApproachMps)
             w.endObject()
+        }
+        let course = CourseInFile(file, a)
+        if let name = course.name {
+            w.beginObject("course")
+            w.string("name", name)
+            w.beginArray("off_course")
+            for p in course.periods {
+                w.beginObject()
+                w.int("start_elapsed_s", p.startS); w.int("end_elapsed_s", p.endS); w.int("max_distance_m", Int64(p.maxDistanceM))
+                w.bool("wrong_way", p.wrongWay)
+                w.endObject()
+            }
+            w.endArray()
+            w.endObject()
+        } else {
+            w.raw("course", "null")
         }
         w.beginArray("laps")
         for (i, l) in a.laps.enumerated() { w.beginObject(); w.int("index", Int64(i)); summary(l); w.endObject() }
@@ -347,3 +370,33 @@ extension Rides.Show {
 }
 
 func pad(_ s: String, _ n: Int) -> String { String(repeating: " ", count: max(0, n - s.count)) + s }
+
+/// The course a ride file says the ride followed (docs/navigation.md): the `course` message's
+/// name and the `off_course` events (start; stop with the farthest distance), seconds from the
+/// first timer start.
+struct CourseInFile {
+    struct Period { var startS: Int64; var endS: Int64; var maxDistanceM: UInt32; var wrongWay: Bool }
+    var name: String?
+    var periods: [Period] = []
+
+    init(_ file: FITFile, _ a: FITActivity) {
+        name = file.messages(31).first?.strings[5]
+        let start = Int64(a.startTimestamp ?? 0)
+        var open: (Int64, Bool)?
+        for e in a.events where e.event == 7 {
+            let t = Int64(e.timestamp) - start
+            if e.eventType == 0 { open = (t, e.data == 1) }
+            if e.eventType == 1, let (s, w) = open {
+                periods.append(Period(startS: s, endS: t, maxDistanceM: e.data ?? 0, wrongWay: w))
+                open = nil
+            }
+        }
+    }
+}
+
+/// "1:02:03" / "2:03" for seconds.
+func clockText(_ s: Int64) -> String {
+    let h = s / 3600, m = (s / 60) % 60, sec = s % 60
+    func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    return h > 0 ? "\(h):\(two(m)):\(two(sec))" : "\(m):\(two(sec))"
+}

@@ -127,8 +127,13 @@ struct Run: ParsableCommand {
                 // Rides still to date in this start (one at a time through the ride-file queue).
                 w.int("redatings_waiting", Int64(archive.redatingsWaiting))
             }
+            // Course files the rider put in <data dir>/courses/ are imported now, before the ride
+            // loop runs (docs/navigation.md).
+            let courses = DirectoryCourseStore(dataDirectory: settings.dataDirectory)
+            for r in courses.importPending() { log.log(r.ok ? .info : .error, "courses: \(r.line)") }
             wiring = try BoardWiring(loop: loop, opened: opened, archive: archive,
                                      settings: settings, devices: devices, options: options, log: log)
+            wiring.runtime.courseStore = courses
         } catch {
             printError("bikecomputer: cannot start: \(error)")
             throw ExitCode(1)

@@ -176,6 +176,7 @@ extension AppInput {
         case .sensor(.radar(let p, let t)): self = .sensor(.radar(p, at: t.advanced(byMs: ms)))
         case .sensor(.bridgeConfig(let r, let l, let t)): self = .sensor(.bridgeConfig(readable: r, line: l, at: t.advanced(byMs: ms)))
         case .sensors(let u, let t): self = .sensors(u, at: t.advanced(byMs: ms))
+        case .courses(let u, let t): self = .courses(u, at: t.advanced(byMs: ms))
         case .battery(let r, let t): self = .battery(r, at: t.advanced(byMs: ms))
         }
     }

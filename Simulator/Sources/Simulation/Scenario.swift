@@ -23,10 +23,13 @@ import RideModel
 ///     at 12m car 70kmh               (with `sensors … radar`)
 ///     at 14m radar-off 1m
 ///
+///     at 20m detour 300m 2m        (with a course: ride 300 m beside it for 2 min)
+///     at 0s ride-backwards         (with a course: from its end to its start)
 ///     battery 40% 20%/h          # the unit's battery: its charge at the start, its drain
 ///     at 1h charger on           # (docs/power.md); charger off; battery 12% (set the charge)
 ///     at 1h30m power-on          # the unit is switched on again after it powered itself off
 ///     at 2h hold power 3s        # the power button held
+///
 /// Times are offsets on the simulated clock from the start of the simulation.
 public struct Scenario: Sendable, Hashable {
     public enum Sensor: String, Sendable, Hashable, CaseIterable {
@@ -58,6 +61,13 @@ public struct Scenario: Sendable, Hashable {
         case car(speedMps: Double)
         /// The radar is switched off (its shutdown page) for this long.
         case radarOff(ms: Int64)
+        /// The rider leaves the course (docs/navigation.md): out to `offsetM` beside it and back,
+        /// over `ms`.
+        case detour(offsetM: Double, ms: Int64)
+        /// The rider rides the course from its end to its start.
+        case rideBackwards
+        /// `course load NAME` from the control socket (the course given with `--course`).
+        case courseLoad(String)
         /// The unit's battery: the charger plugged in or out, the charge set (docs/power.md).
         case charger(Bool)
         case batteryLevel(Double)
@@ -182,7 +192,7 @@ public struct Scenario: Sendable, Hashable {
                 scenario.sensors = set
             case "at":
                 let at = try duration(1, "time")
-                guard words.count >= 3 else { throw fail("'at TIME' needs an action: press, hold, command, marker, dropout, bridge-restart, gps-lost, crash, power-cut, disk-full, screenshot, car, radar-off, charger, battery, power-on") }
+                guard words.count >= 3 else { throw fail("'at TIME' needs an action: press, hold, command, marker, dropout, bridge-restart, gps-lost, crash, power-cut, disk-full, detour, ride-backwards, screenshot, car, radar-off, charger, battery, power-on") }
                 let action: Action
                 switch words[2] {
                 case "press":
@@ -198,6 +208,7 @@ public struct Scenario: Sendable, Hashable {
                     let line = words[3...].joined(separator: " ")
                     switch ControlProtocol.parse(line) {
                     case .success(.command(let c)): action = .command(c)
+                    case .success(.courseLoad(let name)): action = .courseLoad(name)
                     case .success: throw fail("'\(line)' does not act on the ride; status and help are for the control socket")
                     case .failure(let e): throw fail("\(e)")
                     }
@@ -225,6 +236,14 @@ public struct Scenario: Sendable, Hashable {
                 case "gps-lost":
                     guard words.count == 4 else { throw fail("gps-lost takes a duration, e.g. gps-lost 30s") }
                     action = .gpsLost(ms: try duration(3, "how long the fix is lost"))
+                case "detour":
+                    guard words.count == 5, words[3].hasSuffix("m"), let m = Double(words[3].dropLast()), m > 0, m <= 50_000 else {
+                        throw fail("detour takes how far from the course and for how long, e.g. detour 300m 2m")
+                    }
+                    action = .detour(offsetM: m, ms: try duration(4, "detour length"))
+                case "ride-backwards":
+                    guard words.count == 3 else { throw fail("ride-backwards takes nothing") }
+                    action = .rideBackwards
                 case "crash": action = .crash
                 case "power-cut": action = .powerCut
                 case "disk-full":
