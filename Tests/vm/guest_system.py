@@ -349,7 +349,9 @@ def dm_message(device: str, message: str) -> None:
     import fcntl
     body = struct.pack("<Q", 0) + message.encode() + b"\0"
     size = DM_IOCTL_HEADER.size + len(body)
-    header = DM_IOCTL_HEADER.pack(4, 0, 0, size, DM_IOCTL_HEADER.size, 0, 0, 0, 0, 0, device.encode(), b"", b"")
+    # version 4.0.0, data_size, data_start, then target_count, open_count, flags, event_nr,
+    # padding and dev all 0, the name; 14 fields in all (the struct's).
+    header = DM_IOCTL_HEADER.pack(4, 0, 0, size, DM_IOCTL_HEADER.size, 0, 0, 0, 0, 0, 0, device.encode(), b"", b"")
     fd = os.open("/dev/mapper/control", os.O_RDWR)
     try:
         fcntl.ioctl(fd, DM_TARGET_MSG, bytearray(header + body))
