@@ -304,7 +304,12 @@ def pairing_on_the_installed_board() -> None:
     run("systemctl", "restart", "bikebridge.service")
     wait_for(lambda: len(reloads()) >= 1, 60, "the bridge unit read the config's sensors")
     before, st0 = CONFIG.read_text(), os.stat(CONFIG)
-    r: dict = {"bridge_args": run("ps", "-o", "args=", "-p", unit("bikebridge")["MainPID"]).strip(),
+    # The restarted bridge's command line: read until it is the exec'd Python's (right after the
+    # restart `ps` once showed "(python)", a process between fork and exec), at most 30 s.
+    def bridge_args() -> str | None:
+        args = run("ps", "-o", "args=", "-p", unit("bikebridge")["MainPID"], check=False).strip()
+        return args if "bikebridge" in args else None
+    r: dict = {"bridge_args": wait_for(bridge_args, 30, "the bridge unit's command line"),
                "first_reload": reloads()[-1]}
     r["pair_output"] = run("bikecomputer", "sensors", "pair", f"ble:{PAIRED_BLE}", "--role", "cadence", "--name", "VM cadence").strip()
     r["reload_after_pair"] = wait_for(lambda: [x for x in reloads() if PAIRED_BLE in x], 30, "the bridge read the new file")[-1]
