@@ -42,7 +42,7 @@ let package = Package(
         // grade and the breadcrumb track (docs/gps.md).
         .target(name: "Positioning", dependencies: ["RideModel", .product(name: "RealModule", package: "swift-numerics")], swiftSettings: swift6),
         // Following a course: the course, its compact file, the follower (docs/navigation.md).
-        .target(name: "Navigation", dependencies: ["Positioning", .product(name: "RealModule", package: "swift-numerics")], swiftSettings: swift6),
+        .target(name: "Navigation", dependencies: ["Positioning", "RideModel", .product(name: "RealModule", package: "swift-numerics")], swiftSettings: swift6),
         // Course files in: GPX, TCX, FIT courses, prepared into a Navigation.Course (off the run loop).
         .target(name: "CourseImport", dependencies: ["Navigation", "Positioning", "RideFiles"], swiftSettings: swift6),
         .target(name: "Journal", dependencies: ["RideModel"], swiftSettings: swift6),

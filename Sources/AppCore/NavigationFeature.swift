@@ -204,16 +204,12 @@ extension AppCore {
     }
 
     public static func encodePeriods(_ periods: [OffCoursePeriod]) -> String {
-        CourseMetadata.encode(periods.map {
-            CourseMetadata.Period(startMs: $0.startMs, endMs: $0.endMs, alarmMs: $0.alarmMs, maxDistanceM: $0.maxDistanceM, wrongWay: $0.wrongWay)
-        })
+        CourseMetadata.encode(periods)
     }
 
     /// The periods of `course.off_course` (malformed entries are left out).
     public static func decodePeriods(_ value: String) -> [OffCoursePeriod] {
-        CourseMetadata.decode(value).map {
-            OffCoursePeriod(startMs: $0.startMs, endMs: $0.endMs, alarmMs: $0.alarmMs, maxDistanceM: $0.maxDistanceM, wrongWay: $0.wrongWay)
-        }
+        CourseMetadata.decode(value)
     }
 
     // MARK: The Courses screen

@@ -1,3 +1,4 @@
+import RideModel
 /// The follower's rules, with their documented defaults (docs/navigation.md).
 public struct FollowerSettings: Sendable, Hashable {
     /// Each fix is matched within this window of the course around the last match: back, ahead
@@ -73,23 +74,9 @@ public struct NavigationFix: Sendable, Hashable {
 }
 
 /// A stretch off the course (or the wrong way): from the first fix beyond the off-course distance
-/// (or the first going backwards) to the fix that put the rider back on it.
-public struct OffCoursePeriod: Sendable, Hashable {
-    public var startMs: Int64
-    public var endMs: Int64
-    /// When the alarm sounded.
-    public var alarmMs: Int64
-    public var maxDistanceM: Double
-    public var wrongWay: Bool
-
-    public init(startMs: Int64, endMs: Int64, alarmMs: Int64, maxDistanceM: Double, wrongWay: Bool) {
-        self.startMs = startMs
-        self.endMs = endMs
-        self.alarmMs = alarmMs
-        self.maxDistanceM = maxDistanceM
-        self.wrongWay = wrongWay
-    }
-}
+/// (or the first going backwards) to the fix that put the rider back on it. The ride's metadata
+/// keeps the same record (`CourseMetadata.Period`).
+public typealias OffCoursePeriod = CourseMetadata.Period
 
 /// A cue announced at a fix.
 public struct CueAnnouncement: Sendable, Hashable {
