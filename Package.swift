@@ -41,17 +41,21 @@ let package = Package(
         // GPS (gpsd reports, fix rules, odometer), barometer compensation, altitude, ascent,
         // grade and the breadcrumb track (docs/gps.md).
         .target(name: "Positioning", dependencies: ["RideModel", .product(name: "RealModule", package: "swift-numerics")], swiftSettings: swift6),
+        // Following a course: the course, its compact file, the follower (docs/navigation.md).
+        .target(name: "Navigation", dependencies: ["Positioning", "RideModel", .product(name: "RealModule", package: "swift-numerics")], swiftSettings: swift6),
+        // Course files in: GPX, TCX, FIT courses, prepared into a Navigation.Course (off the run loop).
+        .target(name: "CourseImport", dependencies: ["Navigation", "Positioning", "RideFiles"], swiftSettings: swift6),
         .target(name: "Journal", dependencies: ["RideModel"], swiftSettings: swift6),
         .target(name: "RideFiles", dependencies: ["RideModel"], swiftSettings: swift6),
         // The unit's own battery: fuel-gauge registers, charge, drain, alert levels (docs/power.md).
         .target(name: "Battery", swiftSettings: swift6),
-        .target(name: "AppCore", dependencies: ["Battery", "Positioning", "RideModel", "Training"], swiftSettings: swift6),
-        .target(name: "Screens", dependencies: ["AppCore", "Battery", "Display", "Positioning", "RideModel"], swiftSettings: swift6),
-        .target(name: "Configuration", swiftSettings: swift6),
+        .target(name: "AppCore", dependencies: ["Battery", "Navigation", "Positioning", "RideModel", "Training"], swiftSettings: swift6),
+        .target(name: "Screens", dependencies: ["AppCore", "Battery", "Display", "Navigation", "Positioning", "RideModel"], swiftSettings: swift6),
+        .target(name: "Configuration", dependencies: ["RideModel"], swiftSettings: swift6),
         // The control socket's language (protocol, stream, status, JSON): what `ctl` and the
         // companion link instead of the device stack.
         .target(name: "Control", dependencies: ["AppCore", "Battery", "RideModel", "Training"], swiftSettings: swift6),
-        .target(name: "Device", dependencies: ["AppCore", "Battery", "Configuration", "Control", "Display", "Journal", "Positioning", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
+        .target(name: "Device", dependencies: ["AppCore", "Battery", "Configuration", "Control", "Display", "Journal", "Navigation", "Positioning", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
 
         // MARK: Board layer (Linux)
         .target(name: "CBoardShims", path: "Sources/CBoardShims"),
@@ -65,7 +69,7 @@ let package = Package(
 
         // Board-side adapters of the Device ports on a real directory (ride files, journal
         // segments), the system's wall clock and stderr log: shared by the executables.
-        .target(name: "DeviceAdapters", dependencies: ["AppCore", "BoardIO", "Device", "Journal", "RideFiles", "RideModel"], swiftSettings: swift6),
+        .target(name: "DeviceAdapters", dependencies: ["AppCore", "BoardIO", "Configuration", "CourseImport", "Device", "Journal", "Navigation", "RideFiles", "RideModel"], swiftSettings: swift6),
 
         // The board's wiring: the runtime on any `EventLoop` with the bridge, buttons, display,
         // buzzer, control socket and companion link as components (`bikecomputer run` puts it on
@@ -73,7 +77,7 @@ let package = Package(
         .target(name: "BoardWiring", dependencies: ["AppCore", "Battery", "BoardHardware", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "Positioning", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
 
         // The simulator's library: synthetic rides, scenarios, simulated adapters, headless runner.
-        .target(name: "Simulation", dependencies: ["AppCore", "Battery", "Control", "Device", "Display", "Journal", "Positioning", "RideFiles", "RideModel", "Screens", "Sensors",
+        .target(name: "Simulation", dependencies: ["AppCore", "Battery", "Control", "Device", "Display", "Journal", "Navigation", "Positioning", "RideFiles", "RideModel", "Screens", "Sensors",
                                                    .product(name: "RealModule", package: "swift-numerics")],
                 path: "Simulator/Sources/Simulation", swiftSettings: swift6),
 
@@ -81,8 +85,8 @@ let package = Package(
         .executableTarget(
             name: "bikecomputer",
             dependencies: [
-                "AppCore", "Battery", "BoardHardware", "BoardIO", "BoardWiring", "Configuration", "Control", "Device", "DeviceAdapters",
-                "Journal", "Positioning", "RideFiles", "RideModel", "Sensors", "Training",
+                "AppCore", "Battery", "BoardHardware", "BoardIO", "BoardWiring", "Configuration", "Control", "CourseImport", "Device", "DeviceAdapters",
+                "Journal", "Navigation", "Positioning", "RideFiles", "RideModel", "Sensors", "Training",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swift6),
@@ -90,7 +94,7 @@ let package = Package(
         .executableTarget(
             name: "bikesim",
             dependencies: [
-                "AppCore", "BoardIO", "Configuration", "Device", "DeviceAdapters", "Display", "RideFiles", "RideModel", "Screens", "Simulation",
+                "AppCore", "BoardIO", "Configuration", "CourseImport", "Device", "DeviceAdapters", "Display", "Navigation", "RideFiles", "RideModel", "Screens", "Simulation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Simulator/Sources/bikesim",
@@ -114,15 +118,17 @@ let package = Package(
         .executableTarget(name: "journal-bench", dependencies: ["AppCore", "BoardIO", "Control", "Device", "DeviceAdapters", "Journal", "RideModel"], swiftSettings: swift6),
         // Benchmarks and their malloc counter (docs/performance.md): `swift run -c release bikebench`.
         .target(name: "CMallocCounter", path: "Benchmarks/CMallocCounter"),
-        .executableTarget(name: "bikebench", dependencies: ["AppCore", "CMallocCounter", "Control", "Device", "Display", "Journal", "RideFiles", "RideModel", "Screens", "Sensors", "Simulation"], path: "Benchmarks/bikebench", swiftSettings: swift6),
+        .executableTarget(name: "bikebench", dependencies: ["AppCore", "CMallocCounter", "Control", "CourseImport", "Device", "Display", "Journal", "Navigation", "RideFiles", "RideModel", "Screens", "Sensors", "Simulation",
+                                                   .product(name: "RealModule", package: "swift-numerics")], path: "Benchmarks/bikebench", swiftSettings: swift6),
 
         // MARK: Tests (each in the target of the module it tests)
         // What every test target shares (the seeded generator of the randomized tests).
         .target(name: "TestSupport", dependencies: ["RideModel"], path: "Tests/TestSupport", swiftSettings: swift6),
         .testTarget(name: "BatteryTests", dependencies: ["Battery"], swiftSettings: swift6),
         .testTarget(name: "PositioningTests", dependencies: ["TestSupport", "Positioning", "RideModel", "RideFiles"], swiftSettings: swift6),
+        .testTarget(name: "NavigationTests", dependencies: ["TestSupport", "CourseImport", "Navigation", "RideFiles"], swiftSettings: swift6),
         .testTarget(name: "RideModelTests", dependencies: ["TestSupport", "RideModel"], swiftSettings: swift6),
-        .testTarget(name: "AppCoreTests", dependencies: ["TestSupport", "AppCore", "Battery", "Control", "Positioning", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
+        .testTarget(name: "AppCoreTests", dependencies: ["TestSupport", "AppCore", "Battery", "Control", "Navigation", "Positioning", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
         .testTarget(name: "TrainingTests", dependencies: ["TestSupport", "Training", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "SensorsTests", dependencies: ["Positioning", "TestSupport", "Sensors", "RideModel"], exclude: ["Corpus"], swiftSettings: swift6),
         // The display and the screens drawn on it (goldens: Tests/DisplayTests/Goldens).
@@ -139,7 +145,7 @@ let package = Package(
         .executableTarget(name: "screen-oracle", dependencies: ["AppCore", "Display", "RideModel", "Screens"], path: "Tests/vm/ScreenOracle", swiftSettings: swift6),
         // A process the board tests signal and run as another user (Tests/BoardTestHelper).
         .executableTarget(name: "board-test-helper", dependencies: ["BoardIO"], path: "Tests/BoardTestHelper", swiftSettings: swift6),
-        .testTarget(name: "DeviceTests", dependencies: ["TestSupport", "AppCore", "Battery", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
+        .testTarget(name: "DeviceTests", dependencies: ["TestSupport", "AppCore", "Battery", "BoardIO", "Configuration", "Control", "Device", "DeviceAdapters", "Display", "Journal", "Navigation", "RideFiles", "RideModel", "Sensors", "Training"], swiftSettings: swift6),
         // The board's wiring in process, on ManualEventLoop (ticks, deadlines, flush steps,
         // buttons, the control socket and status), and its display screen.
         .testTarget(name: "BoardWiringTests", dependencies: ["AppCore", "Battery", "BoardHardware", "BoardIO", "BoardWiring", "Configuration", "Control", "Device", "Display", "Journal", "RideModel", "Screens", "Sensors"], swiftSettings: swift6),
@@ -156,7 +162,7 @@ let package = Package(
         // The fuzz targets (docs/testing.md, "Fuzzing"): each parser of outside input, the
         // `bikefuzz` driver (libFuzzer in a -sanitize=fuzzer build: scripts/fuzz.sh) and the
         // replay of the committed corpus in `swift test`.
-        .target(name: "FuzzTargets", dependencies: ["Configuration", "Positioning", "RideFiles", "RideModel", "Sensors"], path: "Tests/Fuzz/FuzzTargets", swiftSettings: swift6),
+        .target(name: "FuzzTargets", dependencies: ["Configuration", "CourseImport", "Navigation", "Positioning", "RideFiles", "RideModel", "Sensors"], path: "Tests/Fuzz/FuzzTargets", swiftSettings: swift6),
         .executableTarget(name: "bikefuzz", dependencies: ["FuzzTargets"], path: "Tests/Fuzz/bikefuzz", swiftSettings: swift6),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets"], path: "Tests/Fuzz/FuzzCorpusTests", swiftSettings: swift6),
         .testTarget(name: "SimulationTests", dependencies: ["AppCore", "Control", "Device", "Journal", "Positioning", "RideFiles", "RideModel", "Simulation", "TestSupport", "Training"], swiftSettings: swift6),

@@ -14,9 +14,13 @@
 #   anew and rename it over the old one; the file stays readable by all;
 # - /var/lib/bikecomputer, USER:USER 0750: the journal and the rides (a card's rides partition is
 #   mounted there; the unit's ExecStartPre makes it again if a fresh partition is root's);
+# - the group BRIDGE_USER (default `bikebridge`), even with --no-bridge: the directory of the app's
+#   sockets is USER:BRIDGE_USER 2710 (board/tmpfiles.d/bikecomputer.conf), so the bridge reaches
+#   bridge.sock (0660, of that group) but not the owner-only control socket;
 # - with the bridge: the groups plugdev (the ANT+ stick) and bluetooth (BlueZ's D-Bus policy) and
-#   the bridge's user (default `bikebridge`, home BRIDGE_HOME), in USER's group so it may use the
-#   app's bridge socket (/run/bikecomputer/bridge.sock, 0660) but not the owner-only control socket.
+#   the bridge's user (home BRIDGE_HOME) with BRIDGE_USER as its own group. It is not in USER's
+#   group: that would give it the app's config directory and every ride (an earlier install put
+#   it there; it is taken out).
 set -eu
 
 user=bike
@@ -68,10 +72,16 @@ chmod 0775 /etc/bikecomputer
 install -d -o "$user" -g "$user" -m 0750 /var/lib/bikecomputer 2>/dev/null \
     || echo "  /var/lib/bikecomputer could not be made $user's (a read-only card?): the unit retries at start" >&2
 
+system_group "$bridge_user"
 if [ "$with_bridge" = yes ]; then
-    echo "* the bridge's user $bridge_user (groups $user, plugdev, bluetooth)"
+    echo "* the bridge's user $bridge_user (its own group; plugdev, bluetooth)"
     system_group plugdev
     system_group bluetooth
-    system_user "$bridge_user" "$bridge_home"
-    usermod -aG "$user,plugdev,bluetooth" "$bridge_user"
+    if ! id "$bridge_user" >/dev/null 2>&1; then
+        useradd --system --gid "$bridge_user" --home-dir "$bridge_home" --no-create-home --shell /usr/sbin/nologin "$bridge_user"
+    fi
+    usermod -g "$bridge_user" -aG plugdev,bluetooth "$bridge_user"
+    if id -nG "$bridge_user" | tr ' ' '\n' | grep -qx "$user"; then
+        gpasswd -d "$bridge_user" "$user" >/dev/null && echo "  $bridge_user is no longer in the group $user"
+    fi
 fi

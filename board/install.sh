@@ -3,13 +3,15 @@
 #   sudo board/install.sh [--binary PATH] [--companion PATH | --no-companion] [--boot-config] [--user NAME]
 #                         [--bridge-wheels DIR | --no-bridge]
 # - the binary to /usr/local/bin/bikecomputer
-# - a system user (default `bike`) in the gpio, i2c, spi and dialout groups
-# - udev rules for /dev/gpiochip* and /dev/i2c-* (group access, no root needed)
+# - a system user (default `bike`) in the gpio, i2c, spi and dialout groups, and the group
+#   `bikebridge` (the bridge socket's)
+# - /etc/tmpfiles.d/bikecomputer.conf: the units' directories with their owners and modes
+# - udev rules for /dev/gpiochip* and /dev/i2c-* (group access, no root needed) and the ANT+ stick
 # - /etc/bikecomputer/config.toml (kept if it exists) and the systemd unit
 # - the phone companion (/usr/local/bin/bikecompanion, Chart.js, its own unit), which stays off
 #   until the config says [companion] enabled = true
-# - the sensor bridge: its own user `bikebridge` (in the service user's group, so it may use the
-#   app's bridge socket, and in plugdev/bluetooth for the radios), /opt/bikebridge with a venv
+# - the sensor bridge: its own user `bikebridge` (its group is the app's bridge socket's; not in
+#   the service user's group; in plugdev/bluetooth for the radios), /opt/bikebridge with a venv
 #   of board/bridge/requirements-board.txt (from PyPI, or offline from --bridge-wheels DIR), and
 #   its unit; its sensors are the config's [[sensor]] tables (more options: /etc/default/bikebridge)
 # - the power-off path unit (the app asks for a clean power-off at a critical battery)
@@ -31,7 +33,7 @@ bridge_wheels=""        # a directory of wheels for an offline install (default:
 bridge_user=bikebridge
 doc_dir=/usr/local/share/doc/bikecomputer
 
-usage() { sed -n '2,20p' "$0"; }
+usage() { sed -n '2,22p' "$0"; }
 
 parse_args() {
     while [ $# -gt 0 ]; do
@@ -95,12 +97,33 @@ install_user() {
     fi
 }
 
+# The units' directories, owner and mode (board/tmpfiles.d/bikecomputer.conf, with $user for
+# `bike`): made or corrected now, at every boot, and before each start of the app. Nothing else
+# makes them, so the order of installation (the USB drive before the first ride, say) does not
+# matter (issue 27).
+install_directories() {
+    echo "* directories (/etc/tmpfiles.d/bikecomputer.conf)"
+    awk -v u="$user" '$1 !~ /^#/ && NF >= 5 { if ($4 == "bike") $4 = u; if ($5 == "bike") $5 = u } { print }' \
+        "$here/tmpfiles.d/bikecomputer.conf" > /etc/tmpfiles.d/bikecomputer.conf
+    chmod 0644 /etc/tmpfiles.d/bikecomputer.conf
+    systemd-tmpfiles --create /etc/tmpfiles.d/bikecomputer.conf || echo "  (the data partition is not writable now: the app's start corrects it)" >&2
+    # An earlier install kept the companion's tokens in the data directory itself and the USB image
+    # beside them; the companion now sees only companion/, the image is in usb/. rename(2) and
+    # unlink(2) follow no link.
+    data=/var/lib/bikecomputer
+    if [ -f "$data/companion-tokens" ] && [ ! -L "$data/companion-tokens" ] && [ ! -e "$data/companion/companion-tokens" ]; then
+        mv "$data/companion-tokens" "$data/companion/companion-tokens" && echo "  moved the companion's tokens to $data/companion/"
+    fi
+    rm -f "$data/usb.img" "$data/usb.img.tmp"
+}
+
 install_udev() {
     echo "* udev rules and the i2c-dev module"
+    getent group plugdev >/dev/null || groupadd --system plugdev
     install -m 0644 "$here/udev/99-bikecomputer.rules" /etc/udev/rules.d/99-bikecomputer.rules
     echo i2c-dev > /etc/modules-load.d/bikecomputer.conf
     modprobe i2c-dev 2>/dev/null || true
-    udevadm control --reload-rules && udevadm trigger --subsystem-match=gpio --subsystem-match=i2c-dev --subsystem-match=spidev || true
+    udevadm control --reload-rules && udevadm trigger --subsystem-match=gpio --subsystem-match=i2c-dev --subsystem-match=spidev --subsystem-match=usb || true
 }
 
 # A unit file from board/systemd with User=/Group= set to the service user.
@@ -151,9 +174,11 @@ install_companion() {
 install_bridge() {
     [ "$with_bridge" = yes ] || { echo "* bridge: skipped (--no-bridge)"; return 0; }
     echo "* bridge: the $bridge_user user, /opt/bikebridge (venv) and bikebridge.service"
-    # The app's bridge socket is /run/bikecomputer/bridge.sock, mode 0660, owned by $user:$user,
-    # in a directory of mode 0750: the bridge reaches it as a member of the group $user. The
-    # control socket (0600) stays the service user's only. Its user: accounts.sh (install_user).
+    # The app's bridge socket is /run/bikecomputer/bridge.sock, mode 0660, of the group
+    # $bridge_user (its directory is $user:$bridge_user 2710, bikecomputer.conf): the bridge
+    # reaches it through its own group, not the group $user (that would give it the app's config
+    # directory and the data directory). The control socket (0600) stays the service user's only.
+    # Its user and groups: accounts.sh (install_user).
     install -d -m 0755 /opt/bikebridge
     rm -rf /opt/bikebridge/bikebridge
     cp -r "$here/bridge/bikebridge" /opt/bikebridge/bikebridge
@@ -178,8 +203,7 @@ install_bridge() {
     else
         echo "  keeping the existing /etc/default/bikebridge (its options)"
     fi
-    sed "s/^SupplementaryGroups=bike$/SupplementaryGroups=$user/" "$here/bridge/bikebridge.service" > /etc/systemd/system/bikebridge.service
-    chmod 0644 /etc/systemd/system/bikebridge.service
+    install -m 0644 "$here/bridge/bikebridge.service" /etc/systemd/system/bikebridge.service
     systemctl daemon-reload
     systemctl enable bikebridge.service
 }
@@ -215,6 +239,7 @@ main() {
     check_prerequisites
     install_packages
     install_user
+    install_directories
     install_udev
     install_device
     install_companion

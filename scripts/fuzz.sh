@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the parsers of outside input (docs/testing.md, "Fuzzing"): libFuzzer
 # through Swift's -sanitize=fuzzer, one target per parser (Tests/Fuzz/FuzzTargets: bridge frames,
-# serial bridge bytes, gpsd reports, FIT files, config TOML).
+# serial bridge bytes, gpsd reports, FIT files, config TOML, course files: GPX, TCX, FIT course).
 #
 #   bash scripts/fuzz.sh [SECONDS] [TARGET...]   each target for SECONDS (default 60), all by default
 #   bash scripts/fuzz.sh --merge [TARGET...]     fold what the runs found into the committed corpus

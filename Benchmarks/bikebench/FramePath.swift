@@ -6,7 +6,9 @@
 // with the 1 Hz ticks and the flash journal (group commit into simulated flash) in between. The
 // device boots with `DeviceRuntime.boot`, the board's own start-up sequence.
 import AppCore
+import Navigation
 import CMallocCounter
+import Control
 import Device
 import Display
 import Glibc
@@ -143,8 +145,8 @@ struct FrameStream {
             case .cadence:
                 SensorPayloads.bleCadence(ride, into: &payload)
                 who = Self.cadence; code = 0x2A5B
-            case .gps:
-                continue // not a bridge sensor (PositionStream)
+            case .gps, .radar:
+                continue // not a bridge sensor (PositionStream); the radar has its own stream
             }
             let frame = BridgeFrame(bridgeTimeUs: UInt64(t) * 1000, .data(who, profileCode: code, Payload(payload)!))
             bytes += frame.encoded().bytes
@@ -162,10 +164,12 @@ final class FramePath {
     let journal: FlashJournal
     let screen: CountingScreen
     let runtime: DeviceRuntime
+    /// The alerts the ride raised (with a course: its cues and alarms).
+    let alerts = AlertCounter()
     private var nextTickMs: Int64 = 1_000
     private(set) var ticks = 0
 
-    init(positioning: Bool = false, largePanel: Bool = false) {
+    init(positioning: Bool = false, largePanel: Bool = false, course: Course? = nil) {
         screen = CountingScreen(largePanel: largePanel)
         let opened = FlashJournal.open(storage: flash, randomSeed: 1, deviceNow: .zero)
         journal = opened.journal
@@ -175,6 +179,10 @@ final class FramePath {
         runtime.bridgeConnected(at: .zero)
         if positioning {
             SimulatedBarometer.calibrationRegisters.withUnsafeBytes { runtime.receive(.barometerCalibration($0), at: .zero) }
+        }
+        if let course {
+            runtime.command(.loadCourse(course), at: .zero)
+            _ = runtime.addObserver(alerts)
         }
         runtime.command(.start, at: .zero)
     }
@@ -231,6 +239,10 @@ struct FramePathResult {
     var barometerReadings = 0
     var barometerAllocations: UInt64 = 0
     var gpsFixes: UInt64 = 0
+    /// With a course: the fixes its follower took, and where it ended.
+    var courseFixes: UInt64 = 0
+    var alerts = 0
+    var courseState = "none"
 }
 
 /// Rides `warmUpMs` of frames, then measures every frame and every tick of the next
@@ -238,10 +250,10 @@ struct FramePathResult {
 /// `streamMs`: encode at least this much ride up front (callgrind runs of different lengths
 /// then spend the same on encoding, and it cancels out).
 func runFramePath(warmUpMs: Int64, measureMs: Int64, timing: Bool = true, injectAllocation: Bool = false,
-                  traceAllocations: Int = 0, streamMs: Int64 = 0, positioning: Bool = false, largePanel: Bool = false) -> FramePathResult {
+                  traceAllocations: Int = 0, streamMs: Int64 = 0, positioning: Bool = false, largePanel: Bool = false, course: Course? = nil) -> FramePathResult {
     let stream = FrameStream(durationMs: max(streamMs, warmUpMs + measureMs), positioning: positioning)
     let endMs = warmUpMs + measureMs
-    let path = FramePath(positioning: positioning, largePanel: largePanel)
+    let path = FramePath(positioning: positioning, largePanel: largePanel, course: course)
     var r = FramePathResult()
     let firstMeasured = stream.atMs.firstIndex { $0 >= warmUpMs } ?? stream.count
     r.frameNs.reserveCapacity(stream.count - firstMeasured)
@@ -302,8 +314,19 @@ func runFramePath(warmUpMs: Int64, measureMs: Int64, timing: Bool = true, inject
         r.journalSyncs = path.flash.syncCount - sync0
         r.samplesEmitted = path.runtime.sensorStatus.samplesEmitted - samples0
         r.gpsFixes = path.runtime.positioning.gps.counters.fixesAccepted
+        r.courseFixes = path.runtime.core.courseFollower?.fixes ?? 0
+        r.alerts = path.alerts.count
+        r.courseState = path.runtime.core.courseFollower.map { "\($0.navigationState)" } ?? "none"
         if getenv("BIKEBENCH_DEBUG") != nil { print(path.runtime.sensorStatus.logLine) }
     }
     return r
 }
 
+
+/// Counts the alerts a ride raises (each is logged: its line is built when it happens).
+final class AlertCounter: RideObserver {
+    private(set) var count = 0
+    func observe(_ effect: AppEffect, core: AppCore, at now: MonotonicInstant) {
+        if case .alert = effect { count += 1 }
+    }
+}

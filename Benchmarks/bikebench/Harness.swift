@@ -15,6 +15,7 @@ enum Clock {
 
 enum Allocations {
     @inline(__always) static var count: UInt64 { bench_allocations() }
+    static var bytes: UInt64 { bench_allocated_bytes() }
     static var isCounting: Bool { bench_counter_is_interposed() != 0 }
 }
 

@@ -24,7 +24,7 @@ if args.contains("--version") {
     print(ProjectVersion.text("bikebench"))
     exit(0)
 }
-let known: Set<String> = ["--json", "--guard", "--gps", "--large-panel", "--inject-allocation", "--quick", "--hours", "--out", "--callgrind-frames", "--trace-allocations", "--help", "-h"]
+let known: Set<String> = ["--json", "--guard", "--gps", "--course", "--navigation", "--large-panel", "--inject-allocation", "--quick", "--hours", "--out", "--callgrind-frames", "--trace-allocations", "--help", "-h"]
 for (i, a) in args.enumerated() where a.hasPrefix("-") && !known.contains(a) {
     if i > 0, ["--hours", "--out", "--callgrind-frames", "--trace-allocations"].contains(args[i - 1]) { continue }
     printError("bikebench: unknown option \(a); run `bikebench --help` for the options")
@@ -33,11 +33,14 @@ for (i, a) in args.enumerated() where a.hasPrefix("-") && !known.contains(a) {
 if args.contains("--help") || args.contains("-h") {
     print("""
     usage: bikebench [--json] [--quick] [--hours N] [--out DIR]
-           bikebench --guard [--gps] [--large-panel] [--inject-allocation] [--trace-allocations N]
+           bikebench --guard [--gps [--course]] [--large-panel] [--inject-allocation] [--trace-allocations N]
+           bikebench --navigation [--json] [--quick]
            bikebench --callgrind-frames N
     Measures the sensor-frame path, rendering, journal, FIT encoding and a headless ride (docs/performance.md).
     --guard fails (exit 1) if a sensor frame allocates in steady state; --inject-allocation makes it allocate;
     --gps adds the GPS (gpsd report lines, 1 Hz) and the barometer (1 Hz) to the frames;
+    --course (with --gps) follows a course along the GPS's route: its fixes must not add an allocation to the ticks;
+    --navigation measures only course import (300 km, 50 000 points) and the follower's cost per fix;
     --large-panel draws them on the 400x240 memory LCD (its driver on a counting SPI link) instead of the 128x64 OLED;
     --trace-allocations N prints the stacks of the next N allocations in the measured stretch (frames and ticks).
     """)
@@ -52,9 +55,29 @@ guard Allocations.isCounting else {
 // MARK: CI guard
 
 if args.contains("--guard") {
+    let withCourse = args.contains("--course") && args.contains("--gps")
     let r = runFramePath(warmUpMs: 120_000, measureMs: 300_000, injectAllocation: args.contains("--inject-allocation"),
                          traceAllocations: value("--trace-allocations").flatMap { Int($0) } ?? 0, positioning: args.contains("--gps"),
-                         largePanel: args.contains("--large-panel"))
+                         largePanel: args.contains("--large-panel"),
+                         course: withCourse ? demoLoopCourse() : nil)
+    if withCourse {
+        // The same ride without the course: following it must add no allocation to the ticks
+        // (the follower runs in the 1 Hz record) but for the alerts it raised (a cue's stages,
+        // an alarm: a few per kilometre at most), whose log line is written when they happen.
+        let base = runFramePath(warmUpMs: 120_000, measureMs: 300_000, positioning: true)
+        print("bikebench guard: course: \(r.courseFixes) fixes followed (\(r.courseState)), \(r.alerts) alerts; "
+            + "tick allocations \(r.tickAllocations) with the course, \(base.tickAllocations) without")
+        guard r.courseFixes > 300, r.courseState == "on_course" else {
+            print("bikebench guard: FAIL: the course was not followed (\(r.courseFixes) fixes, \(r.courseState))")
+            exit(1)
+        }
+        // An alert's words and its log line: 2 allocations (measured: a course without cues adds 0).
+        guard r.tickAllocations <= base.tickAllocations + 2 * UInt64(r.alerts) else {
+            print("bikebench guard: FAIL: following the course allocates in the ticks (\(r.tickAllocations) against \(base.tickAllocations)); "
+                + "find it with `bikebench --guard --gps --course --trace-allocations 5`")
+            exit(1)
+        }
+    }
     let perFrame = Double(r.frameAllocations) / Double(max(1, r.frames))
     print("bikebench guard: \(args.contains("--large-panel") ? "400x240 memory LCD: " : "")\(r.frames) sensor frames in steady state, \(r.frameAllocations) heap allocations "
         + "(\(r.framesThatAllocated) frames allocated; \(Report.format(perFrame, 3)) per frame); "
@@ -77,6 +100,39 @@ if args.contains("--guard") {
         exit(1)
     }
     print("bikebench guard: ok (0 allocations per sensor frame)")
+    exit(0)
+}
+
+// MARK: navigation
+
+func reportNavigation(_ n: NavigationBenchResult, into report: Report) {
+    let importMs = n.importMs.sorted()[n.importMs.count / 2]
+    report.add("nav_import_300km_ms", "import a 300 km GPX course of 50 000 points (\(n.gpxBytes / 1024) KB: parse, simplify, cues, climbs), median of \(n.importMs.count)",
+               importMs, "ms", decimals: 0, note: "\(n.pointsKept) points kept, \(n.cues) cues from the bends, \(n.climbs) climbs")
+    report.add("nav_import_300km_allocated_mb", "heap bytes requested by that import (\(n.importAllocations) allocations)",
+               Double(n.importAllocatedBytes) / 1_048_576, "MB", decimals: 1)
+    report.add("nav_import_300km_peak_rss_growth_mb", "peak resident memory growth of that import", Double(n.peakRSSGrowthKB) / 1024, "MB", decimals: 1)
+    report.add("nav_course_file_bytes", "its compact course file", Double(n.fileBytes), "B")
+    report.add("nav_course_decode_ms", "loading it (read from memory, CRC-32, every check), median of 5", n.decodeMs.sorted()[2], "ms", decimals: 2)
+    let p = Percentiles(n.fixNs)
+    report.add("nav_fix_p50_ns", "the follower per fix on it (9 m/s, ±4 m noise, \(n.fixNs.count) fixes), p50", Double(p.p50), "ns")
+    report.add("nav_fix_p99_ns", "the follower per fix, p99", Double(p.p99), "ns")
+    report.add("nav_fix_max_ns", "the follower per fix, max", Double(p.max), "ns")
+    report.add("nav_fix_allocations_per_fix", "heap allocations per fix (steady state)", Double(n.fixAllocations) / Double(max(1, n.fixNs.count)), "allocations",
+               decimals: 3, target: "0", met: n.fixAllocations == 0)
+    let s = Percentiles(n.searchNs)
+    report.add("nav_search_p50_ns", "a whole-course search (before the first lock, off course: 1 a second at most), p50", Double(s.p50), "ns")
+    report.add("nav_alarms", "alarms riding the 300 km course as drawn", Double(n.alarms), "alarms", target: "0", met: n.alarms == 0,
+               note: "distance to go at the end \(Report.format(n.distanceToGoM, 1)) m of \(Report.format(n.lengthM / 1000, 1)) km")
+}
+
+if args.contains("--navigation") {
+    let report = Report()
+    reportNavigation(runNavigationBench(quick: args.contains("--quick")), into: report)
+    if args.contains("--json") { report.printJSON(machine: machineDescription(), date: utcDate()) } else {
+        print("bikebench navigation (\(machineDescription()), \(utcDate())):")
+        report.printText()
+    }
     exit(0)
 }
 
@@ -347,6 +403,12 @@ do {
     let jb = executableDirectory() + "/journal-bench"
     report.notes.append(fileExists(jb) ? "journal-bench is built: `\(jb)` gives its own figures (loss window, fdatasync times)"
                                        : "journal-bench's own figures (loss window, fdatasync times): `swift run -c release journal-bench`")
+}
+
+// 6. Navigation: a 300 km course imported, loaded and followed.
+do {
+    progress("6. navigation: a 300 km course of 50 000 points imported and followed...")
+    reportNavigation(runNavigationBench(quick: quick), into: report)
 }
 
 if json {

@@ -5,6 +5,7 @@
 //
 // Must not import: Foundation, Glibc, Sensors, Journal, RideFiles, Display, Screens, Configuration, Control, Device, BoardIO, BoardHardware, BoardWiring, DeviceAdapters, Simulation.
 import Battery
+import Navigation
 import Positioning
 import RideModel
 import Training
@@ -56,7 +57,7 @@ public struct AppConfiguration: Sendable, Hashable {
                 alertDisplayMs: Int64 = 4_000,
                 runningPageCount: Int = 3,
                 summaryPageCount: Int = 6, // Screens' SummaryPage.standard (a DisplayTests test keeps them equal)
-                expectedSensors: [SensorRole] = SensorRole.allCases,
+                expectedSensors: [SensorRole] = SensorRole.allCases.filter { $0 != .radar },  // a radar when one is paired
                 disabledQuantities: [Quantity] = [],
                 recordPowerSeries: Bool = true,
                 activity: String = "cycling",
@@ -130,6 +131,8 @@ public struct AppCore: Sendable {
     var countdownStart: MonotonicInstant?
     /// The Sensors screen is open (idle only; its state is `screen.sensorsMenu`).
     var sensorsOpen = false
+    /// When the rear radar beeps (RadarCore.swift).
+    public internal(set) var radarAlerting = RadarAlerting()
     var nextRecordInstant: MonotonicInstant?
     var overlayUntil: MonotonicInstant?
     var runningPage = 0
@@ -159,6 +162,8 @@ public struct AppCore: Sendable {
     /// reading has come since.
     var anchorFromRecovery = false
     var randomState: UInt64
+    /// The course and its follower (NavigationFeature.swift).
+    var navigation = NavigationCore()
     /// Ride instants = device instants + this (non-zero after recovery from a crash).
     public internal(set) var instantOffsetMs: Int64 = 0
     /// The unit's battery (nil: no gauge configured), docs/power.md.
@@ -237,6 +242,7 @@ public struct AppCore: Sendable {
         case .storage(let c, _): handleStorage(c, at: now)
         case .rideFile(let id, let durable, _): handleRideFile(id, durable: durable, at: now)
         case .sensors(let u, _): handleSensorsUpdate(u, at: now)
+        case .courses(let u, _): handleCoursesUpdate(u, at: now)
         case .battery(let r, _): handleBattery(r, at: now)
         }
         refreshScreen(at: now)
@@ -327,8 +333,13 @@ public struct AppCore: Sendable {
             sensorsPress(b, at: now)
             return
         }
+        if navigation.menuOpen && lifecycle.state == .idle {
+            coursesPress(b, at: now)
+            return
+        }
         switch (b, lifecycle.state) {
         case (.page, .idle): openSensors(at: now)
+        case (.lap, .idle): openCourses(at: now)
         case (.startPause, .idle): prepare(at: now)
         case (.startPause, .prepared): cancelCountdown(at: now)
         case (.startPause, .running): pause(at: now, trigger: .manual)
@@ -337,7 +348,7 @@ public struct AppCore: Sendable {
             if screen.mode == .confirmDiscard { deleteSavedRide(at: now) } else { prepare(at: now) }
         case (.lap, .running): lap(at: now, trigger: .manual)
         case (.lap, .paused), (.page, .paused), (.page, .running):
-            runningPage = (runningPage + 1) % max(1, configuration.runningPageCount)
+            runningPage = (runningPage + 1) % max(1, reachablePageCount)
         case (.lap, .ended):
             if screen.mode == .confirmDiscard { screen.mode = .summary(page: summaryPage) } else { dismiss(at: now) }
         case (.page, .ended):
@@ -386,10 +397,13 @@ public struct AppCore: Sendable {
             if case .idle = screen.mode { return .done("pairing code shown") }
             return .done("pairing code shown as a badge (the unit is not idle)")
         case .nextPage:
-            runningPage = (runningPage + 1) % max(1, configuration.runningPageCount)
+            runningPage = (runningPage + 1) % max(1, reachablePageCount)
             return .done("page \(runningPage + 1)")
         case .setRideZones, .clearRideZones, .setTargetZone, .setTargetZoneNumber, .clearTargetZone, .setAutoPause, .setAutoLap:
             return trainingCommand(c, at: now)
+        case .loadCourse(let course): return loadCourse(course, at: now)
+        case .clearCourse: return clearCourse(at: now)
+        case .courseStatus: return courseStatus()
         case .phoneTime(let unixMs):
             return phoneTime(unixMs, at: now)
         }
@@ -453,6 +467,7 @@ public struct AppCore: Sendable {
         if lifecycle.state == .ended { _ = transition(.dismiss, at: now) }
         if let refusal = transition(.prepare, at: now) { return refusal }
         closeSensors(at: now)
+        if navigation.menuOpen { closeCourses() }
         countdownStart = now
         summary = nil
         screen.summary = nil
@@ -501,6 +516,7 @@ public struct AppCore: Sendable {
         applyChecked { b throws(BuilderRejection) in try b.start(at: start) }
         autoLapCarryM = 0
         trainingDidStart(at: start)
+        navigationDidStartRide(at: start)
         journalBattery(DeviceBattery.atStartKey)
         journal(.event(RideEvent(.start, at: start)))
         emit(.syncJournal)
@@ -578,6 +594,7 @@ public struct AppCore: Sendable {
     }
 
     mutating func finishRide(saved: Bool, at now: MonotonicInstant) {
+        navigationDidFinishRide(at: now)
         nextRecordInstant = nil
         summaryPage = 0
         summary = builder.map { Self.makeSummary($0, header: header!, saved: saved, recovered: recovered, at: now) }
@@ -617,7 +634,7 @@ public struct AppCore: Sendable {
 
     static func makeSummary(_ b: RideBuilder, header: RideHeader, saved: Bool?, recovered: Bool, at now: MonotonicInstant) -> RideSummary {
         let r = b.statistics(at: now)
-        return RideSummary(
+        var s = RideSummary(
             rideID: header.rideID, saved: saved,
             timerTimeMs: b.timerTimeMs(at: now), elapsedTimeMs: b.elapsedTimeMs(at: now),
             movingTimeMs: r.movingTime,
@@ -633,6 +650,8 @@ public struct AppCore: Sendable {
             heartRateZones: b.settings.heartRateZones, powerZones: b.settings.powerZones,
             lapHeartRateZoneTimes: b.laps.map(\.heartRateZoneTimes), lapPowerZoneTimes: b.laps.map(\.powerZoneTimes),
             charts: SummaryCharts(b.intervals))
+        s.radar = b.radar
+        return s
     }
 
     // MARK: Samples, sensors, clock, storage
@@ -666,6 +685,8 @@ public struct AppCore: Sendable {
             sensorFound(f, at: now)
         case .search(let running, _, _):
             if !running { screen.sensorsMenu.searchEnded() }
+        case .radar(let picture, _):
+            handleRadar(picture, at: now)
         case .bridgeConfig(let readable, let line, _):
             // The bridge keeps the sensors it had: say so once (ctl status and the log say why).
             if !readable { showOverlay(.sensorConfigUnreadable(line: line), at: now) }
@@ -685,6 +706,7 @@ public struct AppCore: Sendable {
             // Its values are no longer live: show "--" at once, never the last value.
             for q in status.role.liveQuantities { liveValues[q.index].seen = false }
         }
+        if status.role == .radar { radarStateChanged(status.state) }
     }
 
     /// The one place that decides what a wall-clock reading changes, whether it comes from the
@@ -726,7 +748,9 @@ public struct AppCore: Sendable {
 
     mutating func handleTick(_ now: MonotonicInstant) {
         checkLongPresses(at: now)
+        radarTick(at: now)
         _ = screen.sensorsMenu.expire(at: now)
+        screen.coursesMenu.expire(at: now)
         if sensorsOpen { screen.sensorsMenu.tick(at: now) }
         if lifecycle.state == .prepared, let c = countdownStart {
             let end = c.advanced(byMs: Int64(configuration.countdownSeconds) * 1000)
@@ -822,7 +846,7 @@ public struct AppCore: Sendable {
 
     mutating func refreshScreen(at now: MonotonicInstant) {
         switch lifecycle.state {
-        case .idle: screen.mode = sensorsOpen ? .sensors : .idle
+        case .idle: screen.mode = sensorsOpen ? .sensors : navigation.menuOpen ? .courses : .idle
         case .prepared:
             let step = countdownStart.map { Int(now.milliseconds(since: $0) / 1000) } ?? 0
             screen.mode = .countdown(max(1, configuration.countdownSeconds - step))

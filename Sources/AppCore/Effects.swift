@@ -1,3 +1,4 @@
+import Navigation
 import RideModel
 
 /// Alerts shown as an overlay over the current screen.
@@ -23,6 +24,20 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
     case rideTableFull
     /// At the start of a ride: a sensor's battery is under `AppCore.sensorBatteryLowPercent`.
     case lowSensorBattery(SensorRole, percent: Int)
+    /// The rear radar: vehicles coming up behind (the highest threat in view), and the road
+    /// clear again. A beep each (different ones), no overlay: the radar column shows them.
+    case vehicleBehind(RadarThreat)
+    case roadClear
+    /// Navigation (docs/navigation.md): off the course, riding it the wrong way, back on it.
+    case offCourse
+    case wrongWay
+    case backOnCourse
+    /// A cue: its type, the stage of its announcement, the distance to it (m) and its name.
+    case cue(CueType, stage: CueStage, distanceM: Int, name: String)
+    /// The foot of climb `number` of `count`: its length (m) and mean grade (tenths of %).
+    case climbStart(number: Int, count: Int, lengthM: Int, gradeTenths: Int)
+    /// The end of the course.
+    case courseFinished
     /// The unit's own battery fell to a warning level (`BatterySettings.lowPercent`, `veryLowPercent`).
     case lowBattery(percent: Int)
     /// The unit's battery is at the critical level: the ride is paused and saved, the unit powers off.
@@ -50,6 +65,14 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
         case .rideDiscarded: "RIDE DISCARDED"
         case .rideTableFull: "RIDE FULL"
         case .lowSensorBattery(let r, let p): "\(r) BATTERY \(p)%"
+        case .vehicleBehind(let t): t == .fastApproach ? "VEHICLE FAST" : "VEHICLE"
+        case .roadClear: "ROAD CLEAR"
+        case .offCourse: "OFF COURSE"
+        case .wrongWay: "WRONG WAY"
+        case .backOnCourse: "BACK ON COURSE"
+        case .cue(let t, let stage, let d, let name): "\(t.word)\(stage == .now ? " NOW" : " \(d) M")\(name.isEmpty ? "" : " " + name)"
+        case .climbStart(let n, let count, let l, let g): "CLIMB \(n)/\(count) \(l) M \(g / 10).\(g % 10)%"
+        case .courseFinished: "COURSE DONE"
         case .lowBattery(let p): "BATTERY \(p)%"
         case .batteryEmpty: "BATTERY EMPTY"
         case .poweringOff: "POWERING OFF"
@@ -60,10 +83,39 @@ public enum Alert: Sendable, Hashable, CustomStringConvertible {
     /// Whether a buzzer/LED line should pulse for it.
     public var sounds: Bool {
         switch self {
-        case .sensorLost, .zoneDrift, .storageFull, .storageError, .rideNotSaved, .lowSensorBattery, .lowBattery, .batteryEmpty: true
+        case .sensorLost, .zoneDrift, .storageFull, .storageError, .rideNotSaved, .lowSensorBattery, .lowBattery, .batteryEmpty, .vehicleBehind, .roadClear, .offCourse, .wrongWay: true
+        // The approach beep and the beep at the turn (the first word is silent).
+        case .cue(_, let stage, _, _): stage == .approach || stage == .now
         default: false
         }
     }
+
+    /// How the buzzer sounds it: (on, off) pulse pairs in ms, at most `Beep.pulsesMax`.
+    public var beep: Beep {
+        switch self {
+        case .vehicleBehind(let t): t == .fastApproach ? .vehicleFast : .vehicle
+        case .roadClear: .roadClear
+        default: .single
+        }
+    }
+}
+
+/// A buzzer pattern: pulses of `onMs` separated by `offMs`. Named once so the rider learns them:
+/// one 300 ms pulse for alerts, two short ones for a vehicle behind (three when it closes fast),
+/// one long one when the road is clear again.
+public struct Beep: Sendable, Hashable {
+    public static let pulsesMax = 3
+    public var pulses: Int
+    public var onMs: Int64
+    public var offMs: Int64
+
+    public static let single = Beep(pulses: 1, onMs: 300, offMs: 0)
+    public static let vehicle = Beep(pulses: 2, onMs: 80, offMs: 80)
+    public static let vehicleFast = Beep(pulses: 3, onMs: 80, offMs: 80)
+    public static let roadClear = Beep(pulses: 1, onMs: 600, offMs: 0)
+
+    /// The whole pattern's length, ms.
+    public var durationMs: Int64 { Int64(pulses) * onMs + Int64(max(0, pulses - 1)) * offMs }
 }
 
 /// A live zone update: emitted whenever the current zone of heart rate or power changes.
@@ -101,6 +153,9 @@ public enum AppEffect: Sendable, Hashable {
     /// The Sensors screen asks the device to search, pair, forget, or to report the paired
     /// sensors (the board asks the bridge, writes the config file, answers with `AppInput.sensors`).
     case sensors(SensorsRequest)
+    /// The Courses screen (or a recovered ride) asks for the list of courses on the card, or a
+    /// course read from it (the device answers with `AppInput.courses`).
+    case courses(CoursesRequest)
     /// The wall clock became trusted (NTP through the kernel, or GPS time): `anchor` is the
     /// trusted reading at a device instant (not a ride instant). Rides saved on the untrusted
     /// clock are dated by it (docs/journal.md, "The clock").
@@ -135,6 +190,12 @@ public enum SensorsRequest: Sendable, Hashable {
     case close
     case search(seconds: Int)
     case stopSearch
-    case pair(id: String, role: String, name: String)
+    case pair(id: String, kind: SensorKind, name: String)
     case forget(id: String)
+}
+
+/// What the app core asks of the card's courses (`AppEffect.courses`).
+public enum CoursesRequest: Sendable, Hashable {
+    case list
+    case load(String)
 }

@@ -1,4 +1,5 @@
 import Battery
+import Navigation
 import RideModel
 import Training
 
@@ -70,6 +71,13 @@ public enum ControlCommand: Sendable, Hashable {
     case setAutoPause(AutoPauseSettings?)
     /// Auto-lap on or off (nil), for the ride in progress or the next.
     case setAutoLap(AutoLapSettings?)
+    /// Follow this course (read and checked by the device from the card): in the ride in
+    /// progress at once, else from the next ride on (docs/navigation.md).
+    case loadCourse(Course)
+    /// Stop following the course.
+    case clearCourse
+    /// Where the rider is on the course, in words.
+    case courseStatus
     /// A paired phone's time (the companion page sends it when it opens): dates the ride while
     /// the unit's clock is not trusted, never over a trusted one (docs/power.md, "Time from the phone").
     case phoneTime(unixMs: Int64)
@@ -115,6 +123,8 @@ public enum AppInput: Sendable, Hashable {
     /// The device's answer to the Sensors screen: the paired sensors, the outcome of pairing or
     /// forgetting.
     case sensors(SensorsUpdate, at: MonotonicInstant)
+    /// The device's answer to the Courses screen (or to a recovered ride's course).
+    case courses(CoursesUpdate, at: MonotonicInstant)
     /// A fuel gauge's reading (nil: the gauge could not be read this time), docs/power.md.
     case battery(BatteryReading?, at: MonotonicInstant)
 
@@ -128,7 +138,8 @@ public enum AppInput: Sendable, Hashable {
         switch self {
         case .button(let b): b.instant
         case .sensor(let e): e.instant
-        case .tick(let t), .command(_, let t), .wallClock(_, let t), .storage(_, let t), .sensors(_, let t), .rideFile(_, _, let t): t
+        case .tick(let t), .command(_, let t), .wallClock(_, let t), .storage(_, let t), .sensors(_, let t), .rideFile(_, _, let t),
+             .courses(_, let t): t
         case .battery(_, let t): t
         }
     }
@@ -141,4 +152,14 @@ public enum SensorsUpdate: Sendable, Hashable {
     /// Pairing or forgetting went through ("PAIRED", "FORGOTTEN"; `selecting` the sensor just
     /// paired) or failed (the reason, short).
     case outcome(String, selecting: String?)
+}
+
+/// What the device says to the Courses screen (`AppInput.courses`).
+public enum CoursesUpdate: Sendable, Hashable {
+    /// The courses on the card.
+    case listed([CourseListing])
+    /// The course asked for, read and checked.
+    case loaded(Course)
+    /// It could not be read (short, for the screen).
+    case failed(String)
 }

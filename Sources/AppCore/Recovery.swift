@@ -65,7 +65,7 @@ extension AppCore {
             case .resume: try builder!.resume(at: e.instant, trigger: e.trigger)
             case .lap: try builder!.lap(at: e.instant, trigger: e.trigger)
             case .stop: try builder!.stop(at: e.instant)
-            case .marker, .gap: try builder!.mark(e)
+            case .marker, .gap, .radar: try builder!.mark(e)
             }
         } catch {
             replayRefusals &+= 1
@@ -85,7 +85,7 @@ extension AppCore {
             trainingDidResume(at: e.instant, trigger: e.trigger)
         case .lap:
             noteLapForAutoLap(e.trigger)
-        case .marker:
+        case .marker, .radar:
             break
         case .stop:
             autoPause.didStop()
@@ -147,6 +147,9 @@ extension AppCore {
                 nextRecordInstant = aligned.advanced(byMs: 1000)
             }
             showOverlay(.rideRecovered, at: rideNow)
+            // The course the ride followed: read from the card again (the follower starts over
+            // at the next fix; the periods so far came back with the metadata).
+            if let name = navigation.recoveredCourseName, !name.isEmpty { emit(.courses(.load(name))) }
         case .stopped:
             _ = transition(.save, at: last)
             journal(.finished(saved: true, at: last))

@@ -1,4 +1,5 @@
 import Battery
+import Navigation
 import Positioning
 import RideModel
 
@@ -56,6 +57,8 @@ public enum ScreenMode: Sendable, Hashable, CustomStringConvertible {
     case confirmDiscard
     /// The Sensors screen (from idle): `ScreenModel.sensorsMenu`.
     case sensors
+    /// The Courses screen (LAP on idle): `ScreenModel.coursesMenu`.
+    case courses
 
     public var description: String {
         switch self {
@@ -66,6 +69,7 @@ public enum ScreenMode: Sendable, Hashable, CustomStringConvertible {
         case .summary(let p): "summary page \(p + 1)"
         case .confirmDiscard: "confirm discard"
         case .sensors: "sensors"
+        case .courses: "courses"
         }
     }
 }
@@ -100,6 +104,8 @@ public struct RideSummary: Sendable, Hashable {
     public var lapPowerZoneTimes: [ZoneTimes] = []
     /// Speed, heart rate, power, cadence and altitude over timer time (the chart pages).
     public var charts = SummaryCharts()
+    /// What a rear radar saw (vehicles, beeps, the worst threat); empty without one.
+    public var radar = RadarRideStatistics()
 }
 
 /// The screen value: everything the renderer needs, and nothing it must compute. Updated in
@@ -145,6 +151,17 @@ public struct ScreenModel: Sendable, Hashable {
     public var gps = GpsStatus()
     /// The track so far, for the map page (stored inline: no allocation when copied).
     public var track = Breadcrumb()
+    /// The rear radar's vehicles while it is connected (empty: a clear road, or no radar: its
+    /// state is `sensor(.radar)`); the radar column is shown on every running page while a radar
+    /// is paired.
+    public var radar = RadarPicture()
+
+    /// Whether a radar is paired: the running pages make room for its column.
+    public var radarShown: Bool { sensor(.radar) != .notConfigured }
+    /// The course being followed and where the rider is on it (the navigation pages, the map).
+    public var navigation = NavigationView()
+    /// The Courses screen's rows and selection (shown in mode `.courses`).
+    public var coursesMenu = CoursesMenu()
     /// The unit's own battery (nil: no gauge configured): idle and the running pages' status.
     public var battery: BatteryStatus?
     /// The unit is powering off (the battery, the power button): shown over everything.

@@ -20,49 +20,17 @@ public struct SensorsMenu: Sendable, Hashable {
     /// How long a message ("PAIRED", an error) stays on the screen.
     public static let messageMs: Int64 = 3_000
 
-    /// What a sensor measures, as the config file's `role` says it.
-    public enum Kind: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-        case heartRate = 0, power, speedCadence, speed, cadence
-
-        /// The config file's role.
-        public var description: String {
-            switch self {
-            case .heartRate: "heart_rate"
-            case .power: "power"
-            case .speedCadence: "speed_cadence"
-            case .speed: "speed"
-            case .cadence: "cadence"
-            }
-        }
-
-        /// Three letters for the screen.
-        public var label: String {
-            switch self {
-            case .heartRate: "HR"
-            case .power: "PWR"
-            case .speedCadence: "S+C"
-            case .speed: "SPD"
-            case .cadence: "CAD"
-            }
-        }
-
-        public init?(role: String) {
-            guard let k = Kind.allCases.first(where: { $0.description == role }) else { return nil }
-            self = k
-        }
-    }
-
     /// A paired sensor as the screen shows it.
     public struct Paired: Sendable, Hashable {
         /// "ble:C0:FF:EE:00:11:22" or "ant:12345/11" (what `bikecomputer sensors` prints).
         public var id: String
-        public var kind: Kind
+        public var kind: SensorKind
         public var name: String
-        /// "connected", "searching", "stale", "lost" (the data source's words).
-        public var state: String
+        /// The data source's state of it.
+        public var state: SensorState
         public var batteryPercent: Int?
 
-        public init(id: String, kind: Kind, name: String = "", state: String, batteryPercent: Int? = nil) {
+        public init(id: String, kind: SensorKind, name: String = "", state: SensorState, batteryPercent: Int? = nil) {
             self.id = id
             self.kind = kind
             self.name = SensorsMenu.clipped(name)
@@ -74,13 +42,13 @@ public struct SensorsMenu: Sendable, Hashable {
     /// A sensor a search found.
     public struct Found: Sendable, Hashable {
         public var id: String
-        /// The role it would be paired with (the first service it advertises).
-        public var kind: Kind
+        /// The kind it would be paired as (what it advertises).
+        public var kind: SensorKind
         public var name: String
         /// dBm; nil when the radio did not say.
         public var rssi: Int?
 
-        public init(id: String, kind: Kind, name: String = "", rssi: Int? = nil) {
+        public init(id: String, kind: SensorKind, name: String = "", rssi: Int? = nil) {
             self.id = id
             self.kind = kind
             self.name = SensorsMenu.clipped(name)
@@ -103,7 +71,7 @@ public struct SensorsMenu: Sendable, Hashable {
         case close
         case search(seconds: Int)
         case stopSearch
-        case pair(id: String, kind: Kind, name: String)
+        case pair(id: String, kind: SensorKind, name: String)
         case forget(id: String)
     }
 

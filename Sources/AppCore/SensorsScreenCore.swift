@@ -26,13 +26,13 @@ extension AppCore {
         case .close: closeSensors(at: now)
         case .search(let seconds): emit(.sensors(.search(seconds: seconds)))
         case .stopSearch: emit(.sensors(.stopSearch))
-        case let .pair(id, kind, name): emit(.sensors(.pair(id: id, role: kind.description, name: name)))
+        case let .pair(id, kind, name): emit(.sensors(.pair(id: id, kind: kind, name: name)))
         case .forget(let id): emit(.sensors(.forget(id: id)))
         }
     }
 
     mutating func sensorFound(_ f: FoundSensor, at now: MonotonicInstant) {
-        guard sensorsOpen, let kind = SensorsMenu.Kind(role: f.role) else { return }
+        guard sensorsOpen, let kind = f.kind else { return }
         screen.sensorsMenu.found(SensorsMenu.Found(id: f.id, kind: kind, name: f.name, rssi: f.rssi))
     }
 

@@ -168,6 +168,7 @@ extension AppCore {
     mutating func replayMetadata(key: String, value: String) {
         builder?.setMetadata(key, value)
         if TrainingSettings.isTrainingKey(key) { applyTrainingEntry(key: key, value: value) }
+        replayNavigationMetadata(key: key, value: value)
     }
 
     mutating func trainingDidStart(at instant: MonotonicInstant) {
@@ -216,6 +217,7 @@ extension AppCore {
         guard builder != nil else { return }
         builder!.advance(to: instant)
         recordTrackPoint(latitude: recordValues.latitude, longitude: recordValues.longitude, at: instant)
+        if live { followCourse(at: instant) }
         checkZoneChanges(at: instant, emitting: live)
         guard lifecycle.state == .running || lifecycle.state == .paused else { return }
         if lifecycle.state == .running {

@@ -31,6 +31,14 @@ public enum FatImage {
         }
     }
 
+    /// A file left off the image, and why.
+    public struct Skipped: Sendable, Hashable, CustomStringConvertible {
+        public var imagePath: String
+        public var sourcePath: String
+        public var reason: String
+        public var description: String { "\(sourcePath): \(reason)" }
+    }
+
     /// Image size: the files plus 25 % and 4 MiB of headroom for FAT tables and directories,
     /// at least 8 MiB, rounded up to a whole MiB.
     public static func sizeBytes(for files: [File]) -> Int64 {
@@ -39,8 +47,12 @@ public enum FatImage {
         return (want + (1 << 20) - 1) / (1 << 20) * (1 << 20)
     }
 
-    /// Builds the image at `path` with volume label `label` (≤ 11 characters).
-    public static func build(at path: String, label: String = "BIKECOMP", files: [File]) throws(BuildError) {
+    /// Builds the image at `path` with volume label `label` (≤ 11 characters). Only regular
+    /// files reached without a symbolic link (at their name or their directory's) go on it: the
+    /// ride library belongs to a service user, and a link named like a ride must not put what it
+    /// points at (another user's file) on the USB drive. The others are left off and returned.
+    @discardableResult
+    public static func build(at path: String, label: String = "BIKECOMP", files: [File]) throws(BuildError) -> [Skipped] {
         for (tool, package) in [("mkfs.fat", "dosfstools"), ("mcopy", "mtools"), ("mmd", "mtools")] where !Subprocess.isAvailable(tool) {
             throw .missingTool(tool, package: package)
         }
@@ -58,17 +70,57 @@ public enum FatImage {
                 if dirs.insert(prefix).inserted { try run(["mmd", "-i", tmp, "::/" + prefix]) }
             }
         }
-        for f in files { try run(["mcopy", "-i", tmp, "-m", f.sourcePath, "::/" + f.imagePath]) }
+        var skipped: [Skipped] = []
+        for f in files {
+            let source: FileDescriptor
+            switch openSource(f.sourcePath) {
+            case .failure(let why):
+                skipped.append(Skipped(imagePath: f.imagePath, sourcePath: f.sourcePath, reason: why.reason))
+                continue
+            case .success(let fd): source = fd
+            }
+            defer { source.close() }
+            // mcopy reads the descriptor opened here (its /dev/fd/3), never the path again.
+            try run(["mcopy", "-i", tmp, "-m", "/dev/fd/\(Subprocess.passedFD)", "::/" + f.imagePath], passing: source.rawValue)
+        }
         let fd: FileDescriptor
         do { fd = try FileDescriptor.open(tmp, O_RDONLY) } catch { throw .system(error) }
         _ = fsync(fd.rawValue)
         fd.close()
         guard rename(tmp, path) == 0 else { throw .system(.current("rename", "\(tmp) → \(path)")) }
+        return skipped
     }
 
-    static func run(_ argv: [String]) throws(BuildError) {
+    /// Why a source file is left off the image.
+    public struct NotCopied: Error, Sendable { public var reason: String }
+
+    /// Opens `path` to copy it: its directory and then the name in it, neither followed if it
+    /// is a symbolic link (O_NOFOLLOW), without blocking (a FIFO named like a ride), and only
+    /// a regular file is taken.
+    public static func openSource(_ path: String) -> Result<FileDescriptor, NotCopied> {
+        let slash = path.lastIndex(of: "/")
+        let dir = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        func why(_ call: String, _ e: Int32) -> NotCopied {
+            NotCopied(reason: e == ELOOP || e == ENOTDIR ? "\(call) is a symbolic link or not a directory: not followed"
+                                                          : "\(call): \(String(cString: strerror(e)))")
+        }
+        let dirFD = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard dirFD >= 0 else { return .failure(why("its directory \(dir)", errno)) }
+        defer { _ = Glibc.close(dirFD) }
+        let fd = openat(dirFD, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        guard fd >= 0 else { return .failure(why(errno == ELOOP ? "it" : "opening it", errno)) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+            _ = Glibc.close(fd)
+            return .failure(NotCopied(reason: "not a regular file"))
+        }
+        return .success(FileDescriptor(rawValue: fd))
+    }
+
+    static func run(_ argv: [String], passing fd: Int32? = nil) throws(BuildError) {
         let r: Subprocess.Result
-        do { r = try Subprocess.run(argv) } catch { throw .system(error) }
+        do { r = try Subprocess.run(argv, passing: fd) } catch { throw .system(error) }
         guard r.succeeded else { throw .toolFailed(argv.joined(separator: " "), r.error.isEmpty ? "exit \(r.status)" : r.error) }
     }
 }

@@ -35,7 +35,8 @@ public struct SeqPacketListener: Sendable {
     public let path: String
 
     /// socket(AF_UNIX, SOCK_SEQPACKET|SOCK_NONBLOCK|SOCK_CLOEXEC), unlink of a stale socket file,
-    /// bind(2), chmod(2) to `mode` (0660: the bridge runs as another user in the app's group) and
+    /// bind(2), chmod(2) to `mode` (0660: the bridge runs as another user, of the socket's group:
+    /// on the board its directory's, which is setgid, /etc/tmpfiles.d/bikecomputer.conf) and
     /// listen(2).
     public static func listen(path: String, backlog: Int32 = 4, mode: mode_t = 0o660) throws(SystemError) -> SeqPacketListener {
         let raw = try retryingOnInterrupt("socket", path) {

@@ -13,7 +13,12 @@ public enum Subprocess {
     /// Output kept per stream; the rest is read and dropped.
     public static let outputBytesMax = 1 << 20
 
-    public static func run(_ argv: [String]) throws(SystemError) -> Result {
+    /// The descriptor number a `passing` descriptor has in the child.
+    public static let passedFD: Int32 = 3
+
+    /// - Parameter passing: a descriptor the child gets as `passedFD` (e.g. a file it reads as
+    ///   /dev/fd/3, opened here without following links); nothing else is inherited.
+    public static func run(_ argv: [String], passing: Int32? = nil) throws(SystemError) -> Result {
         precondition(!argv.isEmpty)
         var outPipe: [Int32] = [0, 0], errPipe: [Int32] = [0, 0]
         guard pipe(&outPipe) == 0 else { throw .current("pipe") }
@@ -28,6 +33,17 @@ public enum Subprocess {
         posix_spawn_file_actions_adddup2(&actions, outPipe[1], 1)
         posix_spawn_file_actions_adddup2(&actions, errPipe[1], 2)
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        var passedCopy: Int32 = -1
+        defer { if passedCopy >= 0 { close(passedCopy) } }
+        if let fd = passing {
+            // dup2 onto itself would leave FD_CLOEXEC set: pass a copy numbered above the pipes.
+            passedCopy = fcntl(fd, F_DUPFD_CLOEXEC, passedFD + 16)
+            guard passedCopy >= 0 else {
+                for p in outPipe + errPipe { close(p) }
+                throw .current("fcntl(F_DUPFD_CLOEXEC)")
+            }
+            posix_spawn_file_actions_adddup2(&actions, passedCopy, passedFD)
+        }
 
         var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         defer { for p in cArgs { free(p) } }

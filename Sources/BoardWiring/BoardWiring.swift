@@ -221,7 +221,11 @@ public final class BoardWiring {
             if let f { rideFileTimer = loop.scheduleTimer("ridefile.step", atMs: f.milliseconds, periodMs: nil, rideFileStep) }
         }
         if let flag = rideFlag {
-            let active = runtime.state.isRideInProgress
+            // Until the ended ride's files are on the card too: the USB drive is rebuilt once,
+            // with the whole ride, when the flag goes (issue 27; a rebuild started at the end of
+            // the ride missed the files written while it ran: systemd's path unit does not watch
+            // while the unit it started runs).
+            let active = runtime.state.isRideInProgress || runtime.rideFilesPending > 0
             if active != flag.isSet, !flag.set(active) { log.log(.error, "ride-active file: \(flag.lastError ?? "?")") }
         }
     }
@@ -277,13 +281,6 @@ public final class BoardWiring {
 
     /// One control-socket line: the runtime answers it (its status with the board's figures).
     public func controlLine(_ line: String) -> ControlAnswer {
-        let words = line.split(separator: " ")
-        if words.first == "sensors" {
-            let answer = sensors.control(Array(words.dropFirst()))
-            log.log(answer.isError ? .warning : .info, "control: \(line) → \(answer.line)")
-            afterInputs()
-            return answer
-        }
         let answer = runtime.control(line, stream: companion.stream, at: now) { statusJSON() }
         afterInputs()
         return answer

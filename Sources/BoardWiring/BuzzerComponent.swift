@@ -8,15 +8,20 @@ public protocol AlertLine: AnyObject {
     func set(active: Bool) throws
 }
 
-/// Sounds alerts on the buzzer/LED line: on at the alert, off `pulseMs` later (a loop timer;
-/// nothing blocks). Before it is started, and without a line, alerts are only shown.
+/// Sounds alerts on the buzzer/LED line in their pattern (`Alert.beep`: one 300 ms pulse, the
+/// radar's short double or triple beep and its long "road clear" one): on, off and on again on
+/// loop timers; nothing blocks. A new alert cuts the one sounding. Before it is started, and
+/// without a line, alerts are only shown.
 public final class BuzzerComponent: BoardComponent, AlertOutputPort {
-    public static let pulseMs: Int64 = 300
+    public static let pulseMs: Int64 = Beep.single.onMs
 
     let line: (any AlertLine)?
     let log: LogPort
     weak var loop: EventLoop?
     var offTimer: TimerID?
+    /// The pattern sounding and the pulses of it still to come.
+    var beep = Beep.single
+    var pulsesLeft = 0
     public let state: String
     public let hardwareErrors: UInt64
     /// Failed line writes (logged; the ride goes on).
@@ -36,13 +41,28 @@ public final class BuzzerComponent: BoardComponent, AlertOutputPort {
     public func start(_ board: BoardWiring) throws { loop = board.loop }
 
     public func pulse(for alert: Alert, at now: MonotonicInstant) {
-        guard let loop, line != nil else { return }
+        guard loop != nil, line != nil else { return }
         pulses &+= 1
+        if let t = offTimer { loop?.cancelTimer(t) }
+        beep = alert.beep
+        pulsesLeft = beep.pulses
+        assert(pulsesLeft >= 1 && pulsesLeft <= Beep.pulsesMax)
+        on()
+    }
+
+    /// One pulse of the pattern: on now, off after `onMs`, the next one after `offMs` more.
+    func on() {
+        guard let loop else { return }
+        pulsesLeft -= 1
         set(true)
-        if let t = offTimer { loop.cancelTimer(t) }
-        offTimer = loop.scheduleTimer("buzzer.off", afterMs: Self.pulseMs) { [unowned self] in
-            self.offTimer = nil
+        offTimer = loop.scheduleTimer("buzzer.off", afterMs: beep.onMs) { [unowned self] in
             self.set(false)
+            self.offTimer = nil
+            guard self.pulsesLeft > 0, let loop = self.loop else { return }
+            self.offTimer = loop.scheduleTimer("buzzer.on", afterMs: self.beep.offMs) { [unowned self] in
+                self.offTimer = nil
+                self.on()
+            }
         }
     }
 

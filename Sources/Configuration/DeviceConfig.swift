@@ -1,3 +1,5 @@
+import RideModel
+
 /// The device's settings, typed, with built-in defaults (the simulator needs no file). Loaded
 /// from /etc/bikecomputer/config.toml on the board by `ConfigLoader.load(text:)`; docs/config.md
 /// lists every key. Rider, zone and training values are plain numbers here; the runtime maps
@@ -99,9 +101,8 @@ public struct DeviceConfig: Sendable, Hashable {
         }
 
         public enum Transport: String, Sendable, Hashable, CaseIterable { case ant, ble }
-        public enum Role: String, Sendable, Hashable, CaseIterable {
-            case heartRate = "heart_rate", power, speed, cadence, speedCadence = "speed_cadence"
-        }
+        /// What the sensor is: the sensor vocabulary's kind (`role = "heart_rate"`, ...).
+        public typealias Role = SensorKind
     }
 
     public struct Bike: Sendable, Hashable {

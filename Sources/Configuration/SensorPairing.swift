@@ -1,3 +1,5 @@
+import RideModel
+
 /// Pairing and forgetting sensors in the config file's text: a `[[sensor]]` block is appended or
 /// removed, and every other byte of the file (comments, blank lines, the order of everything,
 /// keys the rider wrote by hand) stays as it was. Pure text work; writing the file atomically is
@@ -21,6 +23,27 @@ public enum SensorPairing {
             case let .ant(n, t): "ant:\(n)/\(t)"
             }
         }
+
+        /// A sensor id as `bikecomputer sensors` prints it and a rider types it:
+        /// "ble:C0:FF:EE:00:11:22[/random]" or "ant:12345/11[/0]" (also "ant:12345:11"); the
+        /// transport word in any case. Nil for anything else.
+        public init?(parsing id: String) {
+            let lower = id.lowercased()
+            if lower.hasPrefix("ble:") {
+                let address = String(id.dropFirst(4).split(separator: "/").first ?? "")
+                guard SensorPairing.isAddress(address) else { return nil }
+                self = .ble(address: address.uppercased())
+            } else if lower.hasPrefix("ant:") {
+                let parts = id.dropFirst(4).split(whereSeparator: { $0 == "/" || $0 == ":" })
+                guard parts.count >= 2, let n = Int(parts[0]), let t = Int(parts[1]), (1...65_535).contains(n), (1...255).contains(t) else { return nil }
+                self = .ant(deviceNumber: n, deviceType: t)
+            } else {
+                return nil
+            }
+        }
+
+        /// What a rider is told when an id does not parse.
+        public static let usage = "a sensor id like ble:C0:FF:EE:00:11:22 or ant:12345/11"
     }
 
     public enum Failure: Error, Sendable, Hashable, CustomStringConvertible {
@@ -52,7 +75,8 @@ public enum SensorPairing {
         public var lastLine: Int
     }
 
-    static let antTypes: [String: Int] = ["heart_rate": 120, "power": 11, "speed_cadence": 121, "cadence": 122, "speed": 123]
+    /// The ANT+ device type a role implies when the block gives none.
+    static func antType(_ role: String?) -> Int? { role.flatMap(SensorKind.init(rawValue:)).map { Int($0.antDeviceType) } }
 
     /// The `[[sensor]]` blocks of `text`, in file order.
     public static func blocks(in text: String) throws(Failure) -> [Block] {
@@ -77,7 +101,7 @@ public enum SensorPairing {
 
     /// The text with a new `[[sensor]]` block for the sensor appended (after the last sensor
     /// block, or at the end of the file). `comment` goes on a line above it.
-    public static func pairing(_ identity: Identity, role: String, name: String? = nil, comment: String? = nil,
+    public static func pairing(_ identity: Identity, role: SensorKind, name: String? = nil, comment: String? = nil,
                                in text: String) throws(Failure) -> String {
         if case .ble(let a) = identity, !isAddress(a) { throw .invalidAddress(a) }
         let existing = try blocks(in: text)
@@ -95,7 +119,7 @@ public enum SensorPairing {
             block.append("transport = \"ant\"")
             block.append("role = \"\(role)\"")
             block.append("ant_device_number = \(n)")
-            if antTypes[role] != t { block.append("ant_device_type = \(t)") }
+            if Int(role.antDeviceType) != t { block.append("ant_device_type = \(t)") }
         }
         if let name, !name.isEmpty { block.append("name = \"\(quoted(String(name.prefix(32))))\"") }
         var lines = split(text)
@@ -130,7 +154,7 @@ public enum SensorPairing {
             return .ble(address: a.uppercased())
         case "ant":
             guard case .integer(let n)? = v["ant_device_number"] else { return nil }
-            var type = antTypes[string(v["role"]) ?? ""]
+            var type = antType(string(v["role"]))
             if case .integer(let t)? = v["ant_device_type"] { type = Int(t) }
             guard let type else { return nil }
             return .ant(deviceNumber: Int(n), deviceType: type)
@@ -173,5 +197,55 @@ extension String {
         while let c = s.first, c == " " || c == "\t" || c == "\r" { s.removeFirst() }
         while let c = s.last, c == " " || c == "\t" || c == "\r" { s.removeLast() }
         return s
+    }
+}
+
+// MARK: A pairing change, checked
+
+extension SensorPairing {
+    /// What pairing does to the config file: one block added, or one removed.
+    public enum Change: Sendable, Hashable, CustomStringConvertible {
+        case pair(Identity, kind: SensorKind, name: String?, comment: String)
+        case forget(Identity)
+
+        /// What was done, for the rider and the log ("paired ant:12345/11 as power").
+        public var description: String {
+            switch self {
+            case let .pair(id, kind, _, _): "paired \(id) as \(kind)"
+            case .forget(let id): "forgot \(id)"
+            }
+        }
+    }
+
+    /// Why a change was not made; nothing is written then.
+    public enum ChangeFailure: Error, Sendable, Hashable, CustomStringConvertible {
+        case pairing(Failure)
+        /// The edited text would not load (the report says where and why).
+        case wouldNotLoad(String)
+
+        public var description: String {
+            switch self {
+            case .pairing(let f): f.description
+            case .wouldNotLoad(let report): "the edited config would not load: \(report)"
+            }
+        }
+    }
+
+    /// `text` with `change` made, and the config it loads as: an edit is only good if the
+    /// result loads (`path` names the file in the report).
+    public static func applying(_ change: Change, to text: String, path: String) -> Result<(text: String, config: DeviceConfig), ChangeFailure> {
+        let edited: String
+        do throws(Failure) {
+            switch change {
+            case let .pair(id, kind, name, comment): edited = try pairing(id, role: kind, name: name, comment: comment, in: text)
+            case .forget(let id): edited = try forgetting(id, in: text)
+            }
+        } catch {
+            return .failure(.pairing(error))
+        }
+        switch ConfigLoader.load(text: edited) {
+        case .success(let c): return .success((edited, c))
+        case .failure(let errors): return .failure(.wouldNotLoad(errors.report(path: path)))
+        }
     }
 }

@@ -10,6 +10,8 @@ import Training
 ///     target hr|power ZONE|off      (ZONE as shown on the screen: 2 or z2)
 ///     zones hr|power B1,B2,...|preferred   (custom zones for the next ride only)
 ///     autopause on|off              autolap off|5km|10min
+///     sensors scan|stop|found|pair|forget …   (`SensorsControl`)
+///     course list | course load NAME | course clear | course   (docs/navigation.md)
 ///     status            → ok {JSON StatusReport}
 ///     help              → ok the command list
 ///
@@ -23,6 +25,12 @@ public enum ControlProtocol {
         case command(ControlCommand)
         case status
         case help
+        /// Finding and pairing sensors (the board carries it out).
+        case sensors(SensorsControl)
+        /// The courses on the card (the runtime reads them: `course list`).
+        case courseList
+        /// A course read from the card and loaded (`course load NAME`; the name as typed).
+        case courseLoad(String)
     }
 
     /// Why a line is not a request.
@@ -49,7 +57,7 @@ public enum ControlProtocol {
     }
 
     public static let markerValueMax: Int64 = 1_000_000
-    public static let commandWords = "start, pause, resume, lap, end, discard, dismiss, page, marker, target, zones, autopause, autolap, phone-time, status, help"
+    public static let commandWords = "start, pause, resume, lap, end, discard, dismiss, page, marker, target, zones, autopause, autolap, sensors, course, phone-time, status, help"
 
     static func clip(_ s: String) -> String { s.count > 32 ? String(s.prefix(32)) + "…" : s }
 
@@ -59,7 +67,9 @@ public enum ControlProtocol {
         for scalar in line.unicodeScalars where scalar.value < 0x20 && scalar != "\t" || scalar.value == 0x7F || scalar == "\u{FFFD}" {
             return .failure(.notText)
         }
-        let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map { $0.lowercased() }
+        let typed = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+        if typed.first?.lowercased() == "sensors" { return SensorsControl.parse(Array(typed.dropFirst())) }
+        let words = typed.map { $0.lowercased() }
         guard let word = words.first else { return .failure(.empty) }
         let args = words.dropFirst()
         let simple: ControlCommand?
@@ -80,6 +90,7 @@ public enum ControlProtocol {
         case "zones": return parseZones(Array(args))
         case "autopause", "auto-pause": return parseAutoPause(Array(args))
         case "autolap", "auto-lap": return parseAutoLap(Array(args))
+        case "course": return parseCourse(line)
         case "phone-time": return parsePhoneTime(Array(args))
         default: return .failure(.unknownCommand(word))
         }
@@ -121,6 +132,22 @@ public enum ControlProtocol {
             return .success(.command(.setRideZones(try ZoneConfiguration(quantity: q, boundaries: boundaries))))
         } catch {
             return .failure(.badArguments(command: "zones", usage: "\(error); \(usage)"))
+        }
+    }
+
+    /// `course` (where the rider is on it), `course list`, `course load NAME` (the name keeps its
+    /// case and spaces), `course clear`.
+    static func parseCourse(_ line: String) -> Result<Request, ParseError> {
+        let usage = "course | course list | course load NAME | course clear"
+        let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+        let verb = words.count > 1 ? words[1].lowercased() : "status"
+        let rest = words.dropFirst(2).joined(separator: " ")
+        switch verb {
+        case "status" where rest.isEmpty: return .success(.command(.courseStatus))
+        case "list" where rest.isEmpty: return .success(.courseList)
+        case "clear" where rest.isEmpty: return .success(.command(.clearCourse))
+        case "load" where !rest.isEmpty: return .success(.courseLoad(rest))
+        default: return .failure(.badArguments(command: "course", usage: usage))
         }
     }
 
@@ -192,6 +219,9 @@ public enum ControlProtocol {
         case .clearTargetZone(let q): "target \(q.name) off"
         case .setAutoPause(let a): a == nil ? "autopause off" : "autopause on"
         case .setAutoLap(let a): a == nil ? "autolap off" : "autolap on"
+        case .loadCourse: "course load"
+        case .clearCourse: "course clear"
+        case .courseStatus: "course"
         case .phoneTime(let ms): "phone-time \(ms)"
         }
     }

@@ -83,7 +83,7 @@ public final class ControlStream: RideObserver {
             default:
                 break
             }
-        case .journal, .syncJournal, .sensors, .clockTrusted, .powerOff:
+        case .journal, .syncJournal, .sensors, .clockTrusted, .courses, .powerOff:
             checkState(core, at: now)
         case .zoneUpdate(let z):
             checkState(core, at: now)
@@ -262,6 +262,7 @@ public final class ControlStream: RideObserver {
         case .summary: "summary"
         case .confirmDiscard: "confirm_discard"
         case .sensors: "sensors"
+        case .courses: "courses"
         }
     }
 

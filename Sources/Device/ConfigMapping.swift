@@ -120,58 +120,44 @@ public enum ConfigMapping {
     public static func expectedSensors(_ c: DeviceConfig) -> [SensorRole] {
         var roles: [SensorRole] = []
         func add(_ r: SensorRole) { if !roles.contains(r) { roles.append(r) } }
-        for s in c.sensors {
-            switch s.role {
-            case .heartRate: add(.heartRate)
-            case .power: add(.power)
-            case .speed: add(.speed)
-            case .cadence: add(.cadence)
-            case .speedCadence: add(.speed); add(.cadence)
-            }
-        }
+        for s in c.sensors { s.role.roles.forEach(add) }
         if c.gps.enabled { add(.gps) }
         return roles.sorted { $0.rawValue < $1.rawValue }
     }
 
     // MARK: Sensors
 
-    /// The ANT+ device type a role implies when `ant_device_type` is not given.
-    public static func antDeviceType(for role: DeviceConfig.Sensor.Role) -> UInt8 {
-        switch role {
-        case .heartRate: 120
-        case .power: 11
-        case .speedCadence: 121
-        case .cadence: 122
-        case .speed: 123
+    /// Who a [[sensor]] block names, as the data source and the bridge know it: its ANT+ channel
+    /// id (the role's device type unless `ant_device_type` says otherwise) or its BLE address;
+    /// nil when the block names none.
+    public static func identity(of s: DeviceConfig.Sensor) -> SourceIdentity? {
+        switch s.transport {
+        case .ant:
+            guard let n = s.antDeviceNumber else { return nil }
+            let type = s.antDeviceType.map { UInt8(clamping: $0) } ?? s.role.antDeviceType
+            return .ant(deviceNumber: UInt16(clamping: n), deviceType: type, transmissionType: 0)
+        case .ble:
+            return s.bleAddress.flatMap { BLEAddress($0) }.map { .ble($0) }
         }
     }
 
-    /// What a BLE sensor in `role` is taken for. A BLE address says nothing of the sensor's
-    /// kind (an ANT+ device type does), so without this the first sensor in the file would
-    /// count as a source of every quantity: its state would stand for sensors it is not.
-    public static func bleQuantities(for role: DeviceConfig.Sensor.Role) -> QuantitySet {
-        switch role {
-        case .heartRate: Profile.bleHeartRate.quantities
-        case .power: Profile.bleCyclingPower.quantities
-        case .speedCadence: Profile.bleSpeedCadence.quantities
-        case .speed: QuantitySet(.speed, .distance, .battery)
-        case .cadence: QuantitySet(.cadence, .battery)
+    /// A sensor id pairing parsed, as the data source and the status write it.
+    public static func identity(of id: SensorPairing.Identity) -> SourceIdentity? {
+        switch id {
+        case .ble(let a): BLEAddress(a).map { .ble($0) }
+        case let .ant(n, t): .ant(deviceNumber: UInt16(clamping: n), deviceType: UInt8(clamping: t), transmissionType: 0)
         }
     }
 
-    /// The paired sensors in config order (earlier = higher priority) and the wheel.
+    /// The paired sensors in config order (earlier = higher priority) and the wheel. What each
+    /// provides is its role's (`SensorKind.quantities`): a BLE address says nothing of the
+    /// sensor's kind, so the role is what keeps a heart-rate strap from standing for the power
+    /// meter listed after it.
     public static func dataSource(_ c: DeviceConfig) -> DataSourceConfiguration {
         var paired: [PairedSensor] = []
         for (i, s) in c.sensors.prefix(DataSourceConfiguration.pairedSensorsMax).enumerated() {
-            switch s.transport {
-            case .ant:
-                let number = UInt16(clamping: s.antDeviceNumber ?? 0)
-                let type = s.antDeviceType.map { UInt8(clamping: $0) } ?? antDeviceType(for: s.role)
-                paired.append(PairedSensor(.ant(deviceNumber: number, deviceType: type, transmissionType: 0), priority: i))
-            case .ble:
-                guard let text = s.bleAddress, let address = BLEAddress(text) else { continue }
-                paired.append(PairedSensor(.ble(address), provides: bleQuantities(for: s.role), priority: i))
-            }
+            guard let id = identity(of: s) else { continue }
+            paired.append(PairedSensor(id, kind: s.role, priority: i))
         }
         paired += onboardSources(c)
         return DataSourceConfiguration(sensors: paired, wheelCircumferenceMm: c.bike.wheelCircumferenceMm)

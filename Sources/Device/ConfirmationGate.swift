@@ -47,6 +47,7 @@ struct ConfirmationGate {
         case .summary: 4
         case .confirmDiscard: 5
         case .sensors: 6
+        case .courses: 7
         }
     }
 }

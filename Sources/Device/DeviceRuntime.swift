@@ -91,6 +91,11 @@ public final class DeviceRuntime {
     var gate = ConfirmationGate()
     var sensorRequests: [SensorsRequest] = []
     public static let sensorRequestsMax = 8
+    /// The courses on the card (nil: none can be loaded; `course load` says so).
+    public var courseStore: CourseStorePort?
+    /// What the Courses screen asked, carried out after the input (CourseStore.swift).
+    var courseRequests: [CoursesRequest] = []
+    public static let courseRequestsMax = 4
 
     /// A control reply held until the command's state change is durable (`control`).
     struct WaitingReply {
@@ -98,10 +103,17 @@ public final class DeviceRuntime {
         var mark: UInt64
         var answer: ControlAnswer
         var since: MonotonicInstant
+        /// `end`: the ride whose file the reply waits for too, and the core's reply to reword
+        /// when the file is not saved (DeviceRuntime+EndReply.swift).
+        var rideFile: RideID? = nil
+        var reply: CommandReply? = nil
     }
     /// Replies that wait for the journal's sync, oldest first (bounded: `controlRepliesWaitingMax`).
     var waitingReplies: [WaitingReply] = []
     var lastReplyID: UInt64 = 0
+    /// The last ride files' fates, newest last: nil when durable, else why not (the last
+    /// attempt's). Bounded: `rideFileOutcomesMax`.
+    var rideFileOutcomes: [(id: RideID, notSaved: String?)] = []
     /// Control replies waiting for durability at most (the control socket serves 8 clients,
     /// each waiting for one reply at a time); past it a reply goes out at once, saying so.
     public static let controlRepliesWaitingMax = 16
@@ -113,9 +125,12 @@ public final class DeviceRuntime {
     /// the id its `ControlAnswer.awaitingDurability` carried. Without a sink nothing waits: the
     /// reply goes out at once, saying the change is not durable yet.
     public var durableReplySink: ((UInt64, ControlAnswer) -> Void)?
+    /// Carries out `sensors …` control lines (the board's sensors component: the bridge, the
+    /// config file); nil where nothing can search or pair (the simulator, the tests).
+    public var sensorsControl: ((SensorsControl) -> ControlAnswer)?
     /// Control replies that waited for durability, and those sent without it (a failing or
     /// disabled journal, a card slower than `controlReplyWaitMsMax`, too many waiting).
-    public private(set) var repliesDelayedForDurability: UInt64 = 0
+    public internal(set) var repliesDelayedForDurability: UInt64 = 0
     public private(set) var repliesNotDurable: UInt64 = 0
     /// Where a power-off is asked for (docs/power.md); nil: nowhere (logged when needed).
     public var powerPort: PowerPort?
@@ -372,11 +387,23 @@ public final class DeviceRuntime {
             return ControlAnswer(ControlProtocol.formatHelp())
         case .success(.status):
             return ControlAnswer("ok " + status())
+        case .success(.sensors(let request)):
+            guard let sensorsControl else { return ControlAnswer("error this device has no bridge to search or pair sensors with", isError: true) }
+            return sensorsControl(request)
+        case .success(.courseList):
+            return controlCourse(.list, at: now)
+        case .success(.courseLoad(let name)):
+            return controlCourse(.load(name), at: now)
         case .success(.command(let c)):
             let markBefore = journal.confirmationMark
+            let finishedBefore = lastFinishedRide
             let reply = command(c, at: now)
             let a = answer(for: c, reply)
             let mark = journal.confirmationMark
+            if case .end = c, let reply, reply.ok, let id = lastFinishedRide, id != finishedBefore,
+               rideFiles.contains(where: { $0.rideID == id }) || rideFileOutcomes.contains(where: { $0.id == id }) {
+                return awaitingRideFile(a, reply, ride: id, mark: mark, at: now)
+            }
             guard mark != markBefore, !a.isError else { return a }
             return awaitingDurability(a, mark: mark, at: now)
         }
@@ -414,7 +441,10 @@ public final class DeviceRuntime {
         for _ in 0..<Self.controlRepliesWaitingMax {
             var found: (Int, ControlAnswer)?
             for (i, w) in waitingReplies.enumerated() {
-                if journal.isDurable(w.mark) {
+                if let id = w.rideFile, let reply = w.reply {
+                    let late = now.milliseconds(since: w.since) >= Self.controlReplyWaitMsMax
+                    found = (rideFileAnswer(w.answer, reply, ride: id) ?? (late ? rideFileLate(reply, mark: w.mark) : nil)).map { (i, $0) }
+                } else if journal.isDurable(w.mark) {
                     found = (i, w.answer)
                 } else if let why = journal.notDurableReason {
                     found = (i, notDurable(w.answer, why))
@@ -454,6 +484,7 @@ public final class DeviceRuntime {
         refreshDerived()
         if !stepsRideFiles && !rideFiles.isEmpty { writeDueRideFiles(at: now) }
         if !waitingReplies.isEmpty { settleWaitingReplies(at: now) }
+        if !courseRequests.isEmpty { serviceCourseRequests(at: now) }
     }
 
     // MARK: Effects
@@ -557,6 +588,7 @@ public final class DeviceRuntime {
         rideFilesWritten &+= 1
         rideFileCondition = .ok
         lastRideFileError = nil
+        noteRideFileOutcome(job.rideID, notSaved: nil)
         // Only now may the journal let the ride go: its file holds every record.
         journal.rideFileIsDurable(job.rideID)
         // Saved on an unset clock that was set meanwhile: its dating joins the queue.
@@ -574,6 +606,7 @@ public final class DeviceRuntime {
         archiveFailures &+= 1
         let failure = RideArchiveFailure(error)
         lastRideFileError = "\(error)"
+        noteRideFileOutcome(job.rideID, notSaved: Self.notSavedWhy(failure, error))
         if failure == .unexportable {
             rideFiles.removeFirst()
             log.log(.error, "ride \(job.rideID) cannot be written as a file (\(error)); its journal is kept")
@@ -661,7 +694,8 @@ public final class DeviceRuntime {
         case .syncJournal:
             sync(at: now)
         case .alert(let alert):
-            log.log(alert.sounds ? .warning : .info, "alert: \(alert)")
+            // The radar's beeps are news, not trouble: logged as information.
+            log.log(alert.sounds && alert.beep == .single ? .warning : .info, "alert: \(alert)")
             if alert.sounds { alertOutput?.pulse(for: alert, at: now) }
         case .zoneUpdate:
             break // observers get it
@@ -698,6 +732,9 @@ public final class DeviceRuntime {
             queueNextRedating(at: now)
         case .pairingCodeDismissed:
             log.log(.info, "pairing code cleared with a button")
+        case .courses(let request):
+            if courseRequests.count >= Self.courseRequestsMax { courseRequests.removeFirst() }
+            courseRequests.append(request)
         case .powerOff(let reason):
             powerOffAsked(reason, at: now)
         }

@@ -11,7 +11,8 @@ import RideModel
 public enum FITEncoder {
     // Local message types.
     static let lFileID = 0, lDevice = 1, lEvent = 2, lRecord = 3, lHRV = 4, lLap = 5, lSession = 6,
-               lActivity = 7, lHRZone = 8, lPowerZone = 9, lTimeInZone = 10, lFileCreator = 11, lUnitBattery = 12
+               lActivity = 7, lHRZone = 8, lPowerZone = 9, lTimeInZone = 10, lFileCreator = 11, lUnitBattery = 12, lRadarEvent = 13,
+               lCourse = 14
     /// RR intervals per hrv message (Garmin writes 5).
     public static let rrPerMessage = 5
     /// Bytes reserved per record row (upper bound of a record message with every field).
@@ -21,9 +22,11 @@ public enum FITEncoder {
     static let eventBytes = 12, lapBytesMax = 400, deviceInfoBytes = 48
 
     // Profile values.
-    enum Event: UInt8 { case timer = 0, session = 8, lap = 9, activity = 26, userMarker = 32 }
+    enum Event: UInt8 { case timer = 0, offCourse = 7, session = 8, lap = 9, activity = 26, userMarker = 32, radarThreatAlert = 75 }
     enum EventType: UInt8 { case start = 0, stop = 1, marker = 3, stopAll = 4 }
     static let manufacturerDevelopment: UInt16 = 255
+    /// Bytes of the course message's name (UTF-8, cut at a character).
+    static let courseNameBytes = 64
 
     /// The record fields written, in order, for the quantities a ride has.
     struct RecordLayout {
@@ -84,7 +87,8 @@ public enum FITEncoder {
         let powerZones = settings.powerZones
         // One buffer for the whole file: an upper bound of every message's size, so it never grows.
         var w = FITWriter(capacityBytes: 4096 + ride.rowCount * recordBytesMax + ride.rrSeconds.count * (2 * rrPerMessage + 1)
-                              + b.events.count * 2 * eventBytes + b.laps.count * lapBytesMax + ride.sensors.count * deviceInfoBytes)
+                              + b.events.count * 2 * eventBytes + b.laps.count * lapBytesMax + ride.sensors.count * deviceInfoBytes
+                              + 2 * CourseMetadata.periodsMax * eventBytes + courseNameBytes + 16)
         let startTime = ride.fitTime(ride.startInstant)
 
         // file_id
@@ -126,6 +130,22 @@ public enum FITEncoder {
             w.end()
         }
 
+        // The course the ride followed (docs/navigation.md): a course message with its name.
+        if let name = ride.metadataValue(CourseMetadata.nameKey), !name.isEmpty {
+            w.define(local: lCourse, global: 31, fields: [FITFieldDefinition(4, .enumeration), FITFieldDefinition(5, .string, count: courseNameBytes)])
+            w.begin(local: lCourse); w.u8(2); w.string(name, sizeBytes: courseNameBytes); w.end()
+        }
+        // Off-course periods as off_course events (start, and stop with the farthest distance,
+        // m, as data), merged into the time line below.
+        var offCourse: [(instant: MonotonicInstant, start: Bool, data: UInt32)] = []
+        for p in ride.metadataValue(CourseMetadata.offCourseKey).map(CourseMetadata.decode) ?? [] {
+            let s = min(max(ride.startInstant, ride.startInstant.advanced(byMs: p.startMs)), ride.stopInstant)
+            let e = min(max(s, ride.startInstant.advanced(byMs: p.endMs)), ride.stopInstant)
+            offCourse.append((s, true, p.wrongWay ? 1 : 0))
+            offCourse.append((e, false, UInt32(clamping: Int(p.maxDistanceM.rounded()))))
+        }
+        offCourse.sort { ($0.instant, $0.start ? 1 : 0) < ($1.instant, $1.start ? 1 : 0) }
+
         // zones
         if let z = hrZones {
             w.define(local: lHRZone, global: 8, fields: [FITFieldDefinition(254, .uint16), FITFieldDefinition(1, .uint8)])
@@ -148,6 +168,18 @@ public enum FITEncoder {
         w.define(local: lEvent, global: 21, fields: [FITFieldDefinition(253, .uint32), FITFieldDefinition(0, .enumeration),
                                                      FITFieldDefinition(1, .enumeration), FITFieldDefinition(3, .uint32),
                                                      FITFieldDefinition(4, .uint8)])
+        if b.events.contains(where: { $0.kind == .radar }) {
+            // radar_threat_alert events: threat level max (21), count in view (22), average and
+            // maximum approach speed (23, 24; m/s × 10), and the same four packed into data (3) as
+            // the profile's components of its radar_threat_alert subfield (a decoder expands data
+            // over the fields: they must agree); event_group (4) the vehicles that came up (1–8),
+            // + 128 when the rider was beeped. docs/rides.md.
+            w.define(local: lRadarEvent, global: 21, fields: [FITFieldDefinition(253, .uint32), FITFieldDefinition(0, .enumeration),
+                                                              FITFieldDefinition(1, .enumeration), FITFieldDefinition(3, .uint32),
+                                                              FITFieldDefinition(4, .uint8), FITFieldDefinition(21, .enumeration),
+                                                              FITFieldDefinition(22, .uint8), FITFieldDefinition(23, .uint8),
+                                                              FITFieldDefinition(24, .uint8)])
+        }
         w.define(local: lRecord, global: 20, fields: layout.fields)
         if !ride.rrSeconds.isEmpty {
             w.define(local: lHRV, global: 78, fields: [FITFieldDefinition(0, .uint16, count: rrPerMessage)])
@@ -200,7 +232,7 @@ public enum FITEncoder {
 
         // The time line: rows, hrv batches and events merged by instant (rows of a second first).
         let events = b.events
-        var ei = 0, ri = 0, rr = 0
+        var ei = 0, ri = 0, rr = 0, oi = 0
         var lapsWritten = 0
         var timerRunning = false
         let stop = ride.stopInstant
@@ -208,14 +240,20 @@ public enum FITEncoder {
             let rowAt = ri < ride.rowCount ? ride.rowInstant(ri) : nil
             let rrAt = rr < ride.rrInstantMs.count ? MonotonicInstant(milliseconds: ride.rrInstantMs[rr]) : nil
             let evAt = ei < events.count ? events[ei].instant : nil
-            // pick the earliest; ties: rows, then RR, then events
+            let offAt = oi < offCourse.count ? offCourse[oi].instant : nil
+            // pick the earliest; ties: rows, then RR, then events, then off-course events
             var pick = 0
             var best: MonotonicInstant?
             if let r = rowAt { best = r; pick = 1 }
             if let r = rrAt, best == nil || r < best! { best = r; pick = 2 }
             if let e = evAt, best == nil || e < best! { best = e; pick = 3 }
+            if let o = offAt, best == nil || o < best! { best = o; pick = 4 }
             if best == nil { break }
             switch pick {
+            case 4:
+                let o = offCourse[oi]
+                oi += 1
+                event(o.instant, .offCourse, o.start ? .start : .stop, data: o.data)
             case 1:
                 writeRecord(&w, ride, layout, ri)
                 ri += 1
@@ -256,6 +294,14 @@ public enum FITEncoder {
                     // A rider's marker (water, food, note, segment) as a user_marker event: data is
                     // its value (ml, kcal), event_group its kind (docs/rides.md).
                     event(e.instant, .userMarker, .marker, data: UInt32(clamping: max(0, e.value)), group: e.markerKind.rawValue)
+                case .radar:
+                    guard let r = RadarAlertRecord(value: e.value) else { break }
+                    w.begin(local: lRadarEvent)
+                    w.u32(ride.fitTime(e.instant)); w.u8(Event.radarThreatAlert.rawValue); w.u8(EventType.marker.rawValue)
+                    w.u32(Self.fitRadarData(r)); w.u8(Self.fitRadarGroup(r))
+                    w.u8(Self.fitThreatLevel(r.maxThreat)); w.u8(UInt8(r.vehiclesInView))
+                    w.u8(r.averageClosingSpeedMps, scale: 10); w.u8(r.maxClosingSpeedMps, scale: 10)
+                    w.end()
                 }
             }
         }
@@ -350,18 +396,33 @@ public enum FITEncoder {
         w.end()
     }
 
+    /// device_type: FIT's antplus_device_type (the ANT+ device type) or ble_device_type.
     static func deviceType(_ s: SensorIdentity) -> UInt8 {
-        switch (s.source, s.kind) {
-        case (.ant, .heartRate): 120
-        case (.ant, .power): 11
-        case (.ant, .speedCadence): 121
-        case (.ant, .cadence): 122
-        case (.ant, .speed): 123
-        case (.ble, .heartRate): 1
-        case (.ble, .power): 2
-        case (.ble, .speedCadence): 3
-        case (.ble, .speed): 4
-        case (.ble, .cadence): 5
+        s.source == .ant ? s.kind.antDeviceType : s.kind.fitBleDeviceType
+    }
+
+    /// radar_threat_level_type: threat_none 1, threat_approaching 2, threat_approaching_fast 3.
+    /// A radar_threat_alert event's data: its components radar_threat_level_max (bits 0–7),
+    /// radar_threat_count (8–15), average and maximum approach speed (16–23, 24–31; m/s × 10,
+    /// 0xFF unknown), as the FIT profile lays them out.
+    static func fitRadarData(_ r: RadarAlertRecord) -> UInt32 {
+        func speed(_ v: Double?) -> UInt32 { v.map { UInt32(min(254, max(0, ($0 * 10).rounded()))) } ?? 0xFF }
+        return UInt32(fitThreatLevel(r.maxThreat)) | UInt32(r.vehiclesInView) << 8
+            | speed(r.averageClosingSpeedMps) << 16 | speed(r.maxClosingSpeedMps) << 24
+    }
+
+    /// A radar_threat_alert event's event_group: the vehicles that came up (1–8), + 128 when the
+    /// rider was beeped for them.
+    static func fitRadarGroup(_ r: RadarAlertRecord) -> UInt8 {
+        assert(r.vehiclesArrived >= 0 && r.vehiclesArrived <= RadarPicture.targetsMax)
+        return UInt8(r.vehiclesArrived) | (r.alerted ? 0x80 : 0)
+    }
+
+    static func fitThreatLevel(_ t: RadarThreat) -> UInt8 {
+        switch t {
+        case .none: 1
+        case .approaching: 2
+        case .fastApproach: 3
         }
     }
 

@@ -212,6 +212,15 @@ public struct FITActivity: Sendable {
     public struct Event: Sendable, Hashable {
         public var timestamp: UInt32, event: UInt8, eventType: UInt8, data: UInt32?
     }
+    /// A radar_threat_alert event (75): threat level as FIT counts it (1 none, 2 approaching, 3
+    /// fast), vehicles in view, approach speeds (m/s), from the fields or else from data's
+    /// components; this app also writes the vehicles that came up and whether the rider was beeped
+    /// (event_group: vehicles + 128 when beeped), nil in other devices' files.
+    public struct RadarAlert: Sendable, Hashable {
+        public var timestamp: UInt32
+        public var threatLevel: UInt8?, inView: Int?, vehiclesArrived: Int?, beeped: Bool?
+        public var averageApproachMps: Double?, maxApproachMps: Double?
+    }
     public struct Summary: Sendable, Hashable {
         public var timestamp: UInt32?, startTime: UInt32?
         public var elapsedS: Double?, timerS: Double?, distanceM: Double?
@@ -227,6 +236,7 @@ public struct FITActivity: Sendable {
 
     public var records: [Record] = []
     public var events: [Event] = []
+    public var radarAlerts: [RadarAlert] = []
     public var laps: [Summary] = []
     public var sessions: [Summary] = []
     /// Records left out because their timestamp lies outside the activity (after its end, or
@@ -284,6 +294,23 @@ public struct FITActivity: Sendable {
                 guard let t = m.timestamp, let e = m.values[0].flatMap({ UInt8(exactly: $0) }),
                       let et = m.values[1].flatMap({ UInt8(exactly: $0) }) else { continue }
                 events.append(Event(timestamp: t, event: e, eventType: et, data: m.values[3].flatMap { UInt32(exactly: $0) }))
+                if e == 75 {
+                    // data's components: level, count, average and maximum speed (one byte each).
+                    let data = m.values[3].flatMap { UInt32(exactly: $0) }
+                    func part(_ k: UInt32) -> Double? {
+                        guard let d = data else { return nil }
+                        let v = (d >> (8 * k)) & 0xFF
+                        return v == 0xFF ? nil : Double(v)
+                    }
+                    let group = m.values[4].flatMap { UInt8(exactly: $0) }
+                    let arrived = group.map { Int($0 & 0x7F) }.flatMap { $0 >= 1 && $0 <= 8 ? $0 : nil }
+                    radarAlerts.append(RadarAlert(timestamp: t,
+                                                  threatLevel: (m.values[21] ?? part(0)).flatMap { UInt8(exactly: $0) },
+                                                  inView: (m.values[22] ?? part(1)).map { Int($0) },
+                                                  vehiclesArrived: arrived, beeped: arrived == nil ? nil : group.map { $0 & 0x80 != 0 },
+                                                  averageApproachMps: m.value(23, scale: 10) ?? part(2).map { $0 / 10 },
+                                                  maxApproachMps: m.value(24, scale: 10) ?? part(3).map { $0 / 10 }))
+                }
             case 19, 18:
                 let s = m.global == 19 // lap and session field numbers differ above 9
                 let sum = Summary(timestamp: m.timestamp, startTime: m.values[2].flatMap { UInt32(exactly: $0) },

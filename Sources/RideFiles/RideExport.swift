@@ -112,7 +112,7 @@ public struct RideExport: Sendable {
                     case .resume: try builder.resume(at: e.instant, trigger: e.trigger)
                     case .lap: try builder.lap(at: e.instant, trigger: e.trigger)
                     case .stop: try builder.stop(at: e.instant)
-                    case .marker, .gap: try builder.mark(e)
+                    case .marker, .gap, .radar: try builder.mark(e)
                     }
                 } catch {
                     eventsRefused += 1

@@ -7,7 +7,7 @@ import RideModel
 /// - `device.software_version`: firmware version, e.g. "1.20".
 /// - `device.name`: product name, e.g. "bikecomputer".
 /// - `sensor.<slot>`: one sensor used in the ride, as `key=value` pairs separated by `;`:
-///   `source=ant|ble`, `type=heart_rate|power|speed_cadence|speed|cadence`, `id=<ANT device
+///   `source=ant|ble`, `type=<a SensorKind word: heart_rate, power, ...>`, `id=<ANT device
 ///   number or BLE address>`, optional `battery=<percent>`, `manufacturer=<FIT manufacturer id>`,
 ///   `product=<u16>`, `name=<text>`. Example:
 ///   `sensor.hr = "source=ant;type=heart_rate;id=12345;battery=80"`.
@@ -22,7 +22,8 @@ public enum RideMetadataKey {
 /// A sensor's identity as written to the ride's metadata.
 public struct SensorIdentity: Sendable, Hashable {
     public enum Source: String, Sendable { case ant, ble }
-    public enum Kind: String, Sendable, CaseIterable { case heartRate = "heart_rate", power, speedCadence = "speed_cadence", speed, cadence }
+    /// What it is: the sensor vocabulary's kind (`type=heart_rate`, ...).
+    public typealias Kind = SensorKind
 
     public var slot: String
     public var source: Source

@@ -127,6 +127,8 @@ public struct RideBuilder: Sendable {
     /// The events in order.
     public internal(set) var events: [RideEvent] = []
     public internal(set) var metadata: [(key: String, value: String)] = []
+    /// What a rear radar saw during the ride (its `.radar` events).
+    public internal(set) var radar = RadarRideStatistics()
 
     /// The ride's statistics; `timerTimeMs` complete up to the last update (`statistics(at:)`).
     public internal(set) var ride = StatisticsSet()
@@ -263,7 +265,7 @@ public struct RideBuilder: Sendable {
         let n = events.count, max = settings.eventsMax
         switch kind {
         case .stop: return n < max
-        case .marker: return n < max - settings.eventsReservedForLifecycle
+        case .marker, .radar: return n < max - settings.eventsReservedForLifecycle
         case .lap: return n < max - 1 && laps.count < settings.lapsMax
         case .start, .pause, .resume, .gap: return n < max - 1
         }
@@ -282,7 +284,7 @@ public struct RideBuilder: Sendable {
         case .pause, .lap: if !isRunning || stopInstant != nil { return .invalidEvent }
         case .resume: if isRunning || startInstant == nil || stopInstant != nil { return .invalidEvent }
         case .stop: if startInstant == nil || stopInstant != nil { return .invalidEvent }
-        case .marker, .gap: if startInstant == nil || stopInstant != nil { return .notCollecting }
+        case .marker, .gap, .radar: if startInstant == nil || stopInstant != nil { return .notCollecting }
         }
         do { try checkOrder(instant, kind) } catch { return error }
         return nil
@@ -333,8 +335,12 @@ public struct RideBuilder: Sendable {
     /// while running stops the timer at its instant and starts it again when the device came
     /// back: the time the device was down is elapsed time, never timer time.
     public mutating func mark(_ event: RideEvent) throws(BuilderRejection) {
-        guard event.kind == .marker || event.kind == .gap else { throw .invalidEvent }
+        guard event.kind == .marker || event.kind == .gap || event.kind == .radar else { throw .invalidEvent }
         if let e = check(event.kind, at: event.instant) { throw e }
+        if event.kind == .radar {
+            guard let r = RadarAlertRecord(value: event.value) else { throw .invalidEvent }
+            radar.add(r)
+        }
         if event.kind == .gap && isRunning {
             endRunningStretch(at: event.instant)
             beginRunningStretch(at: event.instant.advanced(byMs: max(0, event.value)))

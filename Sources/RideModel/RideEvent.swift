@@ -10,6 +10,8 @@ public struct RideEvent: Sendable, Hashable, CustomStringConvertible {
         /// The device was down between the previous durable point and this instant (crash or
         /// power cut); recorded on recovery.
         case gap = 6
+        /// Vehicles came up behind (a rear radar): `value` is a `RadarAlertRecord`.
+        case radar = 7
     }
 
     /// What a marker stands for. Markers carry a small numeric value (ml of water, ...).

@@ -138,18 +138,32 @@ public struct PageLayout: Sendable, Hashable {
 public struct ScreenLayouts: Sendable {
     public let geometry: PanelGeometry
     public var runningPages: [PageLayout]
+    /// The same pages beside the rear radar's column (`RadarColumn`), shown while a radar is paired.
+    public var radarRunningPages: [PageLayout]
+    public var radarColumn: Rect { RadarColumn.frame(geometry) }
+    /// The navigation pages (shown after the data pages while a course is loaded).
+    public var navigationPages: [PageLayout]
     /// The running pages laid out above the status line (`PanelGeometry.statusLine`), shown
     /// while a companion's pairing code is there: every field whole, in a smaller size where
     /// the page needs it. Pages placed by hand have none (the status line covers their foot).
     public var statusLinePages: [PageLayout]
+    /// The pages beside the radar column and above the status line (a pairing code with a radar).
+    public var radarStatusLinePages: [PageLayout]
+    /// The navigation pages laid out above the status line, as `statusLinePages`.
+    public var navigationStatusLinePages: [PageLayout]
     public var width: Int { geometry.width }
     public var height: Int { geometry.height }
 
-    /// Pages already placed (tests, a custom page).
+    /// Pages already placed (tests, a custom page); the radar column is drawn over their left edge.
     public init(width: Int, height: Int, runningPages: [PageLayout]) {
-        geometry = PanelGeometry(width: width, height: height)
+        let g = PanelGeometry(width: width, height: height)
+        geometry = g
         self.runningPages = runningPages
+        radarRunningPages = runningPages
         statusLinePages = runningPages
+        radarStatusLinePages = runningPages
+        navigationPages = NavigationPageDesigns.all.map { $0.layout(g) }
+        navigationStatusLinePages = NavigationPageDesigns.all.map { Self.aboveStatusLine($0, g) }
     }
 
     /// `designs` laid out for a `width` × `height` panel.
@@ -157,14 +171,27 @@ public struct ScreenLayouts: Sendable {
         let g = PanelGeometry(width: width, height: height)
         geometry = g
         runningPages = designs.map { $0.layout(g) }
+        radarRunningPages = designs.map { $0.layout(g, in: RadarColumn.pageArea(g)) }
+        navigationPages = NavigationPageDesigns.all.map { $0.layout(g) }
+        statusLinePages = designs.map { Self.aboveStatusLine($0, g) }
+        navigationStatusLinePages = NavigationPageDesigns.all.map { Self.aboveStatusLine($0, g) }
+        var besideAbove = RadarColumn.pageArea(g)
+        besideAbove.height = min(besideAbove.height, g.statusLine.y - besideAbove.y)
+        radarStatusLinePages = designs.map { design in
+            var smaller = 0
+            while smaller < FieldSize.huge.rawValue, !design.fits(g, height: besideAbove.height, smaller: smaller) { smaller += 1 }
+            return design.layout(g, in: besideAbove, smaller: smaller)
+        }
+    }
+
+    /// `design` laid out above the status line: the least step down in size that gives every
+    /// row its height.
+    static func aboveStatusLine(_ design: PageDesign, _ g: PanelGeometry) -> PageLayout {
         var above = g.runningArea
         above.height = g.statusLine.y
-        statusLinePages = designs.map { design in
-            // The least step down in size that gives every row its height.
-            var smaller = 0
-            while smaller < FieldSize.huge.rawValue, !design.fits(g, height: above.height, smaller: smaller) { smaller += 1 }
-            return design.layout(g, in: above, smaller: smaller)
-        }
+        var smaller = 0
+        while smaller < FieldSize.huge.rawValue, !design.fits(g, height: above.height, smaller: smaller) { smaller += 1 }
+        return design.layout(g, in: above, smaller: smaller)
     }
 
     public static let standard128x64 = ScreenLayouts(width: 128, height: 64)

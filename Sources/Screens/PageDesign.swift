@@ -3,8 +3,13 @@ import Display
 /// What a running page draws besides fields, in a row of its own (the map page's track).
 /// A new graphic is a case here and a branch in `ScreenRenderer.drawGraphic`/`appendGraphicKey`.
 public enum PageGraphic: Sendable, Hashable {
-    /// The track so far, north up (`ScreenRenderer.drawMap`).
+    /// The track so far, north up (`ScreenRenderer.drawMap`); with a course, the course around
+    /// the rider (`drawCourseMap`).
     case track
+    /// The next cue or the way back to the course, and the distance to go (`drawNavigation`).
+    case navigation
+    /// The course's profile ahead and the climb (`drawProfile`).
+    case courseProfile
 }
 
 /// A graphic placed on a page.

@@ -117,7 +117,7 @@ public enum ScreenCatalogue {
         m.elapsedMs = 3_901_000
         m.lapTimerMs = 754_000
         m.lapNumber = 3
-        for role in SensorRole.allCases { m.sensors[Int(role.rawValue)] = .connected }
+        for role in SensorRole.allCases where role != .radar { m.sensors[Int(role.rawValue)] = .connected }  // no radar paired
         m[.speed] = 31.7 / 3.6
         m[.distance] = 32_450
         m[.heartRate] = 148
@@ -262,9 +262,9 @@ public enum ScreenCatalogue {
         var sensors = idle
         sensors.mode = .sensors
         sensors.sensorsMenu.setPaired([
-            .init(id: "ble:F2:3A:91:0C:44:17", kind: .heartRate, name: "HRM-Dual", state: "connected", batteryPercent: 82),
-            .init(id: "ant:24681/11/0", kind: .power, state: "searching"),
-            .init(id: "ble:D8:10:6E:2B:90:51", kind: .speedCadence, name: "RPM Cadence", state: "lost", batteryPercent: 100),
+            .init(id: "ble:F2:3A:91:0C:44:17", kind: .heartRate, name: "HRM-Dual", state: .connected, batteryPercent: 82),
+            .init(id: "ant:24681/11/0", kind: .power, state: .searching),
+            .init(id: "ble:D8:10:6E:2B:90:51", kind: .speedCadence, name: "RPM Cadence", state: .lost, batteryPercent: 100),
         ])
         add("sensors", "Sensors (PAGE on idle): the paired sensors with their state and battery; PAGE moves, LAP acts, START goes back", sensors)
         var forget = sensors
@@ -282,7 +282,7 @@ public enum ScreenCatalogue {
         searching.sensorsMenu.found(.init(id: "ble:E9:55:0B:7C:12:A8", kind: .speedCadence, name: "Wahoo SPEED", rssi: -83))
         add("sensors-search", "Sensors: a search (LAP on SEARCH) lists what it finds with its signal; LAP pairs the one selected", searching)
         var paired = sensors
-        paired.sensorsMenu.setPaired(sensors.sensorsMenu.paired + [.init(id: "ble:C4:7F:21:9A:03:EE", kind: .power, name: "ASSIOMA 21044", state: "searching")])
+        paired.sensorsMenu.setPaired(sensors.sensorsMenu.paired + [.init(id: "ble:C4:7F:21:9A:03:EE", kind: .power, name: "ASSIOMA 21044", state: .searching)])
         paired.sensorsMenu.cursor = 3
         paired.sensorsMenu.message = "PAIRED"
         add("sensors-paired", "Sensors: just paired (written to the config file; the bridge connects it)", paired)
@@ -322,6 +322,8 @@ public enum ScreenCatalogue {
         }
 
         out += positionEntries(ride: ride, idle: idle)
+        out += RadarColumn.entries(ride: ride)
+        out += navigationEntries(ride: ride, idle: idle)
         out += batteryEntries(ride: ride, idle: idle)
         // Every screen on the other panels too: the 0.91" 128x32 OLED and the 2.7" 400x240 LCD.
         var all: [Entry] = []

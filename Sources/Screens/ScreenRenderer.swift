@@ -72,6 +72,7 @@ public struct ScreenRenderer: Sendable {
         case .summary(let page): drawSummary(page: page, model)
         case .confirmDiscard: drawConfirmDiscard()
         case .sensors: drawSensors(model.sensorsMenu)
+        case .courses: drawCourses(model.coursesMenu, model)
         }
         if let alert = model.overlay { drawOverlay(alert) }
         if let code = model.pairingCode {
@@ -94,11 +95,23 @@ public struct ScreenRenderer: Sendable {
     /// Whether the canvas already shows running page `page` with these values; if not, keeps
     /// the new key (the caller draws it).
     private mutating func runningPageUnchanged(_ page: Int, _ model: ScreenModel) -> Bool {
-        let pages = layouts.runningPages
+        let pages = model.radarShown ? layouts.radarRunningPages : layouts.runningPages
         guard !pages.isEmpty else { drawnKeyCount = -1; return false }
+        if let nav = navigationPageIndex(page, model) {
+            keyScratch[0] = UInt8(truncatingIfNeeded: 0x80 | nav)
+            var n = 1
+            for graphic in layouts.navigationPages[nav].graphics { n = appendGraphicKey(graphic.kind, model, at: n) }
+            n = appendBatteryKey(model, at: n)
+            return keyUnchanged(n)
+        }
         let index = ((page % pages.count) + pages.count) % pages.count
         keyScratch[0] = UInt8(truncatingIfNeeded: index)
         var n = 1
+        if model.radarShown {
+            // The column's key: at most 5 bytes and 3 per vehicle.
+            guard n + 5 + 3 * RadarPicture.targetsMax <= Self.drawnKeyBytesMax else { drawnKeyCount = -1; return false }
+            n = appendRadarKey(model, at: n, column: layouts.radarColumn)
+        }
         for graphic in pages[index].graphics { n = appendGraphicKey(graphic.kind, model, at: n) }
         n = appendBatteryKey(model, at: n)
         for field in pages[index].fields {
@@ -109,6 +122,11 @@ public struct ScreenRenderer: Sendable {
             keyScratch[n] = 0xFF
             n += 1
         }
+        return keyUnchanged(n)
+    }
+
+    /// Whether the key just written (`n` bytes of `keyScratch`) is the one drawn; if not, keeps it.
+    private mutating func keyUnchanged(_ n: Int) -> Bool {
         if n == drawnKeyCount {
             var same = true
             for i in 0..<n where keyScratch[i] != drawnKey[i] { same = false; break }
@@ -120,13 +138,25 @@ public struct ScreenRenderer: Sendable {
     }
 
     private mutating func drawRunning(page: Int, _ model: ScreenModel) {
-        let pages = model.pairingCode == nil ? layouts.runningPages : layouts.statusLinePages
+        let pages = model.radarShown ? (model.pairingCode == nil ? layouts.radarRunningPages : layouts.radarStatusLinePages)
+            : (model.pairingCode == nil ? layouts.runningPages : layouts.statusLinePages)
         guard !pages.isEmpty else { return }
+        if let nav = navigationPageIndex(page, model) {
+            drawPage((model.pairingCode == nil ? layouts.navigationPages : layouts.navigationStatusLinePages)[nav], model)
+            let dots = max(1, model.runningPageCount)
+            drawPageDots(page, of: dots)
+            drawRunningBattery(model, below: dots)
+            return
+        }
         let index = ((page % pages.count) + pages.count) % pages.count
         drawPage(pages[index], model)
-        // The pages the rider can reach (the climbing and map pages only with GPS or a barometer).
-        drawPageDots(index, of: min(pages.count, max(1, model.runningPageCount)))
-        drawRunningBattery(model, below: min(pages.count, max(1, model.runningPageCount)))
+        if model.radarShown { drawRadarColumn(layouts.radarColumn, model) }
+        // The pages the rider can reach (the climbing and map pages only with GPS or a barometer;
+        // the navigation pages while a course is loaded).
+        let reachable = max(1, model.runningPageCount)
+        let dots = model.navigation.course != nil ? reachable : min(pages.count, reachable)
+        drawPageDots(index, of: dots)
+        drawRunningBattery(model, below: dots)
     }
 
     /// Draws any page layout: the separator lines, the graphics, then each field the same way.
@@ -139,7 +169,11 @@ public struct ScreenRenderer: Sendable {
     /// One graphic of a page in its frame.
     mutating func drawGraphic(_ graphic: PlacedGraphic, _ model: ScreenModel) {
         switch graphic.kind {
-        case .track: drawMap(in: graphic.frame, model)
+        case .track:
+            // With a course: the course around the rider (NavigationScreens.swift).
+            if model.navigation.course != nil { drawCourseMap(in: graphic.frame, model) } else { drawMap(in: graphic.frame, model) }
+        case .navigation: drawNavigation(in: graphic.frame, model)
+        case .courseProfile: drawProfile(in: graphic.frame, model)
         }
     }
 
@@ -147,7 +181,8 @@ public struct ScreenRenderer: Sendable {
     /// not change still redraws when its graphic would). Returns the new key length.
     mutating func appendGraphicKey(_ kind: PageGraphic, _ model: ScreenModel, at n: Int) -> Int {
         switch kind {
-        case .track: appendMapKey(model, at: n)
+        case .track: model.navigation.course == nil ? appendMapKey(model, at: n) : appendNavigationKey(model, at: appendMapKey(model, at: n))
+        case .navigation, .courseProfile: appendNavigationKey(model, at: n)
         }
     }
 
@@ -211,8 +246,11 @@ public struct ScreenRenderer: Sendable {
         guard count > 1 else { return }
         let side = geometry.pageDotPx, dot = geometry.px(1)
         let x = width - side
+        // Closer together when more pages than fit at the usual pitch (the navigation pages on a
+        // 32-row panel).
+        let pitch = max(side, min(geometry.pageDotPitch, (height - geometry.px(2)) / count))
         for i in 0..<count {
-            let y = geometry.px(2) + i * geometry.pageDotPitch
+            let y = geometry.px(2) + i * pitch
             if i == index {
                 canvas.fill(Rect(x: x, y: y, width: side, height: side))
             } else {
@@ -292,13 +330,13 @@ public struct ScreenRenderer: Sendable {
                 if let b = model.sensorBatteryPercent[Int(role.rawValue)], b < AppCore.sensorBatteryLowPercent, low == nil || b < low!.1 { low = (role, b) }
             }
             guard let (r, b) = low else { text.append("SENSORS OK"); return }
-            text.append(roleWord(r))
+            text.append(r.description)
             text.append(" BATTERY ")
             text.append(integer: Int64(b))
             text.append(UInt8(ascii: "%"))
             return
         }
-        text.append(roleWord(role))
+        text.append(role.description)
         text.append(UInt8(ascii: " "))
         text.append(stateWord(state))
     }
@@ -328,7 +366,7 @@ public struct ScreenRenderer: Sendable {
             let box = Rect(x: bx, y: y, width: boxWidth, height: sensorBox.height)
             let connected = state == .connected
             if connected { canvas.fill(box) } else { canvas.strokeRect(box, thickness: geometry.px(1)) }
-            if role == .gps { writeGpsBox(model.gps) } else { text.clear(); text.append(roleWord(role)) }
+            if role == .gps { writeGpsBox(model.gps) } else { text.clear(); text.append(role.description) }
             canvas.drawText(text, font: fonts.list, in: Rect(x: box.x, y: box.y, width: box.width, height: fonts.list.height),
                             alignment: .center, on: !connected, clip: box)
             if state == .lost {
@@ -498,6 +536,10 @@ public struct ScreenRenderer: Sendable {
 
     /// A light box with dark text over the middle of whatever is on screen.
     private mutating func drawOverlay(_ alert: Alert) {
+        if case .cue(let type, let stage, let d, let name) = alert {
+            drawCueOverlay(type, stage: stage, distanceM: d, name: name)
+            return
+        }
         writeAlert(alert)
         let title = fonts.title, px1 = geometry.px(1)
         let margin = geometry.px(tall ? 4 : 2)
@@ -566,8 +608,8 @@ public struct ScreenRenderer: Sendable {
     private mutating func writeAlert(_ alert: Alert) {
         text.clear()
         switch alert {
-        case .sensorLost(let r): text.append(roleWord(r)); text.append(" LOST")
-        case .sensorBack(let r): text.append(roleWord(r)); text.append(" BACK")
+        case .sensorLost(let r): text.append(r.description); text.append(" LOST")
+        case .sensorBack(let r): text.append(r.description); text.append(" BACK")
         case .zoneDrift(let q, let above):
             text.append(q == .power ? "PWR " : "HR ")
             text.append(above ? "HIGH" : "LOW")
@@ -583,7 +625,18 @@ public struct ScreenRenderer: Sendable {
         case .rideDiscarded: text.append("RIDE DISCARDED")
         case .rideTableFull: text.append("RIDE FULL")
         case .lowSensorBattery(let r, let p):
-            text.append(roleWord(r)); text.append(" BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
+            text.append(r.description); text.append(" BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
+        case .vehicleBehind(let t): text.append(t == .fastApproach ? "VEHICLE FAST" : "VEHICLE")
+        case .roadClear: text.append("ROAD CLEAR")
+        case .offCourse: text.append("OFF COURSE")
+        case .wrongWay: text.append("WRONG WAY")
+        case .backOnCourse: text.append("BACK ON COURSE")
+        case .cue(let t, _, let d, _): text.append(t.word); text.append(UInt8(ascii: " ")); text.append(integer: Int64(d)); text.append(" M")
+        case .climbStart(let n, let count, let l, let g):
+            text.append("CLIMB "); text.append(integer: Int64(n)); text.append(UInt8(ascii: "/")); text.append(integer: Int64(count))
+            text.append(UInt8(ascii: " ")); text.append(Double(l) / 1000, decimals: 1); text.append("K ")
+            text.append(Double(g) / 10, decimals: 1); text.append(UInt8(ascii: "%"))
+        case .courseFinished: text.append("COURSE DONE")
         case .lowBattery(let p): text.append("BATTERY "); text.append(integer: Int64(p)); text.append(UInt8(ascii: "%"))
         case .batteryEmpty: text.append("BATTERY EMPTY")
         case .poweringOff: text.append("POWERING OFF")
@@ -593,16 +646,6 @@ public struct ScreenRenderer: Sendable {
     }
 
     // MARK: Words
-
-    private func roleWord(_ r: SensorRole) -> String {
-        switch r {
-        case .heartRate: "HR"
-        case .power: "PWR"
-        case .speed: "SPD"
-        case .cadence: "CAD"
-        case .gps: "GPS"
-        }
-    }
 
     private func stateWord(_ s: SensorState) -> String {
         switch s {

@@ -108,14 +108,13 @@ extension ScreenRenderer {
         }
     }
 
-    static func stateShort(_ state: String) -> String {
+    static func stateShort(_ state: SensorState) -> String {
         switch state {
-        case "connected": "OK"
-        case "searching": "WAIT"
-        case "stale": "OLD"
-        case "lost": "LOST"
-        case "unusable": "BAD"
-        default: String(state.prefix(4)).uppercased()
+        case .connected: "OK"
+        case .searching: "WAIT"
+        case .stale: "OLD"
+        case .lost: "LOST"
+        case .notConfigured: "OFF"
         }
     }
 

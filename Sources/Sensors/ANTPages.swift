@@ -126,6 +126,58 @@ public struct ANTHeartRatePage: Sendable, Hashable {
     }
 }
 
+/// The ANT+ common pages every profile may send: 0x50 manufacturer, 0x51 product, 0x52 battery.
+public enum ANTCommonPage: Sendable, Hashable {
+    /// Common page 0x50.
+    case manufacturer(hardwareRevision: UInt8, manufacturerID: UInt16, modelNumber: UInt16)
+    /// Common page 0x51.
+    case product(softwareSupplemental: UInt8, softwareMain: UInt8, serialNumber: UInt32)
+    /// Common page 0x52.
+    case battery(identifier: UInt8, operatingTimeS: UInt32, ANTBattery)
+
+    /// The common page in `p`; nil for any other page number.
+    public static func parse(_ p: Payload) throws(DecodeError) -> ANTCommonPage? {
+        try requireANTPage(p)
+        switch p[0] {
+        case 0x50:
+            return .manufacturer(hardwareRevision: p[3], manufacturerID: p.u16(at: 4), modelNumber: p.u16(at: 6))
+        case 0x51:
+            return .product(softwareSupplemental: p[2], softwareMain: p[3], serialNumber: p.u32(at: 4))
+        case 0x52:
+            // Operating time: bytes 3–5, 16 s units when byte 7 bit 7 is clear, 2 s when set.
+            let seconds = p.u24(at: 3) * (p[7] & 0x80 != 0 ? 2 : 16)
+            return .battery(identifier: p[2], operatingTimeS: seconds, ANTBattery(fractional: p[6], descriptive: p[7] & 0x7F))
+        default:
+            return nil
+        }
+    }
+
+    public func visitFields<V: FieldVisitor>(_ v: inout V) {
+        switch self {
+        case let .manufacturer(hw, mfr, model):
+            v.int("data_page", 0x50)
+            v.int("hardware_revision", Int64(hw))
+            v.int("manufacturer_id", Int64(mfr))
+            v.int("model_number", Int64(model))
+        case let .product(sup, main, serial):
+            v.int("data_page", 0x51)
+            v.int("software_revision_supplemental", Int64(sup))
+            v.int("software_revision_main", Int64(main))
+            v.int("serial_number", Int64(serial))
+        case let .battery(id, time, b):
+            v.int("data_page", 0x52)
+            v.int("battery_identifier", Int64(id))
+            v.int("cumulative_operating_time_s", Int64(time))
+            b.visitFields(&v)
+        }
+    }
+
+    /// The battery's charge, where the page gives one.
+    public var batteryPercent: Int? {
+        if case .battery(_, _, let b) = self { b.status.approximatePercent } else { nil }
+    }
+}
+
 /// An ANT+ bike power page (device type 11): the four power pages and the common pages.
 public enum ANTPowerPage: Sendable, Hashable {
     /// 0x10.
@@ -134,12 +186,8 @@ public enum ANTPowerPage: Sendable, Hashable {
     case torque(crank: Bool, eventCount: UInt8, ticks: UInt8, cadenceRpm: UInt8?, accumulatedPeriod2048: UInt16, accumulatedTorque32: UInt16)
     /// 0x13: ½ % units, nil = 0xFF (invalid). `smoothnessCombined` when byte 5 is 0xFE.
     case torqueEffectivenessAndSmoothness(eventCount: UInt8, leftTE: UInt8?, rightTE: UInt8?, leftPS: UInt8?, rightPS: UInt8?, smoothnessCombined: Bool)
-    /// Common page 0x50.
-    case manufacturer(hardwareRevision: UInt8, manufacturerID: UInt16, modelNumber: UInt16)
-    /// Common page 0x51.
-    case product(softwareSupplemental: UInt8, softwareMain: UInt8, serialNumber: UInt32)
-    /// Common page 0x52.
-    case battery(identifier: UInt8, operatingTimeS: UInt32, ANTBattery)
+    /// Common pages 0x50–0x52.
+    case common(ANTCommonPage)
 
     public static func parse(_ p: Payload) throws(DecodeError) -> ANTPowerPage {
         try requireANTPage(p)
@@ -156,16 +204,9 @@ public enum ANTPowerPage: Sendable, Hashable {
             return .torqueEffectivenessAndSmoothness(eventCount: p[1], leftTE: valid(p[2]), rightTE: valid(p[3]),
                                                      leftPS: valid(p[4]), rightPS: combined ? nil : valid(p[5]),
                                                      smoothnessCombined: combined)
-        case 0x50:
-            return .manufacturer(hardwareRevision: p[3], manufacturerID: p.u16(at: 4), modelNumber: p.u16(at: 6))
-        case 0x51:
-            return .product(softwareSupplemental: p[2], softwareMain: p[3], serialNumber: p.u32(at: 4))
-        case 0x52:
-            // Operating time: bytes 3–5, 16 s units when byte 7 bit 7 is clear, 2 s when set.
-            let seconds = p.u24(at: 3) * (p[7] & 0x80 != 0 ? 2 : 16)
-            return .battery(identifier: p[2], operatingTimeS: seconds, ANTBattery(fractional: p[6], descriptive: p[7] & 0x7F))
         default:
-            throw DecodeError(.unknownPage, have: Int(p[0]))
+            guard let c = try ANTCommonPage.parse(p) else { throw DecodeError(.unknownPage, have: Int(p[0])) }
+            return .common(c)
         }
     }
 
@@ -195,21 +236,8 @@ public enum ANTPowerPage: Sendable, Hashable {
             if let x = rte { v.double("right_torque_effectiveness_percent", Double(x) / 2) }
             if let x = lps { v.double(combined ? "combined_pedal_smoothness_percent" : "left_pedal_smoothness_percent", Double(x) / 2) }
             if let x = rps { v.double("right_pedal_smoothness_percent", Double(x) / 2) }
-        case let .manufacturer(hw, mfr, model):
-            v.int("data_page", 0x50)
-            v.int("hardware_revision", Int64(hw))
-            v.int("manufacturer_id", Int64(mfr))
-            v.int("model_number", Int64(model))
-        case let .product(sup, main, serial):
-            v.int("data_page", 0x51)
-            v.int("software_revision_supplemental", Int64(sup))
-            v.int("software_revision_main", Int64(main))
-            v.int("serial_number", Int64(serial))
-        case let .battery(id, time, b):
-            v.int("data_page", 0x52)
-            v.int("battery_identifier", Int64(id))
-            v.int("cumulative_operating_time_s", Int64(time))
-            b.visitFields(&v)
+        case .common(let c):
+            c.visitFields(&v)
         }
     }
 }

@@ -1,3 +1,5 @@
+import RideModel
+
 // The bridge protocol, versions 1 and 2 (docs/bridge-protocol.md). One frame is one SOCK_SEQPACKET
 // packet, or one COBS-encoded, CRC-checked, zero-delimited record on a serial line.
 
@@ -236,8 +238,10 @@ public struct BridgeFrame: Sendable, Hashable {
     public static let version3: UInt8 = 3
     /// App hello flag: the app reads notification sockets handed to it.
     public static let appTakesSockets: UInt8 = 1
-    /// Found frames' BLE service bits.
-    public static let serviceHeartRate: UInt16 = 1, serviceCyclingPower: UInt16 = 2, serviceSpeedCadence: UInt16 = 4
+    /// Found frames' BLE service bits (`SensorKind.foundServiceBit`).
+    public static let serviceHeartRate = SensorKind.heartRate.foundServiceBit
+    public static let serviceCyclingPower = SensorKind.power.foundServiceBit
+    public static let serviceSpeedCadence = SensorKind.speedCadence.foundServiceBit
     /// Signal strength "unknown" on the wire.
     public static let rssiUnknown: Int8 = 127
     /// Bytes before the body: version, kind, bridge time.

@@ -4,21 +4,28 @@ import RideModel
 public struct PairedSensor: Sendable, Hashable {
     /// For ANT+, a transmission type of 0 matches any (as in ANT+ pairing).
     public var identity: SourceIdentity
+    /// What it is (the config's `role`; an ANT+ device type's kind); nil for an onboard receiver
+    /// or a sensor paired without one.
+    public var kind: SensorKind?
     /// The quantities to take from this sensor.
     public var provides: QuantitySet
+    /// The roles whose state this sensor decides (with the others that fill them).
+    public var fills: [SensorRole]
     /// Lower wins when two sensors provide the same quantity.
     public var priority: Int
 
-    public init(_ identity: SourceIdentity, provides: QuantitySet? = nil, priority: Int = 0) {
+    /// `kind` (or, for ANT+, the device type's kind) says what it provides and fills; `provides`
+    /// narrows or replaces that. Without a kind it provides what it is given (everything by
+    /// default) and fills the roles whose first live quantity that includes.
+    public init(_ identity: SourceIdentity, kind: SensorKind? = nil, provides: QuantitySet? = nil, priority: Int = 0) {
         self.identity = identity
         self.priority = priority
-        if let provides {
-            self.provides = provides
-        } else if case let .ant(_, type, _) = identity, let p = Profile(transport: .ant, code: UInt16(type)) {
-            self.provides = p.quantities
-        } else {
-            self.provides = .all
-        }
+        var k = kind
+        if k == nil, case let .ant(_, type, _) = identity { k = SensorKind(antDeviceType: type) }
+        self.kind = k
+        let given = provides ?? k.map { QuantitySet($0.quantities) } ?? .all
+        self.provides = given
+        fills = k?.statusRoles ?? SensorRole.allCases.filter { r in r.liveQuantities.first.map(given.contains) ?? false }
     }
 
     func matches(_ id: SourceIdentity) -> Bool {
@@ -86,6 +93,8 @@ public struct DataSourceStatus: Sendable, Hashable {
     public var bridgeConnections: UInt64 = 0
     public var lastBridgeID: UInt32?
     public var heartbeats: UInt64 = 0
+    /// Radar pictures handed to the app.
+    public var radarFrames: UInt64 = 0
 }
 
 /// The data source: routes bridge frames from paired sensors through their decoders (and decoded
@@ -108,6 +117,8 @@ public struct DataSource: Sendable {
         /// it connected). A sensor that could provide a quantity but does not (a power meter
         /// without crank data, for cadence) never keeps a lower-priority sensor's values out.
         var producedAt: [MonotonicInstant?] = Array(repeating: nil, count: Quantity.allCases.count)
+        /// When this sensor last delivered a radar picture (nil: not since it connected).
+        var radarAt: MonotonicInstant?
     }
 
     public private(set) var configuration: DataSourceConfiguration
@@ -274,11 +285,32 @@ public struct DataSource: Sendable {
         for raw in 0..<UInt8(BadInput.countMax) {
             if let k = BadInput(rawValue: raw), values.has(k) { status.bad.count(k) }
         }
+        if let b = values.batteryPercent { slots[i].batteryPercent = b }
+        if values.radarShutdown {
+            // The radar says it is switching off: lost now, not a clear road for 10 s.
+            lose(i)
+            refreshRoles(at: now, force: false, emit)
+            return
+        }
         slots[i].lastDataAt = now
         slots[i].state = .connected
-        if let b = values.batteryPercent { slots[i].batteryPercent = b }
         emitSamples(values, from: i, at: now, emit)
         refreshRoles(at: now, force: false, emit)
+        if let picture = values.radar { emitRadar(picture, from: i, at: now, emit) }
+    }
+
+    /// A radar's picture goes to the app from the preferred radar (two paired radars: the one
+    /// listed first while it reports), after its state: the app sees the radar connected first.
+    mutating func emitRadar(_ picture: RadarPicture, from i: Int, at now: MonotonicInstant, _ emit: (SensorEvent) -> Void) {
+        guard slots[i].paired.fills.contains(.radar) else { return }
+        slots[i].radarAt = now
+        let mine = slots[i].paired.priority
+        for j in slots.indices where j != i && slots[j].state == .connected && slots[j].paired.fills.contains(.radar) {
+            guard let last = slots[j].radarAt, now.milliseconds(since: last) < configuration.staleAfterMs else { continue }
+            if slots[j].paired.priority < mine || (slots[j].paired.priority == mine && j < i) { return }
+        }
+        status.radarFrames &+= 1
+        emit(.radar(picture, at: now))
     }
 
     /// Time passing: stale and lost timeouts, bridge silence. Call at least once a second.
@@ -319,6 +351,7 @@ public struct DataSource: Sendable {
         // (the GPS odometer) goes on across a lost fix and counts the way across the gap.
         if slots[i].paired.identity.radio != nil { slots[i].lastDistanceM = nil }
         for q in slots[i].producedAt.indices { slots[i].producedAt[q] = nil }
+        slots[i].radarAt = nil
     }
 
     mutating func admit(_ i: Int, at now: MonotonicInstant) -> Bool {
@@ -403,11 +436,10 @@ public struct DataSource: Sendable {
 
     mutating func refreshRoles(at now: MonotonicInstant, force: Bool, _ emit: (SensorEvent) -> Void) {
         for role in SensorRole.allCases {
-            let q = role.quantity
             var best = SensorStatus(role, .notConfigured)
             var bestPriority = Int.max
-            if configuration.enabled.contains(q) {
-                for s in slots where s.paired.provides.contains(q) {
+            if role.liveQuantities.first.map(configuration.enabled.contains) ?? true {
+                for s in slots where s.paired.fills.contains(role) {
                     if s.state > best.state || (s.state == best.state && s.paired.priority < bestPriority) {
                         best.state = s.state
                         best.batteryPercent = s.batteryPercent

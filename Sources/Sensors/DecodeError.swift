@@ -79,7 +79,7 @@ public struct DecodeError: Error, Sendable, Hashable, CustomStringConvertible {
         case .truncated:
             "truncated payload: its flags announce \(needBytes) bytes but it has \(haveBytes); check that the bridge forwards the whole value"
         case .wrongLength:
-            "wrong payload length \(haveBytes) (expected \(needBytes)); ANT+ pages are 8 bytes, check the bridge or the hex"
+            "wrong payload length \(haveBytes) (expected \(needBytes)); \(needBytes == antPageBytes ? "ANT+ pages are 8 bytes, " : "")check the bridge or the hex"
         case .unknownPage:
             "unknown ANT+ data page; it is skipped (the profile's main pages still decode)"
         case .unknownProfile:

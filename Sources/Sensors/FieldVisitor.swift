@@ -8,6 +8,10 @@ public protocol FieldVisitor {
     mutating func string(_ name: String, _ value: String)
     /// A list of numbers (RR intervals).
     mutating func doubles(_ name: String, count: Int, _ value: (Int) -> Double)
+    /// A list of records with fields of their own (radar targets); `record` writes record `i`'s.
+    mutating func records(_ name: String, count: Int, _ record: (Int, inout Self) -> Void)
+    /// A number the payload may not give: written as null when absent (a record's fixed shape).
+    mutating func optionalDouble(_ name: String, _ value: Double?)
 }
 
 /// A visitor that ignores every field.
@@ -18,6 +22,8 @@ public struct NoFields: FieldVisitor {
     @inlinable public mutating func bool(_ name: String, _ value: Bool) {}
     @inlinable public mutating func string(_ name: String, _ value: String) {}
     @inlinable public mutating func doubles(_ name: String, count: Int, _ value: (Int) -> Double) {}
+    @inlinable public mutating func records(_ name: String, count: Int, _ record: (Int, inout Self) -> Void) {}
+    @inlinable public mutating func optionalDouble(_ name: String, _ value: Double?) {}
 }
 
 extension FieldVisitor {

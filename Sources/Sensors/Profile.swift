@@ -1,17 +1,14 @@
 import RideModel
 
-/// The radio a sensor frame came over.
-public enum Transport: UInt8, Sendable, Hashable, CustomStringConvertible {
-    case ant = 1
-    case ble = 2
-    public var description: String { self == .ant ? "ant" : "ble" }
-}
+/// The radio a sensor frame came over (RideModel's `SensorTransport`, the frame's transport byte).
+public typealias Transport = SensorTransport
 
 /// A set of quantities as a bit mask (bit = `Quantity.rawValue`).
 public struct QuantitySet: OptionSet, Sendable, Hashable {
     public var rawValue: UInt32
     public init(rawValue: UInt32) { self.rawValue = rawValue }
-    public init(_ qs: Quantity...) { rawValue = 0; for q in qs { insert(q) } }
+    public init(_ qs: Quantity...) { self.init(qs) }
+    public init(_ qs: [Quantity]) { rawValue = 0; for q in qs { insert(q) } }
     public func contains(_ q: Quantity) -> Bool { rawValue & (1 << UInt32(q.rawValue)) != 0 }
     public mutating func insert(_ q: Quantity) { rawValue |= 1 << UInt32(q.rawValue) }
     public mutating func remove(_ q: Quantity) { rawValue &= ~(1 << UInt32(q.rawValue)) }
@@ -23,6 +20,8 @@ public struct QuantitySet: OptionSet, Sendable, Hashable {
 public enum Profile: UInt8, CaseIterable, Sendable, Hashable, CustomStringConvertible {
     case bleHeartRate = 0, bleSpeedCadence, bleCyclingPower, bleCyclingPowerFeature, bleBatteryLevel
     case antHeartRate, antBikePower, antSpeedCadence, antCadence, antSpeed
+    /// Rear radars: Garmin Varia's BLE characteristic (wire code 0x3203), ANT+ Bike Radar (40).
+    case bleRadar, antBikeRadar
 
     public init?(transport: Transport, code: UInt16) {
         switch (transport, code) {
@@ -36,11 +35,18 @@ public enum Profile: UInt8, CaseIterable, Sendable, Hashable, CustomStringConver
         case (.ant, 121): self = .antSpeedCadence
         case (.ant, 122): self = .antCadence
         case (.ant, 123): self = .antSpeed
+        case (.ble, 0x3203): self = .bleRadar
+        case (.ant, 40): self = .antBikeRadar
         default: return nil
         }
     }
 
-    public var transport: Transport { rawValue < Profile.antHeartRate.rawValue ? .ble : .ant }
+    public var transport: Transport {
+        switch self {
+        case .bleHeartRate, .bleSpeedCadence, .bleCyclingPower, .bleCyclingPowerFeature, .bleBatteryLevel, .bleRadar: .ble
+        case .antHeartRate, .antBikePower, .antSpeedCadence, .antCadence, .antSpeed, .antBikeRadar: .ant
+        }
+    }
 
     /// GATT characteristic UUID (BLE) or device type (ANT+).
     public var code: UInt16 {
@@ -55,6 +61,8 @@ public enum Profile: UInt8, CaseIterable, Sendable, Hashable, CustomStringConver
         case .antSpeedCadence: 121
         case .antCadence: 122
         case .antSpeed: 123
+        case .bleRadar: 0x3203
+        case .antBikeRadar: 40
         }
     }
 
@@ -72,6 +80,8 @@ public enum Profile: UInt8, CaseIterable, Sendable, Hashable, CustomStringConver
         case .bleBatteryLevel: QuantitySet(.battery)
         case .antCadence: QuantitySet(.cadence, .battery)
         case .antSpeed: QuantitySet(.speed, .distance, .battery)
+        case .bleRadar: QuantitySet()
+        case .antBikeRadar: QuantitySet(.battery)
         }
     }
 
@@ -87,6 +97,8 @@ public enum Profile: UInt8, CaseIterable, Sendable, Hashable, CustomStringConver
         case .antSpeedCadence: "ant_speed_cadence_121"
         case .antCadence: "ant_cadence_122"
         case .antSpeed: "ant_speed_123"
+        case .bleRadar: "ble_varia_radar_6a4e3203"
+        case .antBikeRadar: "ant_bike_radar_40"
         }
     }
 }
@@ -123,6 +135,11 @@ public struct DerivedValues: Sendable {
     public var ascentM: Double?
     public var descentM: Double?
     public var gradePercent: Double?
+    /// A rear radar's frame: the vehicles behind (empty: a clear road); nil for any other payload
+    /// (a radar's battery page, a first fragment).
+    public var radar: RadarPicture?
+    /// The radar said it is switching off (ANT+ status page): it is lost at once, never a clear road.
+    public var radarShutdown = false
     /// Bad-input kinds met while decoding (bit = `BadInput.rawValue`) that did not stop it.
     public var warnings: UInt32 = 0
 
@@ -183,5 +200,15 @@ public struct DerivedValues: Sendable {
         v.double("pedal_smoothness_left_percent", pedalSmoothnessLeftPercent)
         v.double("pedal_smoothness_right_percent", pedalSmoothnessRightPercent)
         v.int("battery_percent", batteryPercent)
+        if let r = radar {
+            v.records("targets", count: r.count) { i, w in
+                let t = r[i]
+                w.double("range_m", t.rangeM)
+                w.optionalDouble("closing_speed_mps", t.closingSpeedMps)
+                w.string("threat", t.threat.description)
+                if let s = t.side { w.string("side", s.description) }
+            }
+        }
+        if radarShutdown { v.bool("radar_shutdown", true) }
     }
 }

@@ -34,6 +34,14 @@ public struct SensorDecoder: Sendable {
     var torquePowerW: Double?
     var torqueCadenceRpm: Double?
     var torqueSpeedMps: Double?
+    // ANT+ radar: the eight target slots as pages 48 and 49 last gave them.
+    var antRadarSlots = InlineArray<8, RadarTarget?>(repeating: nil)
+    var antRadarPageBAt: MonotonicInstant?
+    // BLE radar: a first fragment waiting for its last, and closing speeds estimated per track.
+    var variaPending = InlineArray<6, VariaRadarTriplet>(repeating: VariaRadarTriplet(track: 0, range: 0, speed: 0))
+    var variaPendingCount = 0
+    var variaPendingHeader: UInt8 = 0
+    var radarTracks = InlineArray<8, RadarTrack>(repeating: RadarTrack())
 
     public init(profile: Profile, wheelCircumferenceMm: Int = SensorDecoder.defaultWheelCircumferenceMm) {
         self.profile = profile
@@ -123,6 +131,14 @@ public struct SensorDecoder: Sendable {
                 crankReading(UInt64(m.revolutions), UInt64(m.eventTime1024), at: now, into: &d)
             }
             if pagesTrusted, let b = m.battery { d.batteryPercent = b.status.approximatePercent }
+        case .antBikeRadar:
+            let m = try ANTRadarPage.parse(p)
+            m.visitFields(&fields)
+            antRadar(m, at: now, into: &d)
+        case .bleRadar:
+            let m = try VariaRadarMessage.parse(p)
+            m.visitFields(&fields)
+            variaRadar(m, at: now, into: &d)
         }
         return d
     }
@@ -230,11 +246,119 @@ public struct SensorDecoder: Sendable {
             d.pedalSmoothnessLeftPercent = pct(lps)
             d.pedalSmoothnessRightPercent = combined ? nil : pct(rps)
             if (lte ?? 0) > 200 || (rte ?? 0) > 200 || (lps ?? 0) > 200 || (!combined && (rps ?? 0) > 200) { d.warn(.absurdValue) }
-        case .battery(_, _, let b):
-            d.batteryPercent = b.status.approximatePercent
-        case .manufacturer, .product:
-            break
+        case .common(let c):
+            if let b = c.batteryPercent { d.batteryPercent = b }
         }
+    }
+
+    // MARK: Rear radars
+
+    /// How long page 49's targets (5–8) stand without a new page 49.
+    static let antRadarPageBMaxAgeMs: Int64 = 1_000
+
+    private mutating func antRadar(_ m: ANTRadarPage, at now: MonotonicInstant, into d: inout DerivedValues) {
+        switch m {
+        case let .targets(first, t):
+            for i in 0..<4 {
+                let f = t[i]
+                guard f.threatLevel != 0 else { antRadarSlots[first + i] = nil; continue }
+                if f.threatLevel == 3 { d.warn(.reservedFlags) }
+                antRadarSlots[first + i] = RadarTarget(rangeM: Double(f.range) * ANTRadarField.rangeStepM,
+                                                       closingSpeedMps: Double(f.speed) * ANTRadarField.speedStepMps,
+                                                       threat: f.threatLevel == 2 ? .fastApproach : .approaching,
+                                                       side: RadarSide(rawValue: f.side))
+            }
+            if first == 0 {
+                // Page 48 with a free slot: at most three vehicles, so page 49's slots are free too.
+                var full = true
+                for i in 0..<4 where antRadarSlots[i] == nil { full = false }
+                if !full { clearANTRadarPageB() }
+            } else {
+                antRadarPageBAt = now
+            }
+            if let b = antRadarPageBAt, now.milliseconds(since: b) > Self.antRadarPageBMaxAgeMs { clearANTRadarPageB() }
+            var picture = RadarPicture()
+            for i in 0..<RadarPicture.targetsMax { if let t = antRadarSlots[i] { picture.insert(t) } }
+            d.radar = picture
+        case .status:
+            if m.isShutdown {
+                d.radarShutdown = true
+                for i in 0..<RadarPicture.targetsMax { antRadarSlots[i] = nil }
+            }
+        case .common(let c):
+            if let b = c.batteryPercent { d.batteryPercent = b }
+        }
+    }
+
+    private mutating func clearANTRadarPageB() {
+        for i in 4..<RadarPicture.targetsMax { antRadarSlots[i] = nil }
+        antRadarPageBAt = nil
+    }
+
+    private mutating func variaRadar(_ m: VariaRadarMessage, at now: MonotonicInstant, into d: inout DerivedValues) {
+        switch m {
+        case .diagnostic:
+            break
+        case .clear:
+            if variaPendingCount > 0 { d.warn(.truncated) }
+            variaPendingCount = 0
+            d.radar = RadarPicture()
+        case let .targets(header, n, t):
+            if header & 0x0F == VariaRadarMessage.fragmentFollows {
+                // A first fragment: kept until its last (a previous one that never got it is lost).
+                if variaPendingCount > 0 { d.warn(.truncated) }
+                for i in 0..<n { variaPending[i] = t[i] }
+                variaPendingCount = n
+                variaPendingHeader = header
+                return
+            }
+            var picture = RadarPicture()
+            if variaPendingCount > 0 {
+                if variaPendingHeader >> 4 == header >> 4 {
+                    for i in 0..<variaPendingCount { addVaria(variaPending[i], at: now, to: &picture, &d) }
+                } else {
+                    d.warn(.truncated)
+                }
+                variaPendingCount = 0
+            }
+            for i in 0..<n { addVaria(t[i], at: now, to: &picture, &d) }
+            d.radar = picture
+        }
+    }
+
+    private mutating func addVaria(_ v: VariaRadarTriplet, at now: MonotonicInstant, to picture: inout RadarPicture, _ d: inout DerivedValues) {
+        guard v.isVehicle else { return }
+        let speed = v.closingSpeedMps ?? estimatedClosingSpeed(track: v.track, rangeM: Double(v.range), at: now)
+        if !picture.insert(RadarTarget(rangeM: Double(v.range), closingSpeedMps: speed, threat: RadarThreatRule.threat(closingSpeedMps: speed))) {
+            d.warn(.absurdValue)  // more than eight vehicles in one frame
+        }
+    }
+
+    /// A track's closing speed from its range over at least `RadarTrack.estimateWindowMs` (a
+    /// RearVue 820 reports none in this characteristic); nil until one window has passed.
+    private mutating func estimatedClosingSpeed(track: UInt8, rangeM: Double, at now: MonotonicInstant) -> Double? {
+        let ms = now.milliseconds
+        var slot = -1
+        var victim = 0  // a free slot, else the one seen longest ago
+        for i in 0..<RadarPicture.targetsMax {
+            let t = radarTracks[i]
+            if t.inUse && t.track == track { slot = i; break }
+            let v = radarTracks[victim]
+            if v.inUse && (!t.inUse || t.lastSeenMs < v.lastSeenMs) { victim = i }
+        }
+        if slot < 0 || ms - radarTracks[slot].lastSeenMs > RadarTrack.forgetAfterMs {
+            if slot < 0 { slot = victim }
+            radarTracks[slot] = RadarTrack(track: track, referenceRangeM: rangeM, referenceMs: ms, lastSeenMs: ms)
+            return nil
+        }
+        radarTracks[slot].lastSeenMs = ms
+        let dt = ms - radarTracks[slot].referenceMs
+        if dt >= RadarTrack.estimateWindowMs {
+            radarTracks[slot].closingSpeedMps = (radarTracks[slot].referenceRangeM - rangeM) * 1000 / Double(dt)
+            radarTracks[slot].referenceRangeM = rangeM
+            radarTracks[slot].referenceMs = ms
+        }
+        return radarTracks[slot].closingSpeedMps
     }
 
     private mutating func antTorque(crank isCrank: Bool, _ e: UInt8, _ ticks: UInt8, _ period: UInt16, _ torque: UInt16,

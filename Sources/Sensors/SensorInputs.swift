@@ -103,35 +103,18 @@ public struct SensorInputs: Sendable {
         }
     }
 
-    /// A found frame in pairing's words.
+    /// A found frame in pairing's words: the kind from the ANT+ device type or the BLE services
+    /// advertised (`SensorKind`).
     public static func found(_ f: FoundSensorFrame) -> FoundSensor {
-        let id: String
-        let role: String
         switch f.identity {
         case let .ant(n, t, _):
-            id = SourceIdentity.ant(deviceNumber: n, deviceType: t, transmissionType: 0).description
-            role = antRole(t)
+            FoundSensor(id: SourceIdentity.ant(deviceNumber: n, deviceType: t, transmissionType: 0).description,
+                        kind: SensorKind(antDeviceType: t), name: f.name.text, rssi: f.rssi.map(Int.init))
         case .ble(let a):
-            id = SourceIdentity.ble(a).description
-            let s = f.profileCode
-            role = s & BridgeFrame.serviceCyclingPower != 0 ? "power"
-                : s & BridgeFrame.serviceHeartRate != 0 ? "heart_rate" : "speed_cadence"
+            FoundSensor(id: SourceIdentity.ble(a).description, kind: SensorKind(foundServices: f.profileCode),
+                        name: f.name.text, rssi: f.rssi.map(Int.init))
         case .onboard:
-            id = f.identity.description
-            role = ""
-        }
-        return FoundSensor(id: id, role: role, name: f.name.text, rssi: f.rssi.map(Int.init))
-    }
-
-    /// The config role an ANT+ device type implies.
-    public static func antRole(_ deviceType: UInt8) -> String {
-        switch deviceType {
-        case 120: "heart_rate"
-        case 11: "power"
-        case 121: "speed_cadence"
-        case 122: "cadence"
-        case 123: "speed"
-        default: "power"
+            FoundSensor(id: f.identity.description, kind: nil, name: f.name.text, rssi: f.rssi.map(Int.init))
         }
     }
 

@@ -22,7 +22,7 @@ struct CommonOptions: ParsableArguments {
     @Option(help: "The config file (default: /etc/bikecomputer/config.toml if it exists).")
     var config: String?
 
-    @Option(help: "The data directory holding companion-tokens (default: [storage] data_dir).")
+    @Option(help: "The data directory whose companion/ holds companion-tokens (default: [storage] data_dir).")
     var dataDir: String?
 
     /// The configuration and where it came from; exits 2 with the problems when it is invalid.
@@ -41,7 +41,13 @@ struct CommonOptions: ParsableArguments {
         }
     }
 
-    func tokenStore(_ c: DeviceConfig) -> TokenStore { TokenStore(dataDir: dataDir ?? c.storage.dataDir) }
+    /// The tokens are in the data directory's companion/ (the companion's unit lets it see and
+    /// write that directory only: not the journal, not the rides; issue 27).
+    func tokenStore(_ c: DeviceConfig) -> TokenStore {
+        TokenStore(dataDir: ((dataDir ?? c.storage.dataDir) as NSString).appendingPathComponent(Self.tokensDirectory))
+    }
+
+    static let tokensDirectory = "companion"
 }
 
 func printError(_ s: String) {

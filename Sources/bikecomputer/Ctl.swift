@@ -62,7 +62,12 @@ struct Ctl: ParsableCommand {
             throw ExitCode(2)
         }
         let (ok, body) = ControlProtocol.parseReply(reply)
-        if ok, let why = ControlProtocol.notDurableReason(reply) {
+        if ok, let why = ControlProtocol.notDurableReason(reply), body.contains(DeviceRuntime.rideFileNotSavedMessage) {
+            // The ride ended (the journal holds it) but its file is not on the card: exit 3.
+            print(body)
+            printError("bikecomputer ctl: the ride ended, but its file is not saved (\(why))")
+            throw ExitCode(3)
+        } else if ok, let why = ControlProtocol.notDurableReason(reply) {
             // Done, but a power cut now could lose it: say so, and let scripts tell (exit 3).
             print(body)
             printError("bikecomputer ctl: done, but not yet durable on the card (\(why)); a power cut now could undo it")

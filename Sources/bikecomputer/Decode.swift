@@ -22,10 +22,10 @@ struct Decode: ParsableCommand {
               bikecomputer decode --serial /dev/ttyACM0 --count 100
             """)
 
-    @Option(name: .customLong("ble"), help: "GATT characteristic UUID, hex (2a37, 2a5b, 2a63, 2a65, 2a19).")
+    @Option(name: .customLong("ble"), help: "GATT characteristic UUID, hex (2a37, 2a5b, 2a63, 2a65, 2a19; 6a4e3203 for a Varia radar).")
     var bleUUID: String?
 
-    @Option(name: .customLong("ant"), help: "ANT+ device type, decimal (120, 11, 121, 122, 123).")
+    @Option(name: .customLong("ant"), help: "ANT+ device type, decimal (120, 11, 121, 122, 123; 40 for a bike radar).")
     var antDeviceType: Int?
 
     @Option(name: .customLong("wheel-mm"), help: "Wheel circumference in millimetres.")
@@ -60,7 +60,12 @@ struct Decode: ParsableCommand {
             throw ValidationError("give exactly one of --ble UUID or --ant DEVICE_TYPE")
         }
         if profile == nil {
-            throw ValidationError("no decoder for \(bleUUID.map { "BLE \($0)" } ?? "ANT+ device type \(antDeviceType!)"); supported: --ble 2a37|2a5b|2a63|2a65|2a19, --ant 120|11|121|122|123")
+            let ble = Profile.allCases.filter { $0.transport == .ble }.map { p in
+                SensorKind.allCases.flatMap { zip($0.bleMeasurements, $0.bleMeasurementUUIDs) }.first { $0.0 == p.code }
+                    .map { $0.1.hasPrefix("0000") ? String($0.1.dropFirst(4).prefix(4)) : String($0.1.prefix(8)) } ?? String(p.code, radix: 16)
+            }
+            let ant = Profile.allCases.filter { $0.transport == .ant }.map { String($0.code) }
+            throw ValidationError("no decoder for \(bleUUID.map { "BLE \($0)" } ?? "ANT+ device type \(antDeviceType!)"); supported: --ble \(ble.joined(separator: "|")), --ant \(ant.joined(separator: "|"))")
         }
         if wheelMm < 100 || wheelMm > 5000 {
             throw ValidationError("--wheel-mm \(wheelMm) is not a wheel: give the circumference in millimetres, e.g. 2105 for 700x25c")
@@ -70,8 +75,7 @@ struct Decode: ParsableCommand {
 
     var profile: Profile? {
         if let b = bleUUID {
-            let digits = b.lowercased().hasPrefix("0x") ? String(b.dropFirst(2)) : b
-            return UInt16(digits, radix: 16).flatMap { Profile(transport: .ble, code: $0) }
+            return SensorKind.bleProfileCode(uuid: b).flatMap { Profile(transport: .ble, code: $0) }
         }
         if let a = antDeviceType, let code = UInt16(exactly: a) { return Profile(transport: .ant, code: code) }
         return nil
@@ -125,6 +129,12 @@ struct JSONFields: FieldVisitor {
 
     init() { json.beginObject() }
 
+    /// Continues `writer` with a new object.
+    init(writer: JSONWriter) {
+        json = writer
+        json.beginObject()
+    }
+
     mutating func fresh(_ name: String) -> Bool { seen.insert(name).inserted }
 
     mutating func int(_ name: String, _ value: Int64) { if fresh(name) { json.int(name, value) } }
@@ -136,6 +146,21 @@ struct JSONFields: FieldVisitor {
         json.beginArray(name)
         for i in 0..<count { json.number(nil, value(i), decimals: 6) }
         json.endArray()
+    }
+    mutating func records(_ name: String, count: Int, _ record: (Int, inout JSONFields) -> Void) {
+        guard fresh(name) else { return }
+        json.beginArray(name)
+        for i in 0..<count {
+            // Each record has its own keys: written without this object's "seen" names.
+            var r = JSONFields(writer: json)
+            record(i, &r)
+            json = r.json
+            json.endObject()
+        }
+        json.endArray()
+    }
+    mutating func optionalDouble(_ name: String, _ value: Double?) {
+        if fresh(name) { json.number(name, value, decimals: 6) }
     }
 
     mutating func finish() -> String {

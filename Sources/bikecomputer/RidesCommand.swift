@@ -93,7 +93,7 @@ struct Rides: ParsableCommand {
                 let bytes = try orExit { try lib.bytes(r, .fit) }
                 let file: FITFile
                 do { file = try FITFile(bytes: bytes) } catch { throw CommandFailure("\(lib.path(r, .fit)): \(error.description)") }
-                print(try Self.tablesJSON(FITActivity(file), rideID: r.rideID))
+                print(try Self.tablesJSON(file, FITActivity(file), rideID: r.rideID))
                 if let plot { try writePlot(r, lib, to: plot) }
                 return
             }
@@ -109,6 +109,13 @@ struct Rides: ParsableCommand {
             let a = FITActivity(file)
             print("records:  \(a.records.count)")
             print("laps:     \(a.laps.count)")
+            let course = CourseInFile(file, a)
+            if let name = course.name {
+                print("course:   \(name)")
+                print("off course: " + (course.periods.isEmpty ? "never" : course.periods.map { p in
+                    "\(clockText(p.startS))-\(clockText(p.endS)) (\(p.wrongWay ? "wrong way, " : "")up to \(p.maxDistanceM) m)"
+                }.joined(separator: ", ")))
+            }
             if let s = a.sessions.first {
                 func show(_ label: String, _ v: Double?, _ unit: String, _ decimals: Int = 0) {
                     print("\(label)\(v.map { decimalText($0, decimals: decimals) + unit } ?? "--")")
@@ -124,6 +131,7 @@ struct Rides: ParsableCommand {
                 show("max power:", s.maxPowerW, " W")
                 show("avg cad:  ", s.avgCadence, " rpm")
             }
+            if let radar = Self.radarLine(a) { print("radar:    \(radar)") }
             let ride = try Self.rebuild(a, rideID: r.rideID)
             print("averages: cadence \(ride.builder.zeroAveraging[Quantity.cadence.index]), power \(ride.builder.zeroAveraging[Quantity.power.index]), time-weighted over timer time (docs/statistics.md)")
             print("")
@@ -203,6 +211,40 @@ extension Rides {
     }
 }
 
+// MARK: rides show: the radar's figures (the file's radar_threat_alert events)
+
+/// What a ride's radar_threat_alert events add up to.
+/// Another device's file says neither how many vehicles an event stands for (one is counted) nor
+/// whether the rider was beeped (then no beep count is given).
+struct RadarFigures {
+    var vehicles = 0
+    var beeps: Int? = 0
+    var maxThreat = "none"
+    var maxApproachMps: Double?
+
+    init(_ a: FITActivity) {
+        var level: UInt8 = 0
+        for r in a.radarAlerts {
+            vehicles += r.vehiclesArrived ?? 1
+            if let b = r.beeped { if b { beeps? += 1 } } else { beeps = nil }
+            level = max(level, r.threatLevel ?? 0)
+            if let s = r.maxApproachMps { maxApproachMps = max(maxApproachMps ?? 0, s) }
+        }
+        maxThreat = level >= 3 ? "fast_approach" : level == 2 ? "approaching" : "none"
+    }
+}
+
+extension Rides.Show {
+    /// "12 vehicles, 9 beeps, worst threat fast approach, fastest 14.2 m/s"; nil without radar events.
+    static func radarLine(_ a: FITActivity) -> String? {
+        guard !a.radarAlerts.isEmpty else { return nil }
+        let r = RadarFigures(a)
+        var s = "\(r.vehicles) vehicle\(r.vehicles == 1 ? "" : "s"), " + (r.beeps.map { "\($0) beep\($0 == 1 ? "" : "s"), " } ?? "") + "worst threat \(String(r.maxThreat.map { $0 == "_" ? " " : $0 }))"
+        if let m = r.maxApproachMps { s += ", fastest \(decimalText(m, decimals: 1)) m/s" }
+        return s
+    }
+}
+
 // MARK: rides show: lap and interval tables (docs/statistics.md)
 
 extension Rides.Show {
@@ -259,7 +301,7 @@ extension Rides.Show {
 
     /// `rides show --json`: the session, the laps (from the file) and the intervals (rebuilt):
     /// every average states its convention.
-    static func tablesJSON(_ a: FITActivity, rideID: RideID) throws -> String {
+    static func tablesJSON(_ file: FITFile, _ a: FITActivity, rideID: RideID) throws -> String {
         let ride = try rebuild(a, rideID: rideID)
         let b = ride.builder
         var w = JSONWriter()
@@ -278,6 +320,29 @@ extension Rides.Show {
             w.number("avg_cadence_rpm", s.avgCadence); w.number("max_cadence_rpm", s.maxCadence)
         }
         if let s = a.sessions.first { w.beginObject("session"); summary(s); w.endObject() } else { w.raw("session", "null") }
+        if !a.radarAlerts.isEmpty {
+            let r = RadarFigures(a)
+            w.beginObject("radar")
+            w.int("vehicles", Int64(r.vehicles)); if let b = r.beeps { w.int("beeps", Int64(b)) } else { w.raw("beeps", "null") }
+            w.string("max_threat", r.maxThreat); w.number("max_approach_speed_mps", r.maxApproachMps)
+            w.endObject()
+        }
+        let course = CourseInFile(file, a)
+        if let name = course.name {
+            w.beginObject("course")
+            w.string("name", name)
+            w.beginArray("off_course")
+            for p in course.periods {
+                w.beginObject()
+                w.int("start_elapsed_s", p.startS); w.int("end_elapsed_s", p.endS); w.int("max_distance_m", Int64(p.maxDistanceM))
+                w.bool("wrong_way", p.wrongWay)
+                w.endObject()
+            }
+            w.endArray()
+            w.endObject()
+        } else {
+            w.raw("course", "null")
+        }
         w.beginArray("laps")
         for (i, l) in a.laps.enumerated() { w.beginObject(); w.int("index", Int64(i)); summary(l); w.endObject() }
         w.endArray()
@@ -305,3 +370,33 @@ extension Rides.Show {
 }
 
 func pad(_ s: String, _ n: Int) -> String { String(repeating: " ", count: max(0, n - s.count)) + s }
+
+/// The course a ride file says the ride followed (docs/navigation.md): the `course` message's
+/// name and the `off_course` events (start; stop with the farthest distance), seconds from the
+/// first timer start.
+struct CourseInFile {
+    struct Period { var startS: Int64; var endS: Int64; var maxDistanceM: UInt32; var wrongWay: Bool }
+    var name: String?
+    var periods: [Period] = []
+
+    init(_ file: FITFile, _ a: FITActivity) {
+        name = file.messages(31).first?.strings[5]
+        let start = Int64(a.startTimestamp ?? 0)
+        var open: (Int64, Bool)?
+        for e in a.events where e.event == 7 {
+            let t = Int64(e.timestamp) - start
+            if e.eventType == 0 { open = (t, e.data == 1) }
+            if e.eventType == 1, let (s, w) = open {
+                periods.append(Period(startS: s, endS: t, maxDistanceM: e.data ?? 0, wrongWay: w))
+                open = nil
+            }
+        }
+    }
+}
+
+/// "1:02:03" / "2:03" for seconds.
+func clockText(_ s: Int64) -> String {
+    let h = s / 3600, m = (s / 60) % 60, sec = s % 60
+    func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    return h > 0 ? "\(h):\(two(m)):\(two(sec))" : "\(m):\(two(sec))"
+}

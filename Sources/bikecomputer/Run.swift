@@ -33,7 +33,7 @@ struct Run: ParsableCommand {
     @Flag(name: .customLong("no-buttons"), help: "Run without the GPIO buttons.")
     var noButtons = false
 
-    @Option(name: .customLong("ride-active-file"), help: "A file that exists while a ride is in progress (the USB gadget refresh checks it).")
+    @Option(name: .customLong("ride-active-file"), help: "A file that exists while a ride is in progress and until its files are written (the USB drive's refresh waits for it to go).")
     var rideActiveFile = "/run/bikecomputer/ride-active"
 
     @Option(name: .customLong("power-off-file"), help: "Written to ask for a clean power-off (battery empty, power button held); the bikecomputer-poweroff.path unit acts on it (docs/power.md).")
@@ -127,8 +127,13 @@ struct Run: ParsableCommand {
                 // Rides still to date in this start (one at a time through the ride-file queue).
                 w.int("redatings_waiting", Int64(archive.redatingsWaiting))
             }
+            // Course files the rider put in <data dir>/courses/ are imported now, before the ride
+            // loop runs (docs/navigation.md).
+            let courses = DirectoryCourseStore(dataDirectory: settings.dataDirectory)
+            for r in courses.importPending() { log.log(r.ok ? .info : .error, "courses: \(r.line)") }
             wiring = try BoardWiring(loop: loop, opened: opened, archive: archive,
                                      settings: settings, devices: devices, options: options, log: log)
+            wiring.runtime.courseStore = courses
         } catch {
             printError("bikecomputer: cannot start: \(error)")
             throw ExitCode(1)

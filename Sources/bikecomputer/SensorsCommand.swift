@@ -4,7 +4,9 @@ import BoardIO
 import Configuration
 import Control
 import Device
+import DeviceAdapters
 import Glibc
+import RideModel
 import Sensors
 
 /// `bikecomputer sensors [list] | scan | pair | forget`: the paired sensors of the config with
@@ -27,7 +29,7 @@ struct SensorsCommand: ParsableCommand {
                             bikecomputer sensors forget ant:12345/11
             A sensor is named as `scan` and `list` print it: ble:ADDRESS or ant:NUMBER/TYPE.
             """,
-        subcommands: [List.self, Scan.self, Pair.self, Forget.self],
+        subcommands: [List.self, Scan.self, Pair.self, Forget.self, Kinds.self],
         defaultSubcommand: List.self)
 
     struct List: ParsableCommand {
@@ -99,6 +101,43 @@ struct SensorsCommand: ParsableCommand {
                 printError("bikecomputer sensors: \(unreachable)")
                 throw ExitCode(2)
             }
+        }
+    }
+}
+
+extension SensorsCommand {
+    /// The sensor vocabulary as JSON: what the bridge's table (bikebridge/kinds.py) must equal.
+    struct Kinds: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "The kinds of sensor this bikecomputer pairs, and their radio profiles, as JSON.")
+
+        func run() {
+            var w = JSONWriter(pretty: false)
+            w.beginArray()
+            for k in SensorKind.allCases {
+                w.beginObject()
+                w.string("kind", k.rawValue)
+                w.string("label", k.label)
+                w.beginArray("roles")
+                for r in k.roles { w.string(nil, r.key) }
+                w.endArray()
+                w.int("ant_device_type", Int64(k.antDeviceType))
+                w.int("ant_channel_period", Int64(k.antChannelPeriod))
+                w.string("ble_service", k.bleService)
+                w.int("found_service_bit", k.isSearchKind ? Int64(k.foundServiceBit) : nil)
+                w.beginArray("ble_measurements")
+                for c in k.bleMeasurements { w.int(nil, Int64(c)) }
+                w.endArray()
+                w.beginArray("ble_measurement_uuids")
+                for u in k.bleMeasurementUUIDs { w.string(nil, u) }
+                w.endArray()
+                w.beginArray("ble_reads")
+                for c in k.bleReads { w.int(nil, Int64(c)) }
+                w.endArray()
+                w.endObject()
+            }
+            w.endArray()
+            print(w.text)
         }
     }
 }
@@ -207,7 +246,7 @@ extension SensorsCommand {
 
         @Argument(help: "The sensor, as `scan` prints it: ble:C0:FF:EE:00:11:22 or ant:12345/11.")
         var sensor: String
-        @Option(help: "heart_rate, power, speed_cadence, speed or cadence (default: the kind the last search found).")
+        @Option(help: "What it is: a sensor kind (\(SensorKind.names); default: the kind the last search found).")
         var role: String?
         @Option(help: "A name for it (shown on the Sensors screen; default: the name the last search heard).")
         var name: String?
@@ -226,15 +265,17 @@ extension SensorsCommand {
                 kind = kind ?? seen["kind"]?.string
                 if name == nil, let advertised = seen["name"]?.string, !advertised.isEmpty { name = advertised }
             }
-            guard let kind else {
-                printError("bikecomputer sensors pair: say what it is: --role heart_rate|power|speed_cadence|speed|cadence (a search through the device would know)")
+            guard let word = kind else {
+                printError("bikecomputer sensors pair: say what it is: --role \(SensorKind.allCases.map(\.rawValue).joined(separator: "|")) (a search through the device would know)")
                 throw ExitCode(1)
             }
-            let line = "sensors pair \(sensor) \(kind)" + (name.map { " " + $0 } ?? "")
-            try SensorsCommand.change(t, line: line) { text throws(SensorPairing.Failure) in
-                guard let id = SensorsCommand.identity(sensor) else { throw SensorPairing.Failure.invalidAddress(sensor) }
-                return try SensorPairing.pairing(id, role: kind, name: name, comment: "paired with `bikecomputer sensors pair`", in: text)
+            guard let sensorKind = SensorKind(rawValue: word) else {
+                printError("bikecomputer sensors pair: --role \(word) is not one of \(SensorKind.names)")
+                throw ExitCode(1)
             }
+            let id = try SensorsCommand.identity(sensor)
+            let line = "sensors pair \(sensor) \(sensorKind)" + (name.map { " " + $0 } ?? "")
+            try SensorsCommand.change(t, line: line, .pair(id, kind: sensorKind, name: name, comment: "paired with `bikecomputer sensors pair`"))
         }
     }
 
@@ -251,31 +292,13 @@ extension SensorsCommand {
 
         func run() throws {
             let t = try SensorsTarget(config: config, socket: socket)
-            try SensorsCommand.change(t, line: "sensors forget \(sensor)") { text throws(SensorPairing.Failure) in
-                guard let id = SensorsCommand.identity(sensor) else { throw SensorPairing.Failure.invalidAddress(sensor) }
-                return try SensorPairing.forgetting(id, in: text)
-            }
+            try SensorsCommand.change(t, line: "sensors forget \(sensor)", .forget(try SensorsCommand.identity(sensor)))
         }
-    }
-
-    /// "ble:ADDRESS[/random]" or "ant:NUMBER/TYPE[/X]".
-    static func identity(_ id: String) -> SensorPairing.Identity? {
-        let lower = id.lowercased()
-        if lower.hasPrefix("ble:") {
-            let a = String(id.dropFirst(4).split(separator: "/").first ?? "")
-            return SensorPairing.isAddress(a) ? .ble(address: a.uppercased()) : nil
-        }
-        if lower.hasPrefix("ant:") {
-            let p = id.dropFirst(4).split(whereSeparator: { $0 == "/" || $0 == ":" })
-            guard p.count >= 2, let n = Int(p[0]), let ty = Int(p[1]), (1...65_535).contains(n), (1...255).contains(ty) else { return nil }
-            return .ant(deviceNumber: n, deviceType: ty)
-        }
-        return nil
     }
 
     /// Asks the running device to make the change (it rewrites the file and follows at once);
-    /// without one, rewrites the file here (atomically, its permissions and owner kept).
-    static func change(_ t: SensorsTarget, line: String, edit: (String) throws(SensorPairing.Failure) -> String) throws {
+    /// without one, makes it here (`ConfigFileRewrite`, as the device would).
+    static func change(_ t: SensorsTarget, line: String, _ change: SensorPairing.Change) throws {
         if let reply = t.ask(line) {
             guard reply.ok else {
                 printError("bikecomputer sensors: \(reply.body)")
@@ -284,29 +307,20 @@ extension SensorsCommand {
             print(reply.body)
             return
         }
-        var text = ""
-        if access(t.configPath, F_OK) == 0 {
-            do { text = try ConfigFile.readText(t.configPath) } catch {
-                printError("bikecomputer sensors: cannot read \(t.configPath): \(error)")
-                throw ExitCode(1)
-            }
-        }
-        let edited: String
-        do throws(SensorPairing.Failure) { edited = try edit(text) } catch {
-            printError("bikecomputer sensors: \(error.description)")
-            throw ExitCode(1)
-        }
-        if case .failure(let errors) = ConfigLoader.load(text: edited) {
-            printError("bikecomputer sensors: the edited file would not load:\n" + errors.report(path: t.configPath))
-            throw ExitCode(1)
-        }
-        do {
-            try AtomicFiles.replace(t.configPath, Array(edited.utf8))
-        } catch {
-            printError("bikecomputer sensors: cannot write \(t.configPath): \(error)\(error.isPermissionDenied ? " (run it with sudo)" : "")")
+        if case .failure(let f) = ConfigFileRewrite.apply(change, path: t.configPath) {
+            printError("bikecomputer sensors: \(f)\(f.isPermissionDenied ? " (run it with sudo)" : "")")
             throw ExitCode(1)
         }
         print("\(t.configPath) updated (bikecomputer is not running: it reads the file when it starts; the bridge picks the change up now)")
+    }
+
+    /// The sensor id typed, or a message saying what one looks like.
+    static func identity(_ id: String) throws -> SensorPairing.Identity {
+        guard let i = SensorPairing.Identity(parsing: id) else {
+            printError("bikecomputer sensors: \(id) is not \(SensorPairing.Identity.usage)")
+            throw ExitCode(1)
+        }
+        return i
     }
 }
 

@@ -10,7 +10,7 @@ struct BikeComputer: ParsableCommand {
         abstract: "An open-source bike computer for Linux single-board computers.",
         version: ProjectVersion.text("bikecomputer"),
         subcommands: [Run.self, Ctl.self, ConfigCommand.self, Decode.self, JournalCommand.self, ZonesCommand.self, SensorsCommand.self, Rides.self, UsbImage.self, CompanionCommand.self,
-                      GpsCommand.self, BarometerCommand.self, BatteryCommand.self],
+                      GpsCommand.self, BarometerCommand.self, BatteryCommand.self, Courses.self],
         defaultSubcommand: Run.self)
 }
 

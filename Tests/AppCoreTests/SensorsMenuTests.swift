@@ -5,8 +5,8 @@ import Testing
 /// The Sensors screen's buttons: what each press selects or asks the device to do.
 struct SensorsMenuTests {
     let t0 = MonotonicInstant(milliseconds: 10_000)
-    let strap = SensorsMenu.Paired(id: "ble:C0:FF:EE:00:11:22", kind: .heartRate, name: "Strap", state: "connected", batteryPercent: 81)
-    let meter = SensorsMenu.Paired(id: "ant:12345/11", kind: .power, state: "lost")
+    let strap = SensorsMenu.Paired(id: "ble:C0:FF:EE:00:11:22", kind: .heartRate, name: "Strap", state: .connected, batteryPercent: 81)
+    let meter = SensorsMenu.Paired(id: "ant:12345/11", kind: .power, state: .lost)
 
     func menu() -> SensorsMenu {
         var m = SensorsMenu()
@@ -45,7 +45,7 @@ struct SensorsMenuTests {
         #expect(m.press(.page, at: t0) == .nothing && m.cursor == 1)
         #expect(m.press(.lap, at: t0) == .pair(id: "ant:777/120", kind: .heartRate, name: ""))
         // The device paired it: back on the list, the new sensor selected, a message shown.
-        m.setPaired([strap, meter, .init(id: "ant:777/120", kind: .heartRate, state: "searching")])
+        m.setPaired([strap, meter, .init(id: "ant:777/120", kind: .heartRate, state: .searching)])
         m.show("PAIRED", at: t0, backToListSelecting: "ant:777/120")
         #expect(m.page == .list && m.cursor == 2 && m.message == "PAIRED" && m.found.map(\.id) == ["ble:AA:BB:CC:DD:EE:FF"])
         #expect(!m.expire(at: t0.advanced(byMs: 2_999)) && m.expire(at: t0.advanced(byMs: 3_000)) && m.message == nil)
@@ -76,9 +76,9 @@ struct SensorsMenuTests {
     }
 
     @Test func namesAreCutAtACharacterBoundary() {
-        let p = SensorsMenu.Paired(id: "x", kind: .power, name: "Puissance Pédalier ÉÉÉÉÉÉÉ", state: "connected")
+        let p = SensorsMenu.Paired(id: "x", kind: .power, name: "Puissance Pédalier ÉÉÉÉÉÉÉ", state: .connected)
         #expect(p.name.utf8.count <= SensorsMenu.nameBytesMax && "Puissance Pédalier ÉÉÉÉÉÉÉ".hasPrefix(p.name))
-        #expect(SensorsMenu.Kind(role: "speed_cadence") == .speedCadence && SensorsMenu.Kind(role: "x") == nil)
+        #expect(SensorKind(rawValue: "speed_cadence") == .speedCadence && SensorKind(rawValue: "x") == nil)
     }
 }
 
@@ -106,18 +106,18 @@ struct SensorsScreenCoreTests {
         var c = Core()
         c.press(.page)
         #expect(c.core.screen.mode == .sensors && c.requests == [.open])
-        c.feed(.sensors(.paired([.init(id: "ble:C0:FF:EE:00:11:22", kind: .heartRate, state: "connected", batteryPercent: 90)]),
+        c.feed(.sensors(.paired([.init(id: "ble:C0:FF:EE:00:11:22", kind: .heartRate, state: .connected, batteryPercent: 90)]),
                         at: MonotonicInstant(milliseconds: c.ms)))
         #expect(c.core.screen.sensorsMenu.paired.count == 1)
         c.press(.page)  // SEARCH
         c.press(.lap)
         #expect(c.requests.last == .search(seconds: SensorsMenu.searchSeconds))
-        c.feed(.sensor(.found(FoundSensor(id: "ant:777/11/0", role: "power", name: "", rssi: -70), at: MonotonicInstant(milliseconds: c.ms))))
+        c.feed(.sensor(.found(FoundSensor(id: "ant:777/11/0", kind: .power, name: "", rssi: -70), at: MonotonicInstant(milliseconds: c.ms))))
         #expect(c.core.screen.sensorsMenu.found.map(\.id) == ["ant:777/11/0"])
         c.feed(.tick(MonotonicInstant(milliseconds: c.ms + 5_000)))
         #expect(c.core.screen.sensorsMenu.searchSecondsLeft == SensorsMenu.searchSeconds - 5)
         c.press(.lap)
-        #expect(c.requests.last == .pair(id: "ant:777/11/0", role: "power", name: ""))
+        #expect(c.requests.last == .pair(id: "ant:777/11/0", kind: .power, name: ""))
         c.feed(.sensors(.outcome("PAIRED", selecting: "ant:777/11/0"), at: MonotonicInstant(milliseconds: c.ms)))
         #expect(c.core.screen.sensorsMenu.message == "PAIRED" && c.core.screen.sensorsMenu.page == .list)
         c.feed(.sensor(.search(running: false, found: 1, at: MonotonicInstant(milliseconds: c.ms))))
@@ -137,7 +137,7 @@ struct SensorsScreenCoreTests {
         c.feed(.command(.start, at: MonotonicInstant(milliseconds: c.ms)))
         #expect(c.core.state == .prepared && c.core.screen.mode == .countdown(3))
         #expect(Array(c.requests.suffix(2)) == [.stopSearch, .close])
-        c.feed(.sensor(.found(FoundSensor(id: "ant:1/120/0", role: "heart_rate"), at: MonotonicInstant(milliseconds: c.ms))))
+        c.feed(.sensor(.found(FoundSensor(id: "ant:1/120/0", kind: .heartRate), at: MonotonicInstant(milliseconds: c.ms))))
         #expect(c.core.screen.sensorsMenu.found.isEmpty, "a closed screen takes no search results")
     }
 

@@ -203,7 +203,7 @@ final class FakeBridge {
         #expect(rig.wiring.controlLine("sensors pair ant:777/121 speed_cadence Wahoo RPM").line == "ok paired ant:777/121 as speed_cadence")
         #expect(rig.wiring.controlLine("sensors pair ant:777/121 speed_cadence").line.contains("already paired"))
         #expect(rig.wiring.controlLine("sensors pair ble:nope power").isError)
-        #expect(rig.wiring.controlLine("sensors pair ble:C0:FF:EE:00:00:09 rocket").line.contains("role rocket"))
+        #expect(rig.wiring.controlLine("sensors pair ble:C0:FF:EE:00:00:09 rocket").line.contains("kind rocket is not one of heart_rate, power"))
         #expect(rig.wiring.controlLine("sensors forget ble:C0:FF:EE:00:00:09").line.contains("is not paired"))
         let text = try String(contentsOfFile: rig.dir + "/config.toml", encoding: .utf8)
         #expect(text.contains("ant_device_number = 777") && text.contains("name = \"Wahoo RPM\""))

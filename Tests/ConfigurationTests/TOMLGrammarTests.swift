@@ -96,7 +96,7 @@ struct TOMLGrammarTests {
 
     /// Issue 27's case: a BLE name with a DEL byte, paired, leaves a file both readers take.
     @Test func aNameWithADelIsPairedIntoAFileTomllibReads() throws {
-        let text = try SensorPairing.pairing(.ble(address: "C0:FF:EE:00:00:01"), role: "heart_rate", name: "Strap\u{7F}\u{1}\"x\"\\",
+        let text = try SensorPairing.pairing(.ble(address: "C0:FF:EE:00:00:01"), role: .heartRate, name: "Strap\u{7F}\u{1}\"x\"\\",
                                              comment: "paired\u{7F} on the unit", in: "[training]\nauto_pause = false\n")
         #expect(!text.unicodeScalars.contains { $0.value == 0x7F || ($0.value < 0x20 && $0 != "\n") }, "\(text)")
         guard case .success(let config) = ConfigLoader.load(text: text) else { Issue.record("does not load: \(text)"); return }

@@ -124,7 +124,7 @@ struct ConfigMappingTests {
         #expect(!s.dataSource.sensors[1].provides.contains(.heartRate))
         // Expected sensors: every role filled, each once.
         #expect(ConfigMapping.expectedSensors(c) == [.heartRate, .power, .speed, .cadence])
-        #expect(s.app.expectedSensors == [true, true, true, true, false]) // no [gps]
+        #expect(s.app.expectedSensors == SensorRole.allCases.map { [.heartRate, .power, .speed, .cadence].contains($0) }) // no [gps], no radar
     }
 
     /// BLE addresses say nothing of the sensor's kind: the role does. A heart-rate strap listed
@@ -164,7 +164,7 @@ struct ConfigMappingTests {
             switch o {
             case .sample(let s): samples[s.quantity, default: []].append(s.value)
             case let .status(st, _): states[st.role] = st.state
-            case .gps, .clock, .found, .search, .bridgeConfig: break
+            case .gps, .clock, .found, .search, .radar, .bridgeConfig: break
             }
         }
         source.start(at: MonotonicInstant(milliseconds: 0), take)

@@ -84,11 +84,13 @@ import Testing
             case .summary: modes.insert("summary")
             case .confirmDiscard: modes.insert("confirm")
             case .sensors: modes.insert("sensors")
+            case .courses: modes.insert("courses")
             }
         }
-        #expect(modes == ["idle", "countdown", "running", "paused", "summary", "confirm", "sensors"])
+        #expect(modes == ["idle", "countdown", "running", "paused", "summary", "confirm", "sensors", "courses"])
         let alerts = Set(entries.compactMap { $0.model.overlay.map { "\($0)" } })
-        for a: Alert in [.sensorLost(.heartRate), .zoneDrift(.power, above: true), .lowStorage, .rideRecovered] {
+        for a: Alert in [.sensorLost(.heartRate), .zoneDrift(.power, above: true), .lowStorage, .rideRecovered,
+                         .offCourse, .wrongWay, .backOnCourse, .cue(.right, stage: .approach, distanceM: 100, name: "Rue du Lac"), .courseFinished] {
             #expect(alerts.contains("\(a)"), "no golden for the \(a) overlay")
         }
         #expect(Set(entries.map(\.name)).count == entries.count, "names must be unique")

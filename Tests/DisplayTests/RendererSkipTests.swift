@@ -31,6 +31,14 @@ struct RendererSkipTests {
             case 7: model.overlay = rng.below(3) == 0 ? .sensorLost(.power) : nil
             case 8: model.mode = rng.below(6) == 0 ? .paused : .running(page: 0)
             case 9: model[.speed] = rng.below(8) == 0 ? nil : 30 / 3.6
+            // The radar column: its state and vehicles moving a little or a lot.
+            case 10: model.sensors[Int(SensorRole.radar.rawValue)] = [.connected, .connected, .lost, .notConfigured, .searching][rng.below(5)]
+            case 11:
+                var p = RadarPicture()
+                for _ in 0..<rng.below(4) {
+                    p.insert(RadarTarget(rangeM: Double(rng.below(1500)) / 10, threat: rng.below(4) == 0 ? .fastApproach : .approaching))
+                }
+                model.radar = p
             default: break
             }
             let before = keptImage.bytes

@@ -152,4 +152,66 @@ address = 0x3C
 """)
 write("toml", "crlf-bom", "\ufeff[bike]\r\nwheel_circumference_mm = 2_105\r\n# done\r\n")
 write("toml", "errors", "[bike]\nwheel = 'a\x7fb'\n[bike]\n[[bike]]\nx = 0x_1\ny = 1_.5\n")
+# --- course files (GPX, TCX, FIT course): an L-shaped 2 km route that climbs, with a turn cue
+def course_points(n=40):
+    pts = []
+    for i in range(n):
+        if i < n // 2:
+            lat, lon = 45.0 + i * 0.0005, 6.0
+        else:
+            lat, lon = 45.0 + (n // 2) * 0.0005, 6.0 + (i - n // 2) * 0.0007
+        pts.append((lat, lon, 500.0 + 4.0 * i if i < n // 2 else 580.0 - 0.5 * (i - n // 2)))
+    return pts
+
+
+pts = course_points()
+corner = pts[len(pts) // 2]
+trkpts = "".join(f'<trkpt lat="{a:.6f}" lon="{o:.6f}"><ele>{e:.1f}</ele></trkpt>\n' for a, o, e in pts)
+write("gpx", "track", f"""<?xml version="1.0" encoding="UTF-8"?>
+<gpx version="1.1" creator="seed" xmlns="http://www.topografix.com/GPX/1/1">
+<metadata><name>Seed &amp; climb</name></metadata>
+<wpt lat="{corner[0]:.6f}" lon="{corner[1]:.6f}"><name>Right at the church</name><type>Right</type></wpt>
+<trk><name>Seed track</name><trkseg>
+{trkpts}</trkseg></trk></gpx>
+""")
+rtepts = "".join(f'<rtept lat="{a:.6f}" lon="{o:.6f}"><name>p{i}</name></rtept>' for i, (a, o, _) in enumerate(pts[::4]))
+write("gpx", "route", f'<gpx version="1.1"><rte><name>Route</name>{rtepts}</rte></gpx>')
+write("gpx", "broken", '<?xml version="1.0"?><gpx><trk><trkseg><trkpt lat="45" lon="6"><ele>1e400</ele></trkpt><trkpt lat="91" lon="6"/>'
+      '<![CDATA[x]]><!-- c --><trkpt lat="45.001" lon="&#54;"/></trkseg></trk>')
+tps = "".join(f"<Trackpoint><Position><LatitudeDegrees>{a:.6f}</LatitudeDegrees><LongitudeDegrees>{o:.6f}</LongitudeDegrees>"
+              f"</Position><AltitudeMeters>{e:.1f}</AltitudeMeters><DistanceMeters>{i * 55.0:.1f}</DistanceMeters></Trackpoint>\n"
+              for i, (a, o, e) in enumerate(pts))
+write("tcx", "course", f"""<?xml version="1.0" encoding="UTF-8"?>
+<TrainingCenterDatabase xmlns="http://www.garmin.com/xmlschemas/TrainingCenterDatabase/v2">
+<Courses><Course><Name>Seed TCX</Name><Track>
+{tps}</Track>
+<CoursePoint><Name>Church</Name><Position><LatitudeDegrees>{corner[0]:.6f}</LatitudeDegrees><LongitudeDegrees>{corner[1]:.6f}</LongitudeDegrees></Position><PointType>Right</PointType><Notes>turn right</Notes></CoursePoint>
+</Course></Courses></TrainingCenterDatabase>
+""")
+write("tcx", "activity", "<TrainingCenterDatabase><Activities><Activity><Lap><Track>" + tps[:2000].rsplit("<Trackpoint>", 1)[0]
+      + "</Track></Lap></Activity></Activities></TrainingCenterDatabase>")
+write("tcx", "empty", "<TrainingCenterDatabase><Courses><Course><Name>x</Name><Track></Track></Course></Courses></TrainingCenterDatabase>")
+
+
+def semicircles(deg):
+    return int(round(deg * 2**31 / 180))
+
+
+def fit_course(points, name=b"Seed FIT", cue=True):
+    body = definition(0, 0, [(0, 1, 0x00)]) + struct.pack("<BB", 0, 6)  # file_id: type course
+    body += definition(1, 31, [(5, 16, 0x07)]) + struct.pack("<B16s", 1, name)  # course: name
+    body += definition(2, 20, [(0, 4, 0x85), (1, 4, 0x85), (2, 2, 0x84), (5, 4, 0x86)])  # record
+    for i, (a, o, e) in enumerate(points):
+        body += struct.pack("<BiiHI", 2, semicircles(a), semicircles(o), int((e + 500) * 5), i * 5500)
+    if cue:
+        body += definition(3, 32, [(2, 4, 0x85), (3, 4, 0x85), (4, 4, 0x86), (5, 1, 0x00), (6, 16, 0x07)])  # course_point
+        a, o, _ = points[len(points) // 2]
+        body += struct.pack("<BiiIB16s", 3, semicircles(a), semicircles(o), (len(points) // 2) * 5500, 7, b"Church")
+    return fit_file(body)
+
+
+write("fit-course", "course", fit_course(pts))
+write("fit-course", "no-cues", fit_course(pts[:10], name=b"", cue=False))
+whole = fit_course(pts)
+write("fit-course", "truncated", whole[:len(whole) // 2])
 print(f"seeds written under {corpus}")

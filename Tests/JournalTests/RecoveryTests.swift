@@ -173,8 +173,10 @@ extension AppInput {
         case .rideFile(let id, let durable, let t): self = .rideFile(id, durable: durable, at: t.advanced(byMs: ms))
         case .sensor(.found(let f, let t)): self = .sensor(.found(f, at: t.advanced(byMs: ms)))
         case .sensor(.search(let r, let n, let t)): self = .sensor(.search(running: r, found: n, at: t.advanced(byMs: ms)))
+        case .sensor(.radar(let p, let t)): self = .sensor(.radar(p, at: t.advanced(byMs: ms)))
         case .sensor(.bridgeConfig(let r, let l, let t)): self = .sensor(.bridgeConfig(readable: r, line: l, at: t.advanced(byMs: ms)))
         case .sensors(let u, let t): self = .sensors(u, at: t.advanced(byMs: ms))
+        case .courses(let u, let t): self = .courses(u, at: t.advanced(byMs: ms))
         case .battery(let r, let t): self = .battery(r, at: t.advanced(byMs: ms))
         }
     }

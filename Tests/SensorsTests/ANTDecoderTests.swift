@@ -56,15 +56,15 @@ import RideModel
             Issue.record("not 0x13"); return
         }
         #expect(lte == 0xA0 && rte == nil && lps == 0x40 && rps == nil && combined)
-        guard case let .manufacturer(hw, mfr, model) = try ANTPowerPage.parse(hexPayload("50 ff ff 03 01 00 34 12")) else {
+        guard case let .common(.manufacturer(hw, mfr, model)) = try ANTPowerPage.parse(hexPayload("50 ff ff 03 01 00 34 12")) else {
             Issue.record("not 0x50"); return
         }
         #expect(hw == 3 && mfr == 1 && model == 0x1234)
-        guard case let .product(sup, main, serial) = try ANTPowerPage.parse(hexPayload("51 ff 02 0a 78 56 34 12")) else {
+        guard case let .common(.product(sup, main, serial)) = try ANTPowerPage.parse(hexPayload("51 ff 02 0a 78 56 34 12")) else {
             Issue.record("not 0x51"); return
         }
         #expect(sup == 2 && main == 10 && serial == 0x12345678)
-        guard case let .battery(_, time, b) = try ANTPowerPage.parse(hexPayload("52 ff 00 05 00 00 80 a3")) else {
+        guard case let .common(.battery(_, time, b)) = try ANTPowerPage.parse(hexPayload("52 ff 00 05 00 00 80 a3")) else {
             Issue.record("not 0x52"); return
         }
         #expect(time == 10 && b.status == .good && b.voltageV == 3.5)

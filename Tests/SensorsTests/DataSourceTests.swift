@@ -12,6 +12,7 @@ import RideModel
         var functions: [(SensorRole, SensorState, Int?)] = []
         var found: [FoundSensor] = []
         var searches: [(Bool, Int)] = []
+        var radar: [RadarPicture] = []
         mutating func take(_ o: SensorEvent) {
             switch o {
             case .sample(let s): samples.append(s)
@@ -19,6 +20,7 @@ import RideModel
             case .gps, .clock, .bridgeConfig: break
             case .found(let f, _): found.append(f)
             case let .search(running, n, _): searches.append((running, n))
+            case .radar(let p, _): radar.append(p)
             }
         }
         func values(_ q: Quantity) -> [Double] { samples.filter { $0.quantity == q }.map(\.value) }
@@ -85,9 +87,9 @@ import RideModel
         for f in frames {
             f.encoded().withBytes { b in inputs.receive(.bridgePacket(b, truncated: false), at: ms(10)) { c.take($0) } }
         }
-        #expect(c.found == [FoundSensor(id: "ble:C0:FF:EE:00:11:22", role: "power", name: "Crank PM", rssi: -61),
-                            FoundSensor(id: "ble:C0:FF:EE:00:11:33", role: "speed_cadence", name: "", rssi: nil),
-                            FoundSensor(id: "ant:777/123/0", role: "speed", name: "", rssi: -80)])
+        #expect(c.found == [FoundSensor(id: "ble:C0:FF:EE:00:11:22", kind: .power, name: "Crank PM", rssi: -61),
+                            FoundSensor(id: "ble:C0:FF:EE:00:11:33", kind: .speedCadence, name: "", rssi: nil),
+                            FoundSensor(id: "ant:777/123/0", kind: .speed, name: "", rssi: -80)])
         #expect(c.searches.map(\.0) == [true, false] && c.searches.last?.1 == 3)
         #expect(inputs.status.bad.total == 0)
         // Frames that go the other way, or come with a descriptor, are misplaced here: counted.
@@ -100,7 +102,7 @@ import RideModel
         var c = Collected()
         ds.start(at: ms(0)) { c.take($0) }
         #expect(c.functions.count == SensorRole.allCases.count)
-        #expect(c.functions.allSatisfy { $0.1 == ($0.0 == .gps ? .notConfigured : .searching) }) // no GPS paired
+        #expect(c.functions.allSatisfy { $0.1 == ($0.0 == .gps || $0.0 == .radar ? .notConfigured : .searching) }) // no GPS, no radar paired
         ds.handle(data(.ant(deviceNumber: 99, deviceType: 120, transmissionType: 1), 120, "00 00 00 00 00 00 00 48"), at: ms(10)) { c.take($0) }
         #expect(ds.status.bad[.unpairedSensor] == 1)
         #expect(c.samples.isEmpty)

@@ -62,6 +62,13 @@ import RideModel
         }
         if let a = d.averagePowerW { #expect(a.isFinite && a >= 0, "seed \(seed): avg power \(a)") }
         for i in 0..<d.rrCount { #expect(d.rrIntervalS(i) > 0, "seed \(seed): rr") }
+        if let r = d.radar {
+            #expect(r.count <= RadarPicture.targetsMax)
+            for i in 0..<r.count {
+                #expect(r[i].rangeM.isFinite && r[i].rangeM >= 0 && (i == 0 || r[i - 1].rangeM <= r[i].rangeM), "seed \(seed): radar ranges")
+                if let s = r[i].closingSpeedMps { #expect(s.isFinite, "seed \(seed): closing speed") }
+            }
+        }
     }
 
     @Test func decodersNeverCrashOrProduceBadRates() {

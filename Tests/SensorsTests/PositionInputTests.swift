@@ -34,7 +34,7 @@ import Testing
             case .status(let st, _): roles.append((st.role, st.state))
             case .gps(let g, _): gps.append(g)
             case .clock(let w, _): clock.append(w)
-            case .found, .search, .bridgeConfig: break
+            case .found, .search, .radar, .bridgeConfig: break
             }
         }
         func values(_ q: Quantity) -> [Double] { samples.filter { $0.quantity == q }.map(\.value) }

@@ -31,6 +31,19 @@ struct FieldRecorder: FieldVisitor {
     mutating func bool(_ name: String, _ value: Bool) { bools[name] = value }
     mutating func string(_ name: String, _ value: String) { strings[name] = value }
     mutating func doubles(_ name: String, count: Int, _ value: (Int) -> Double) { lists[name] = (0..<count).map(value) }
+    /// Records, each recorded apart.
+    var records: [String: [FieldRecorder]] = [:]
+    mutating func records(_ name: String, count: Int, _ record: (Int, inout FieldRecorder) -> Void) {
+        records[name] = (0..<count).map { i in
+            var r = FieldRecorder()
+            record(i, &r)
+            return r
+        }
+    }
+    var nulls: Set<String> = []
+    mutating func optionalDouble(_ name: String, _ value: Double?) {
+        if let value { doubles[name] = value } else { nulls.insert(name) }
+    }
 }
 
 func approx(_ a: Double?, _ b: Double, _ tol: Double = 1e-9) -> Bool {

@@ -41,7 +41,9 @@ struct ScenarioTests {
         ("at 1s command fly", 1, "unknown command"),
         ("duration 1m\nat 2m crash", 2, "after the end"),
         ("jump 1s", 1, "unknown instruction"),
-        ("sensors hr radar", 1, "unknown sensor"),
+        ("sensors hr lidar", 1, "unknown sensor"),
+        ("at 1m car 70kmh", 1, "car needs a radar"),
+        ("sensors radar\nat 1m car fast", 2, "not a car's speed"),
     ])
     func errorsNameTheLine(text: String, line: Int, message: String) {
         do {

@@ -207,7 +207,7 @@ def test_pair_stream_and_commands(companion):
     assert "pairing-code clear" in companion.device.received
     assert "bkc_token=" + token in headers.get("Set-Cookie", "")
     # Stored hashed, owner-only.
-    f = companion.dir / "data" / "companion-tokens"
+    f = companion.dir / "data" / "companion" / "companion-tokens"
     assert stat.S_IMODE(os.stat(f).st_mode) == 0o600
     text = f.read_text()
     assert token not in text and hashlib.sha256(token.encode()).hexdigest() in text and token_id in text

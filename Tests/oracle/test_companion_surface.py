@@ -176,8 +176,9 @@ def test_the_token_file_is_replaced_through_a_temporary_of_its_own(companion):
     without an fsync of its directory. A link planted at that name is now left alone, the file is
     replaced atomically and durably (BoardIO's AtomicFiles: a temporary named by the process,
     fsync, rename, fsync of the directory), and stays a private regular file."""
-    data = companion.dir / "data"
-    data.mkdir(exist_ok=True)
+    # The companion keeps its tokens in <data dir>/companion/ (issue 27: it sees nothing else).
+    data = companion.dir / "data" / "companion"
+    data.mkdir(parents=True, exist_ok=True)
     victim = companion.dir / "victim.txt"
     victim.write_text("not a token file\n")
     (data / "companion-tokens.tmp").symlink_to(victim)

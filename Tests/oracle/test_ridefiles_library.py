@@ -112,6 +112,29 @@ def test_usb_image_is_clean_and_holds_every_ride(bikecomputer, library, tmp_path
     assert ".tcx" not in listing.lower()
 
 
+def test_usb_image_leaves_off_a_link_named_like_a_ride(bikecomputer, library, tmp_path):
+    """Issue 27: rides/ belongs to the app's service user. A symbolic link named like a ride's
+    FIT and GPX (to a file only root could read: here one outside the library) must not put that
+    file on the USB drive; the image is still built with every real ride, and the command says
+    what it left off."""
+    data, chosen = library
+    secret = tmp_path / "shadow"
+    marker = f"root:SECRET-{random.getrandbits(64):016x}:19000:0:99999:7:::\n"
+    secret.write_text(marker)
+    fake = "2026-01-01-000000_00000000-0000-4000-8000-000000000027_v1"
+    for ext in ("fit", "gpx"):
+        (data / "rides" / f"{fake}.{ext}").symlink_to(secret)
+    image = tmp_path / "usb.img"
+    r = run(bikecomputer, "usb-image", "--out", image, "--data-dir", data)
+    listing = subprocess.run(["mdir", "-i", str(image), "-b", "::/Activities"], capture_output=True, text=True, check=True).stdout
+    assert fake not in listing.lower(), listing
+    assert marker.encode() not in image.read_bytes(), "the linked file's bytes are not on the drive"
+    for _, exp in chosen:
+        assert f"{stem(exp)}.fit".lower() in listing.lower()
+    assert "left off the drive" in r.stderr and fake in r.stderr and "symbolic link" in r.stderr, r.stderr
+    assert "2 left off" in r.stdout, r.stdout
+
+
 def test_interrupted_export_leaves_previous_state(bikecomputer, tmp_path):
     """SIGKILL `rides export` at random moments: the target is always the old file or the
     complete new one, and the library itself is untouched."""

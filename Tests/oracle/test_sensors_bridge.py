@@ -88,3 +88,15 @@ def test_python_framing_over_a_pty_to_app_serial(bikecomputer):
     errors = [l for l in lines if set(l) == {"error"}]
     assert errors and all("serial framing errors" in e["error"] for e in errors)
     check_recording_decoded([l for l in lines if set(l) != {"error"}])
+
+
+def test_bridge_kinds_are_the_apps_sensor_vocabulary(bikecomputer):
+    """The bridge's table of sensor kinds (bikebridge/kinds.py) is the app's SensorKind: the same
+    kinds in the same order, ANT+ types and periods, BLE services, found bits and characteristics.
+    A kind added to one and not the other fails here."""
+    from bikebridge import kinds
+    r = subprocess.run([str(bikecomputer), "sensors", "kinds"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    app = json.loads(r.stdout)
+    assert [k["kind"] for k in app] == [k.name for k in kinds.KINDS]
+    assert app == kinds.as_json()

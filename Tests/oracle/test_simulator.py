@@ -438,3 +438,58 @@ def test_markers_reach_the_fit_file(bikesim, tmp_path):
     assert len(markers) == 1
     assert markers[0]["event_type"] == "marker"
     assert markers[0]["data"] == 500 and markers[0]["event_group"] == 1  # water, 500 ml
+
+
+def test_radar_ride_counts_vehicles_and_writes_radar_events(bikesim, bikecomputer, tmp_path):
+    """The radar scenario (cars overtaking, the radar switched off while one passes): summary.json
+    counts the vehicles and beeps (none for the car the switched-off radar missed), the FIT file
+    has one radar_threat_alert event per arrival whose data components, as Garmin's decoder and
+    fitdecode expand them, agree with the explicit fields, and `rides show` adds them up the same
+    way (docs/rides.md)."""
+    import io
+
+    import fitdecode
+    from garmin_fit_sdk import Decoder, Stream
+
+    data = tmp_path / "data"
+    out = run_headless(bikesim, tmp_path, "r", "--scenario", str(REPO / "Simulator" / "scenarios" / "radar.scenario"),
+                       "--data-dir", str(data))
+    summary = json.loads((out / "summary.json").read_text())
+    # 7 cars in the scenario, one while the radar is off: 6 counted, each beeped for on its own.
+    assert summary["radar"]["vehicles"] == 6
+    assert summary["radar"]["alerts"] == 6
+    assert summary["radar"]["max_threat"] == "fast_approach"
+    ride_id = summary["ride_id"]
+    fit = (out / f"{ride_id}.fit").read_bytes()
+
+    messages, errors = Decoder(Stream.from_byte_array(bytearray(fit))).read()
+    assert errors == []
+    radar = [e for e in messages["event_mesgs"] if e.get("event") == "radar_threat_alert"]
+    assert len(radar) == 6
+    assert sum(e["event_group"] & 0x7F for e in radar) == summary["radar"]["vehicles"]
+    assert sum(1 for e in radar if e["event_group"] & 0x80) == summary["radar"]["alerts"]
+    levels = {e["radar_threat_level_max"] for e in radar}
+    assert levels <= {"threat_approaching", "threat_approaching_fast"} and "threat_approaching_fast" in levels
+    assert all(e["radar_threat_count"] >= 1 for e in radar)
+    top = max(e["radar_threat_max_approach_speed"] for e in radar)
+    assert abs(top - summary["radar"]["max_closing_speed_mps"]) < 0.051
+
+    # fitdecode keeps the explicit fields and the ones expanded from data apart: they agree.
+    with fitdecode.FitReader(io.BytesIO(fit), check_crc=fitdecode.CrcCheck.RAISE,
+                             error_handling=fitdecode.ErrorHandling.RAISE) as reader:
+        for frame in reader:
+            if isinstance(frame, fitdecode.FitDataMessage) and frame.name == "event" and frame.get_value("event") == "radar_threat_alert":
+                by_name = {}
+                for f in frame.fields:
+                    by_name.setdefault(f.name, []).append(f.raw_value)
+                for name in ("radar_threat_level_max", "radar_threat_count"):
+                    assert len(by_name[name]) == 2 and by_name[name][0] == by_name[name][1], (name, by_name[name])
+
+    text = subprocess.run([str(bikecomputer), "rides", "show", ride_id, "--data-dir", str(data)],
+                          check=True, capture_output=True, text=True).stdout
+    assert "radar:    6 vehicles, 6 beeps, worst threat fast approach, fastest " in text, text
+    doc = json.loads(subprocess.run([str(bikecomputer), "rides", "show", ride_id, "--json", "--data-dir", str(data)],
+                                    check=True, capture_output=True, text=True).stdout)
+    assert doc["radar"]["vehicles"] == 6 and doc["radar"]["beeps"] == 6
+    assert doc["radar"]["max_threat"] == "fast_approach"
+    assert abs(doc["radar"]["max_approach_speed_mps"] - summary["radar"]["max_closing_speed_mps"]) < 0.051

@@ -304,7 +304,12 @@ def pairing_on_the_installed_board() -> None:
     run("systemctl", "restart", "bikebridge.service")
     wait_for(lambda: len(reloads()) >= 1, 60, "the bridge unit read the config's sensors")
     before, st0 = CONFIG.read_text(), os.stat(CONFIG)
-    r: dict = {"bridge_args": run("ps", "-o", "args=", "-p", unit("bikebridge")["MainPID"]).strip(),
+    # The restarted bridge's command line: read until it is the exec'd Python's (right after the
+    # restart `ps` once showed "(python)", a process between fork and exec), at most 30 s.
+    def bridge_args() -> str | None:
+        args = run("ps", "-o", "args=", "-p", unit("bikebridge")["MainPID"], check=False).strip()
+        return args if "bikebridge" in args else None
+    r: dict = {"bridge_args": wait_for(bridge_args, 30, "the bridge unit's command line"),
                "first_reload": reloads()[-1]}
     r["pair_output"] = run("bikecomputer", "sensors", "pair", f"ble:{PAIRED_BLE}", "--role", "cadence", "--name", "VM cadence").strip()
     r["reload_after_pair"] = wait_for(lambda: [x for x in reloads() if PAIRED_BLE in x], 30, "the bridge read the new file")[-1]
@@ -349,7 +354,9 @@ def dm_message(device: str, message: str) -> None:
     import fcntl
     body = struct.pack("<Q", 0) + message.encode() + b"\0"
     size = DM_IOCTL_HEADER.size + len(body)
-    header = DM_IOCTL_HEADER.pack(4, 0, 0, size, DM_IOCTL_HEADER.size, 0, 0, 0, 0, 0, device.encode(), b"", b"")
+    # version 4.0.0, data_size, data_start, then target_count, open_count, flags, event_nr,
+    # padding and dev all 0, the name; 14 fields in all (the struct's).
+    header = DM_IOCTL_HEADER.pack(4, 0, 0, size, DM_IOCTL_HEADER.size, 0, 0, 0, 0, 0, 0, device.encode(), b"", b"")
     fd = os.open("/dev/mapper/control", os.O_RDWR)
     try:
         fcntl.ioctl(fd, DM_TARGET_MSG, bytearray(header + body))

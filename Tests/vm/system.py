@@ -49,6 +49,9 @@ ROOTFS_PACKAGES = ["systemd", "systemd-sysv", "udev", "kmod", "iproute2", "procp
 # targets of the storage tests, the simulated hardware's buses.
 GUEST_MODULES = ["virtio_pci", "virtio_blk", "crc32c_generic", "ext4", "9pnet_virtio", "9p", "dm_mod", "dm_log_writes",
                  "dm_flakey", "dm_delay", "i2c_dev", "configfs",
+                 # The USB drive (test_vm_hardening.py): the gadget on dummy_hcd's UDC, read back
+                 # through the same dummy_hcd's host side as a computer would.
+                 "dummy_hcd", "libcomposite", "usb_f_mass_storage", "usb_storage", "sd_mod",
                  "i2c_stub"]  # the battery's fuel gauge (test_vm_power.py)
 BOOT_MODULES = ["virtio_pci", "virtio_blk", "crc32c_generic", "ext4"]
 # Units a test boot does not need (they cost seconds under TCG, and a getty on ttyS0 hangs up

@@ -157,6 +157,24 @@ def check_point(scratch: pathlib.Path, mount: pathlib.Path) -> tuple[int, int, d
 
 
 BIKECOMPUTER: list[pathlib.Path] = []
+UMOUNT_WAIT_S = 10  # how long a restarted app's files may stay referenced after it exited
+
+
+def umount_when_released(mount: pathlib.Path) -> None:
+    """umount after a restart of the app on the point's copy. The kernel tears an exited
+    process's io_uring down asynchronously, so its files can keep the mount busy (EBUSY, umount's
+    status 32) for a moment after the process was reaped; retried until UMOUNT_WAIT_S, then the
+    failure with what still holds the mount."""
+    deadline = time.monotonic() + UMOUNT_WAIT_S
+    while True:
+        r = subprocess.run(["umount", str(mount)], capture_output=True, text=True)
+        if r.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            holders = subprocess.run(["fuser", "-vm", str(mount)], capture_output=True, text=True)
+            raise AssertionError(f"umount {mount} still failed after {UMOUNT_WAIT_S} s: {r.stderr.strip()}; "
+                                 f"holders: {holders.stdout.strip()} {holders.stderr.strip()}")
+        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +226,7 @@ def run_sweep(logged):
                 try:
                     st = restart_status(bikecomputer, mount)
                 finally:
-                    subprocess.run(["umount", str(mount)], check=True)
+                    umount_when_released(mount)
                 row["restart"] = {"state": st["state"], "timer_ms": st["timer_ms"], "recovered": st.get("recovered")}
             return row
         finally:

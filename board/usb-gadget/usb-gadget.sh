@@ -9,6 +9,12 @@
 # /sys/kernel/config. See docs/usb.md. The LUN is always created with ro=1 before any medium is
 # attached; this script never writes ro=0.
 #
+# The image belongs to the user who builds it (the app's: bikecomputer-usb-image.service), in a
+# directory of theirs, and this script runs as root: it opens the image itself and hands the
+# kernel that open file (/proc/self/fd/3), never the path again, and only if it is a regular file
+# of IMAGE_OWNER (default: the user running this). A link put in its place (to /etc/shadow, say)
+# or another user's file is refused, never exposed.
+#
 # Overridable for tests: GADGET_ROOT (default /sys/kernel/config/usb_gadget), UDC (default: the
 # first controller in /sys/class/udc).
 set -eu
@@ -31,16 +37,31 @@ serial() {
     echo "${s:-0000000000000001}"
 }
 
-attach() {
+# Opens the image as fd 3 if it is a regular file of IMAGE_OWNER reached without a link.
+open_image() {
     image=$1
-    [ -f "$image" ] || die "$image does not exist: build it with 'bikecomputer usb-image --out $image'"
+    [ -e "$image" ] || die "$image does not exist: build it with 'bikecomputer usb-image --out $image'"
+    [ ! -L "$image" ] || die "$image is a symbolic link: refused (the image must be a regular file)"
+    [ -f "$image" ] || die "$image is not a regular file: refused"
+    owner=${IMAGE_OWNER:-$(id -un)}
+    uid=$(id -u "$owner" 2>/dev/null) || die "no user $owner (IMAGE_OWNER)"
+    exec 3< "$image" || die "cannot open $image"
+    # What was opened (a link swapped in after the checks above is caught here).
+    seen=$(stat -L -c '%u %F' /proc/self/fd/3) || die "cannot stat the opened $image"
+    [ "$seen" = "$uid regular file" ] || { exec 3<&-; die "$image is not a regular file of $owner ($seen): refused"; }
+}
+
+# Inserts the image open as fd 3 (open_image) and closes it: the kernel holds its own reference.
+attach() {
     echo 1 > "$LUN/ro"          # read-only, always, before the medium
-    echo "$image" > "$LUN/file"
+    echo /proc/self/fd/3 > "$LUN/file"   # the open file (echo is the shell's own: its fd 3)
+    exec 3<&-
 }
 
 up() {
     image=$1
     [ -d "$GADGET_ROOT" ] || die "$GADGET_ROOT missing: modprobe libcomposite and mount configfs"
+    open_image "$image"
     if [ -d "$G" ]; then down; fi
     mkdir -p "$G"
     echo 0x1d6b > "$G/idVendor"        # Linux Foundation
@@ -59,7 +80,7 @@ up() {
     echo 1 > "$LUN/removable"
     echo 0 > "$LUN/cdrom"
     echo 1 > "$LUN/nofua"
-    attach "$image"
+    attach
     ln -s "$G/functions/mass_storage.usb0" "$G/configs/c.1/"
     udc_name > "$G/UDC"
 }
@@ -67,10 +88,12 @@ up() {
 refresh() {
     image=$1
     [ -d "$LUN" ] || { up "$image"; return; }
+    # The new image opened and checked first: one that is refused leaves the drive as it was.
+    open_image "$image"
     # Eject even if the host locked the medium, then insert the rebuilt image (a new inode:
     # the old one stayed intact while it was being rebuilt).
     if [ -e "$LUN/forced_eject" ]; then echo 1 > "$LUN/forced_eject"; else echo "" > "$LUN/file"; fi
-    attach "$image"
+    attach
 }
 
 down() {

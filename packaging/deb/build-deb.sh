@@ -52,6 +52,7 @@ PATH_MAP=(
     "s#/usr/local/share/doc/bikecomputer#/usr/share/doc/bikecomputer#g"
     "s#/opt/bikebridge/\\.venv/bin/python#/usr/bin/python3#g"
     "s#/opt/bikebridge#/usr/lib/bikecomputer/bridge#g"
+    "s#/etc/tmpfiles.d/bikecomputer.conf#/usr/lib/tmpfiles.d/bikecomputer.conf#g"
     "s#^\\(\\# \\)/etc/systemd/system/\\([^ ]*\\) (installed by board/install.sh#\\1/lib/systemd/system/\\2 (installed by the bikecomputer package; board/install.sh on other boards#"
 )
 map_paths() { sed "${PATH_MAP[@]/#/-e}" "$1"; }
@@ -85,6 +86,7 @@ d usr/lib/bikecomputer
 d lib/systemd/system
 d lib/udev/rules.d
 d usr/lib/modules-load.d
+d usr/lib/tmpfiles.d
 d etc/bikecomputer
 d etc/default
 d usr/share/doc/bikecomputer
@@ -93,17 +95,20 @@ d usr/share/bikecomputer
 install -m 0755 "$bin_dir/bikecomputer" "$bin_dir/bikecompanion" "$stage/usr/bin/"
 install -m 0755 "$REPO/board/accounts.sh" "$stage/usr/lib/bikecomputer/accounts.sh"
 install -m 0755 "$REPO/board/usb-gadget/usb-gadget.sh" "$stage/usr/lib/bikecomputer/usb-gadget.sh"
-for u in "$REPO"/board/systemd/*.service "$REPO"/board/bridge/bikebridge.service \
+for u in "$REPO"/board/systemd/*.service "$REPO"/board/systemd/*.path "$REPO"/board/bridge/bikebridge.service \
          "$REPO"/board/usb-gadget/*.service "$REPO"/board/usb-gadget/*.path; do
     map_paths "$u" > "$stage/lib/systemd/system/$(basename "$u")"
     chmod 0644 "$stage/lib/systemd/system/$(basename "$u")"
 done
 install -m 0644 "$REPO/board/udev/99-bikecomputer.rules" "$stage/lib/udev/rules.d/99-bikecomputer.rules"
 echo i2c-dev > "$stage/usr/lib/modules-load.d/bikecomputer.conf"
+# The units' directories with their owners and modes (the service user is `bike` here).
+map_paths "$REPO/board/tmpfiles.d/bikecomputer.conf" > "$stage/usr/lib/tmpfiles.d/bikecomputer.conf"
+chmod 0644 "$stage/usr/lib/tmpfiles.d/bikecomputer.conf"
 install -m 0644 "$REPO/board/config.toml" "$stage/etc/bikecomputer/config.toml"
 install -m 0644 "$REPO/board/bridge/bikebridge.default" "$stage/etc/default/bikebridge"
 install -m 0644 "$REPO/board/boot-config.txt" "$stage/usr/share/bikecomputer/boot-config.txt"
-for doc in board.md config.md companion.md usb.md sensors.md; do
+for doc in board.md config.md companion.md usb.md sensors.md power.md; do
     [ -f "$REPO/docs/$doc" ] && install -m 0644 "$REPO/docs/$doc" "$stage/usr/share/doc/bikecomputer/$doc"
 done
 {
@@ -140,7 +145,7 @@ for u in "$stage"/lib/systemd/system/*; do
     for p in $(grep -E '^(ExecStart|ExecStartPre|ExecStartPost|ExecStop|ExecCondition|ExecReload)=' "$u" \
                | sed -E 's/^[A-Za-z]+=[-+@!:]*//' | awk '{print $1}'); do
         case "$p" in
-            /usr/bin/python3|/usr/bin/install|/sbin/modprobe|/bin/sh|/usr/bin/env) ;;
+            /usr/bin/python3|/usr/bin/install|/sbin/modprobe|/bin/sh|/usr/bin/env|/bin/echo|/usr/bin/systemd-tmpfiles) ;;
             /usr/bin/*|/usr/lib/bikecomputer/*) [ -x "$stage$p" ] || fail+="$(basename "$u") runs $p, which the package does not have"$'\n' ;;
             *) fail+="$(basename "$u") runs $p: add it to the checked system paths in build-deb.sh if it is the system's"$'\n' ;;
         esac

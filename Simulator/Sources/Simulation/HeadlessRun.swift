@@ -1,6 +1,7 @@
 import AppCore
 import Control
 import Device
+import Navigation
 import RideModel
 import Sensors
 
@@ -19,6 +20,9 @@ public final class HeadlessRun {
         public var powerCutRebootMs: Int64
         /// Simulated wall clock at the simulation's start (trusted).
         public var startUnixMs: Int64
+        /// A course to follow (`bikesim --course`): loaded at the start, and the simulated GPS
+        /// rides along it (a scenario's `detour` and `ride-backwards` leave it).
+        public var course: Course?
         /// The bike's wheel (the simulated sensor's and the device's setting).
         public var wheelCircumferenceMm = SimulatedSensors.wheelCircumferenceMm
 
@@ -89,10 +93,18 @@ public final class HeadlessRun {
         runtime = Self.boot(storage: storage, archive: archive, screen: screen, log: log, configuration: self.configuration,
                             sensors: sensors.configuration, seed: seed, options: options, at: 0, counters: &counters)
         _ = runtime.addObserver(summaries)
+        if let c = options.course {
+            sensors.positioning.follow(route: SyntheticRoute(course: c))
+            runtime.courseStore = courseStore
+            courseStore.add(c)
+            _ = runtime.command(.loadCourse(c), at: .zero)
+        }
         runtime.powerPort = battery
     }
 
     let configuration: AppConfiguration
+    /// The courses the simulated card holds (the `--course` file).
+    public let courseStore = MemoryCourseStore()
 
     /// The device (re)starts: the journal is opened with the board's code, which rebuilds an
     /// interrupted ride; rides that ended without a durable file get it now; the wall clock is read.
@@ -145,6 +157,7 @@ public final class HeadlessRun {
                 sensors.deviceStarted()
                 runtime = Self.boot(storage: storage, archive: archive, screen: screen, log: log, configuration: configuration,
                                     sensors: sensors.configuration, seed: seed, options: options, at: nowMs, counters: &counters)
+                runtime.courseStore = courseStore
                 _ = runtime.addObserver(summaries)
                 runtime.powerPort = battery
                 poweredOff = false
@@ -262,6 +275,17 @@ public final class HeadlessRun {
             }
         case .screenshot(let name):
             onScreenshot?(name)
+        case .car(let speed):
+            sensors.car(speedMps: speed, atMs: ms)
+        case .radarOff(let len):
+            sensors.radarOff(atMs: ms, lengthMs: len, runtime)
+        case .detour(let offset, let len):
+            sensors.positioning.detour(fromMs: ms, lengthMs: len, offsetM: offset)
+        case .rideBackwards:
+            sensors.positioning.rideBackwards()
+        case .courseLoad(let name):
+            let answer = runtime.control("course load \(name)", at: now) { "{}" }
+            log.log(answer.isError ? .warning : .info, "course load \(name): \(answer.line)")
         case .charger(let on):
             battery?.advance(to: ms, running: !poweredOff)
             battery?.charging = on
@@ -286,7 +310,7 @@ public final class HeadlessRun {
 
     /// summary.json of the ride: the last finished one, else the one in progress.
     public var summaryJSON: String? {
-        summaries.lastFinishedJSON ?? SummaryJSON.make(runtime.core, at: MonotonicInstant(milliseconds: nowMs))
+        summaries.lastFinishedJSON ?? summaries.current(runtime.core, at: MonotonicInstant(milliseconds: nowMs))
     }
 }
 

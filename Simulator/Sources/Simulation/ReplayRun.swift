@@ -1,5 +1,6 @@
 import AppCore
 import Device
+import Navigation
 import RideFiles
 import RideModel
 
@@ -40,13 +41,16 @@ public final class ReplayRun {
     public let runtime: DeviceRuntime
     public let archive: MemoryArchive
     public let log = MemoryLog(capacity: 256)
+    public let courseStore = MemoryCourseStore()
     let summaries = SummaryRecorder()
     public private(set) var startUnixMs: Int64 = 0
     public private(set) var endMs: Int64 = 0
     var steps: [(atMs: Int64, order: Int, step: Step)] = []
 
+    /// - course: a course to follow (`bikesim --replay RIDE.fit --course FILE`), loaded before
+    ///   the ride starts; the recorded positions follow it or not.
     public init(activity: FITActivity, storage: RideStorage, screen: ScreenPort? = nil,
-                configuration: AppConfiguration = AppConfiguration(), seed: UInt64 = 1) throws {
+                configuration: AppConfiguration = AppConfiguration(), seed: UInt64 = 1, course: Course? = nil) throws {
         if let t = activity.fileType, t != 4 { throw ReplayError.notAnActivity(t) }
         guard let firstRecord = activity.records.first else { throw ReplayError.noRecords }
         self.activity = activity
@@ -61,6 +65,11 @@ public final class ReplayRun {
         runtime = DeviceRuntime.boot(opened, archive: archive, screen: screen, log: log, sensors: Self.positionSources,
                                      wall: wall, at: .zero)
         _ = runtime.addObserver(summaries)
+        if let course {
+            courseStore.add(course)
+            runtime.courseStore = courseStore
+            add(0, .command(.loadCourse(course)))
+        }
         plan(t0: t0, timerEvents: timerEvents, countdownMs: Int64(configuration.countdownSeconds) * 1000)
     }
 

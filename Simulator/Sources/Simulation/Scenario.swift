@@ -20,16 +20,24 @@ import RideModel
 ///     at 45m power-cut
 ///     at 50m disk-full 2m
 ///     at 55m screenshot climb
+///     at 12m car 70kmh               (with `sensors … radar`)
+///     at 14m radar-off 1m
+///
+///     at 20m detour 300m 2m        (with a course: ride 300 m beside it for 2 min)
+///     at 0s ride-backwards         (with a course: from its end to its start)
 ///     battery 40% 20%/h          # the unit's battery: its charge at the start, its drain
 ///     at 1h charger on           # (docs/power.md); charger off; battery 12% (set the charge)
 ///     at 1h30m power-on          # the unit is switched on again after it powered itself off
 ///     at 2h hold power 3s        # the power button held
+///
 /// Times are offsets on the simulated clock from the start of the simulation.
 public struct Scenario: Sendable, Hashable {
     public enum Sensor: String, Sendable, Hashable, CaseIterable {
         case hr, power, speed, cadence
         /// The board's GPS (through gpsd) and barometer (docs/gps.md).
         case gps, baro
+        /// An ANT+ rear radar (`car`, `radar-off`).
+        case radar
 
         /// The bridge's four sensors: a scenario's sensors unless it names them.
         public static let radio: Set<Sensor> = [.hr, .power, .speed, .cadence]
@@ -49,6 +57,17 @@ public struct Scenario: Sendable, Hashable {
         case gpsLost(ms: Int64)
         case diskFull(ms: Int64)
         case screenshot(String)
+        /// A car comes up behind at this speed (m/s); the radar sees it.
+        case car(speedMps: Double)
+        /// The radar is switched off (its shutdown page) for this long.
+        case radarOff(ms: Int64)
+        /// The rider leaves the course (docs/navigation.md): out to `offsetM` beside it and back,
+        /// over `ms`.
+        case detour(offsetM: Double, ms: Int64)
+        /// The rider rides the course from its end to its start.
+        case rideBackwards
+        /// `course load NAME` from the control socket (the course given with `--course`).
+        case courseLoad(String)
         /// The unit's battery: the charger plugged in or out, the charge set (docs/power.md).
         case charger(Bool)
         case batteryLevel(Double)
@@ -167,13 +186,13 @@ public struct Scenario: Sendable, Hashable {
             case "sensors":
                 var set = Set<Sensor>()
                 for w in words.dropFirst() {
-                    guard let s = Sensor(rawValue: String(w)) else { throw fail("unknown sensor '\(w)'; use hr, power, speed, cadence, gps, baro") }
+                    guard let s = Sensor(rawValue: String(w)) else { throw fail("unknown sensor '\(w)'; use hr, power, speed, cadence, gps, baro, radar") }
                     set.insert(s)
                 }
                 scenario.sensors = set
             case "at":
                 let at = try duration(1, "time")
-                guard words.count >= 3 else { throw fail("'at TIME' needs an action: press, hold, command, marker, dropout, bridge-restart, gps-lost, crash, power-cut, disk-full, screenshot, charger, battery, power-on") }
+                guard words.count >= 3 else { throw fail("'at TIME' needs an action: press, hold, command, marker, dropout, bridge-restart, gps-lost, crash, power-cut, disk-full, detour, ride-backwards, screenshot, car, radar-off, charger, battery, power-on") }
                 let action: Action
                 switch words[2] {
                 case "press":
@@ -189,6 +208,7 @@ public struct Scenario: Sendable, Hashable {
                     let line = words[3...].joined(separator: " ")
                     switch ControlProtocol.parse(line) {
                     case .success(.command(let c)): action = .command(c)
+                    case .success(.courseLoad(let name)): action = .courseLoad(name)
                     case .success: throw fail("'\(line)' does not act on the ride; status and help are for the control socket")
                     case .failure(let e): throw fail("\(e)")
                     }
@@ -216,11 +236,29 @@ public struct Scenario: Sendable, Hashable {
                 case "gps-lost":
                     guard words.count == 4 else { throw fail("gps-lost takes a duration, e.g. gps-lost 30s") }
                     action = .gpsLost(ms: try duration(3, "how long the fix is lost"))
+                case "detour":
+                    guard words.count == 5, words[3].hasSuffix("m"), let m = Double(words[3].dropLast()), m > 0, m <= 50_000 else {
+                        throw fail("detour takes how far from the course and for how long, e.g. detour 300m 2m")
+                    }
+                    action = .detour(offsetM: m, ms: try duration(4, "detour length"))
+                case "ride-backwards":
+                    guard words.count == 3 else { throw fail("ride-backwards takes nothing") }
+                    action = .rideBackwards
                 case "crash": action = .crash
                 case "power-cut": action = .powerCut
                 case "disk-full":
                     guard words.count == 4 else { throw fail("disk-full takes a duration, e.g. disk-full 2m") }
                     action = .diskFull(ms: try duration(3, "disk-full length"))
+                case "car":
+                    // "car 70kmh" (or "car 70"): the car's speed in km/h.
+                    guard words.count == 4 else { throw fail("car takes a speed, e.g. car 70kmh") }
+                    let text = words[3].hasSuffix("kmh") ? words[3].dropLast(3) : words[3]
+                    guard let kmh = Double(text), kmh > 0, kmh <= 250 else { throw fail("'\(words[3])' is not a car's speed (e.g. 70kmh, at most 250)") }
+                    guard scenario.sensors.contains(.radar) else { throw fail("car needs a radar: add radar to the sensors line (before this step)") }
+                    action = .car(speedMps: kmh / 3.6)
+                case "radar-off":
+                    guard words.count == 4 else { throw fail("radar-off takes a duration, e.g. radar-off 2m") }
+                    action = .radarOff(ms: try duration(3, "how long the radar is off"))
                 case "charger":
                     guard words.count == 4, words[3] == "on" || words[3] == "off" else { throw fail("charger takes on or off") }
                     action = .charger(words[3] == "on")

@@ -16,9 +16,14 @@ public struct SimulatedGps: Sendable {
     public static let satellitesUsed = 9
     public static let satellitesVisible = 12
 
-    public let route: SyntheticRoute
+    public internal(set) var route: SyntheticRoute
     /// No fix until this simulated time (ms).
     public var noFixUntilMs: Int64 = -1
+    /// The route ridden from its end to its start (a scenario's `ride-backwards`).
+    public var backwards = false
+    /// Stretches ridden beside the route (a scenario's `detour`): from `startMs` for `lengthMs`,
+    /// out to `offsetM` to the right of it and back.
+    public var detours: [(startMs: Int64, lengthMs: Int64, offsetM: Double)] = []
     var rng: SplitMix64
     var wanderM = (north: 0.0, east: 0.0, up: 0.0)
     var reports = 0
@@ -43,10 +48,13 @@ public struct SimulatedGps: Sendable {
             wanderM.north = wanderM.north * 0.97 + noise() * 0.4
             wanderM.east = wanderM.east * 0.97 + noise() * 0.4
             wanderM.up = wanderM.up * 0.98 + noise() * 0.6
-            let p = route.position(atDistanceM: ride.distanceM)
+            var p = route.position(atDistanceM: backwards ? route.lengthM - ride.distanceM : ride.distanceM)
+            if backwards { p.trackDeg = (p.trackDeg + 180).truncatingRemainder(dividingBy: 360) }
+            let (side, _) = detourOffset(atMs: ride.timeMs)
+            let h = p.trackDeg * Geodesy.radiansPerDegree
             let (m, n) = Geodesy.radii(latDeg: p.latDeg)
-            let lat = p.latDeg + (wanderM.north + noise() * 0.3) / (m * Geodesy.radiansPerDegree)
-            let lon = p.lonDeg + (wanderM.east + noise() * 0.3) / (n * Geodesy.radiansPerDegree * Self.cosine(p.latDeg))
+            let lat = p.latDeg + (wanderM.north + noise() * 0.3 - side * Double.sin(h)) / (m * Geodesy.radiansPerDegree)
+            let lon = p.lonDeg + (wanderM.east + noise() * 0.3 + side * Double.cos(h)) / (n * Geodesy.radiansPerDegree * Self.cosine(p.latDeg))
             let alt = ride.altitudeM + wanderM.up + noise() * 1.5
             var tpv = "{\"class\":\"TPV\",\"device\":\"/dev/serial0\",\"mode\":3,\"time\":\"\(time)\""
             tpv += ",\"lat\":\(decimalText(lat, decimals: 9)),\"lon\":\(decimalText(lon, decimals: 9))"
@@ -63,6 +71,17 @@ public struct SimulatedGps: Sendable {
     }
 
     static func cosine(_ deg: Double) -> Double { Double.cos(deg * Geodesy.radiansPerDegree) }
+
+    /// How far to the right of the route a detour has taken the rider at `ms` (out at 6 m/s,
+    /// along beside it, back at 6 m/s), and whether one is under way.
+    public func detourOffset(atMs ms: Int64) -> (metres: Double, active: Bool) {
+        for d in detours where ms >= d.startMs && ms < d.startMs + d.lengthMs {
+            let rampMs = min(Double(d.lengthMs) / 3, d.offsetM / 6 * 1000)
+            let t = Double(ms - d.startMs), left = Double(d.startMs + d.lengthMs - ms)
+            return (d.offsetM * max(0, min(1, min(t, left) / max(1, rampMs))), true)
+        }
+        return (0, false)
+    }
 
     /// "2026-06-06T07:00:01.000Z".
     static func isoTime(_ unixMs: Int64) -> String {
@@ -185,6 +204,21 @@ public struct SimulatedPositionFeed: Sendable {
         due >= ms ? due : due + (ms - due) / period * period
     }
 
+    /// The GPS follows `route` (a course's points) instead of the demo loop.
+    public mutating func follow(route: SyntheticRoute) {
+        gps?.route = route
+    }
+
+    /// From `fromMs` for `lengthMs` the rider rides beside the route, up to `offsetM` from it.
+    public mutating func detour(fromMs: Int64, lengthMs: Int64, offsetM: Double) {
+        gps?.detours.append((fromMs, lengthMs, offsetM))
+    }
+
+    /// The rider rides the route from its end to its start.
+    public mutating func rideBackwards() {
+        gps?.backwards = true
+    }
+
     /// The receiver reports no fix from `fromMs` for `lengthMs`.
     public mutating func loseFix(fromMs: Int64, lengthMs: Int64) {
         guard var g = gps else { return }
@@ -215,6 +249,8 @@ extension Scenario {
         var c = c
         let gps = sensors.contains(.gps), baro = sensors.contains(.baro)
         if c.runningPageCount == 3 { c.runningPageCount = 3 + (gps || baro ? 1 : 0) + (gps ? 1 : 0) }
+        // A radar in the scenario is a paired radar: its column and its state are expected.
+        c.expectedSensors[Int(SensorRole.radar.rawValue)] = sensors.contains(.radar)
         return c
     }
 }

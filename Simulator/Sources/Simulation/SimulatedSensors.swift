@@ -34,12 +34,15 @@ public struct SimulatedSensors: Sendable {
     }
 
     /// The simulated sensors, by `SensorRole.rawValue`: a BLE heart-rate strap, an ANT+ power
-    /// meter, a BLE wheel-speed sensor and an ANT+ cadence sensor.
+    /// meter, a BLE wheel-speed sensor, an ANT+ cadence sensor, (the GPS is not a bridge
+    /// sensor: never present here) and an ANT+ rear radar at 8 Hz.
     static let catalogue: [Sensor] = [
         Sensor(.ble(BLEAddress(value: 0xC0FF_EE00_0001)), profileCode: 0x2A37, periodMs: 1_000, phaseMs: 130),
         Sensor(.ant(deviceNumber: 12_345, deviceType: 11, transmissionType: 5), profileCode: 11, periodMs: 250, phaseMs: 60),
         Sensor(.ble(BLEAddress(value: 0xC0FF_EE00_0002)), profileCode: 0x2A5B, periodMs: 1_000, phaseMs: 170),
         Sensor(.ant(deviceNumber: 2_222, deviceType: 122, transmissionType: 1), profileCode: 122, periodMs: 247, phaseMs: 210),
+        Sensor(.onboard(.gnss), profileCode: 0, periodMs: 1_000, phaseMs: 0),
+        Sensor(.ant(deviceNumber: 4_040, deviceType: 40, transmissionType: 5), profileCode: 40, periodMs: 125, phaseMs: 40),
     ]
 
     /// Who each role's simulated sensor is, by `SensorRole.rawValue`.
@@ -59,7 +62,8 @@ public struct SimulatedSensors: Sendable {
             case .power: paired.append(PairedSensor(who, provides: QuantitySet(.power, .cadence, .pedalBalanceRight), priority: 1))
             case .speed: paired.append(PairedSensor(who, provides: QuantitySet(.speed, .distance)))
             case .cadence: paired.append(PairedSensor(who, provides: QuantitySet(.cadence)))
-            case .gps: break // not a bridge sensor (SimulatedPositionFeed)
+            case .radar: paired.append(PairedSensor(who, priority: 2))
+            case .gps: break // SimulatedPositionFeed's
             }
         }
         return DataSourceConfiguration(sensors: paired, wheelCircumferenceMm: wheelCircumferenceMm)
@@ -69,6 +73,8 @@ public struct SimulatedSensors: Sendable {
     /// The data source configuration the device runs with (the present sensors).
     public let configuration: DataSourceConfiguration
     var sensors: [Sensor]
+    /// The cars behind and the radar that sees them (when the scenario has a radar).
+    public internal(set) var traffic = SimulatedTraffic()
     var bridgeDownUntilMs: Int64 = 0
     var bridgeUp = false
     var lastSentBeatMs: Int64 = 0
@@ -171,6 +177,9 @@ public struct SimulatedSensors: Sendable {
         case .cadence:
             SensorPayloads.antRevolutions(eventMs: ride.lastCrankEventMs, revolutions: ride.crankRevolutions,
                                           messageCount: sensors[i].messageCount, into: &payload)
+        case .radar:
+            traffic.advance(toMs: ms, riderSpeedMps: ride.speedMps)
+            traffic.nextPage(riderSpeedMps: ride.speedMps, into: &payload)
         case .gps:
             return
         }
@@ -178,6 +187,22 @@ public struct SimulatedSensors: Sendable {
         let s = sensors[i]
         let frame = BridgeFrame(bridgeTimeUs: UInt64(ms) * 1000, .data(s.identity, profileCode: s.profileCode, p))
         send(frame, at: MonotonicInstant(milliseconds: ms), device)
+    }
+
+    /// A car comes up behind the rider.
+    public mutating func car(speedMps: Double, atMs ms: Int64) {
+        ride.advance(toMs: ms)
+        traffic.add(speedMps: speedMps, atMs: ms, riderSpeedMps: ride.speedMps)
+    }
+
+    /// The radar is switched off: it sends its shutdown page, then nothing for `lengthMs`.
+    public mutating func radarOff(atMs ms: Int64, lengthMs: Int64, _ device: DeviceRuntime) {
+        let i = Int(SensorRole.radar.rawValue)
+        guard sensors[i].present, bridgeUp, ms >= sensors[i].silentUntilMs else { return }
+        let s = sensors[i]
+        send(BridgeFrame(bridgeTimeUs: UInt64(ms) * 1000, .data(s.identity, profileCode: s.profileCode, Payload(SimulatedTraffic.shutdownPage)!)),
+             at: MonotonicInstant(milliseconds: ms), device)
+        sensors[i].silentUntilMs = ms + lengthMs
     }
 
     public mutating func dropout(_ s: Scenario.Sensor, fromMs: Int64, lengthMs: Int64) {
@@ -215,6 +240,7 @@ extension Scenario.Sensor {
         case .speed: .speed
         case .cadence: .cadence
         case .gps: .gps
+        case .radar: .radar
         case .baro: nil
         }
     }

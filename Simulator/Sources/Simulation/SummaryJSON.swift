@@ -1,5 +1,6 @@
 import AppCore
 import Control
+import Navigation
 import RideModel
 
 /// summary.json: the app's own summary of a ride, with exactly the keys of the simulator issue
@@ -46,8 +47,71 @@ public enum SummaryJSON {
         return UTCDateTime(unixMs: wall.unixMs).iso8601
     }
 
+    /// A cue as the ride announced it (first word of it).
+    public struct AnnouncedCue: Sendable, Hashable {
+        public var index: Int
+        public var alongM: Double
+        public var type: CueType
+        public var name: String
+        public var stage: CueStage
+        /// How far before the cue, m.
+        public var beforeM: Double
+        public var atElapsedMs: Int64
+    }
+
+    /// `navigation`: the course, where the ride ended on it, the off-course periods, the cues as
+    /// announced and the course's climbs (docs/navigation.md); absent without a course.
+    static func navigation(_ w: inout JSONWriter, _ core: AppCore, cues: [AnnouncedCue]) {
+        guard let c = core.course else { return }
+        let v = core.courseFollower?.view
+        w.beginObject("navigation")
+        w.string("course", c.name)
+        w.int("points", Int64(c.pointCount))
+        w.number("length_m", c.lengthM, decimals: 1)
+        w.number("ascent_m", c.hasAltitude ? c.totalAscentM : nil, decimals: 1)
+        w.string("state", v.map { "\($0.state)" })
+        w.number("distance_to_go_m", v?.distanceToGoM, decimals: 1)
+        w.beginArray("off_course")
+        for p in core.offCoursePeriods {
+            w.beginObject()
+            w.number("start_elapsed_s", Double(p.startMs) / 1000)
+            w.number("end_elapsed_s", Double(p.endMs) / 1000)
+            w.number("alarm_elapsed_s", Double(p.alarmMs) / 1000)
+            w.number("max_distance_m", p.maxDistanceM, decimals: 1)
+            w.bool("wrong_way", p.wrongWay)
+            w.endObject()
+        }
+        w.endArray()
+        w.int("cue_count", Int64(c.cues.count))
+        w.beginArray("cues")
+        for a in cues {
+            w.beginObject()
+            w.int("index", Int64(a.index))
+            w.number("distance_m", a.alongM, decimals: 1)
+            let p = c.position(atAlongM: a.alongM)
+            w.number("lat", p.latDeg, decimals: 7)
+            w.number("lon", p.lonDeg, decimals: 7)
+            w.string("type", a.type.name)
+            w.string("name", a.name)
+            w.string("stage", a.stage.description)
+            w.number("before_m", a.beforeM, decimals: 1)
+            w.number("announced_elapsed_s", Double(a.atElapsedMs) / 1000)
+            w.endObject()
+        }
+        w.endArray()
+        w.beginArray("climbs")
+        for k in c.climbs {
+            w.beginObject()
+            for f in k.figures { w.number(f.key, f.value, decimals: f.decimals) }
+            w.int("category", k.category.map(Int64.init))
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+    }
+
     /// The summary of the core's current (or last) ride; nil when no ride has started.
-    public static func make(_ core: AppCore, at now: MonotonicInstant) -> String? {
+    public static func make(_ core: AppCore, at now: MonotonicInstant, cues: [AnnouncedCue] = []) -> String? {
         guard let b = core.builder, let h = core.header, let start = b.startInstant else { return nil }
         let end = b.stopInstant ?? now
         let anchor = core.wallAnchorForRide ?? h.anchor
@@ -64,6 +128,16 @@ public enum SummaryJSON {
                    hrZones: h.settings.heartRateZones == nil ? nil : b.heartRateZoneTimes,
                    powerZones: h.settings.powerZones == nil ? nil : b.powerZoneTimes,
                    lostMs: core.gapsMs + Int64(core.recordsSkipped) * 1000, recovered: core.recovered)
+        if core.screen.radarShown {
+            // The rear radar (docs/simulator.md, "Radar"): vehicles that came up behind, the
+            // beeps for them, the worst threat.
+            w.beginObject("radar")
+            w.int("vehicles", Int64(b.radar.vehicles))
+            w.int("alerts", Int64(b.radar.alerts))
+            w.string("max_threat", b.radar.maxThreat.description)
+            w.number("max_closing_speed_mps", b.radar.maxClosingSpeedMps, decimals: 1)
+            w.endObject()
+        }
         w.beginArray("laps")
         for lap in b.laps {
             w.beginObject()
@@ -81,6 +155,7 @@ public enum SummaryJSON {
             w.endObject()
         }
         w.endArray()
+        navigation(&w, core, cues: cues)
         w.endObject()
         return w.text + "\n"
     }
@@ -91,10 +166,28 @@ public enum SummaryJSON {
 /// runtime, so the board's runtime builds no summary nobody reads.
 public final class SummaryRecorder: RideObserver {
     public private(set) var lastFinishedJSON: String?
+    /// The cues announced in the ride in progress (the first announcement of each).
+    public private(set) var announcedCues: [SummaryJSON.AnnouncedCue] = []
 
     public init() {}
 
     public func observe(_ effect: AppEffect, core: AppCore, at now: MonotonicInstant) {
-        if case .rideFinished = effect { lastFinishedJSON = SummaryJSON.make(core, at: now) }
+        switch effect {
+        case .journal(.header):
+            announcedCues = []
+        case .alert(.cue(let type, let stage, let d, let name)):
+            guard let index = core.screen.navigation.cue?.index, let course = core.course, index < course.cues.count,
+                  !announcedCues.contains(where: { $0.index == index }), let start = core.builder?.startInstant else { return }
+            announcedCues.append(SummaryJSON.AnnouncedCue(index: index, alongM: course.cues[index].alongM, type: type, name: name,
+                                                          stage: stage, beforeM: Double(d),
+                                                          atElapsedMs: now.advanced(byMs: core.instantOffsetMs).milliseconds(since: start)))
+        case .rideFinished:
+            lastFinishedJSON = SummaryJSON.make(core, at: now, cues: announcedCues)
+        default:
+            break
+        }
     }
+
+    /// summary.json of the ride in progress (or the last).
+    public func current(_ core: AppCore, at now: MonotonicInstant) -> String? { SummaryJSON.make(core, at: now, cues: announcedCues) }
 }

@@ -1,3 +1,4 @@
+import Navigation
 import Positioning
 import RealModule
 
@@ -61,5 +62,15 @@ public struct SyntheticRoute: Sendable {
         var track = Double.atan2(y: east, x: north) / Geodesy.radiansPerDegree
         if track < 0 { track += 360 }
         return (lat, lon, track)
+    }
+}
+
+extension SyntheticRoute {
+    /// A course's points as the route (the simulated GPS follows a course: `bikesim --course`).
+    public init(course: Course) {
+        var points: [Waypoint] = []
+        points.reserveCapacity(course.pointCount)
+        for i in 0..<course.pointCount { points.append(Waypoint(course.latDeg[i], course.lonDeg[i])) }
+        self.init(waypoints: points)
     }
 }

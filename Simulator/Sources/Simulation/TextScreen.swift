@@ -61,8 +61,24 @@ public enum TextScreen {
                 out = "SENSORS search \(menu.found.count) found"
             }
             if let m = menu.message { out += " \(m)" }
+        case .courses:
+            let menu = s.coursesMenu
+            out = "COURSES " + (menu.courses.isEmpty ? "none" : menu.courses.map(\.name).joined(separator: ", "))
+                + " cursor=\(menu.cursor) loaded=\(s.navigation.course?.name ?? "none")"
+            if let m = menu.message { out += " \(m)" }
         }
+        if case .running = s.mode, s.navigation.course != nil { out += " " + navigation(s) }
         if let o = s.overlay { out += " [\(o)]" }
+        return out
+    }
+
+    /// The navigation in words: state, the next cue and the distance to go.
+    static func navigation(_ s: ScreenModel) -> String {
+        let v = s.navigation
+        var out = "nav=\(v.state)"
+        if let c = v.cue { out += " cue=\(c.type.name)@\(Int(c.distanceM.rounded()))m" }
+        if let d = v.distanceToGoM { out += " togo=\(format(d / 1000, decimals: 2))km" }
+        if let b = v.backDistanceM, v.state == .offCourse || v.state == .wrongWay { out += " back=\(Int(b.rounded()))m" }
         return out
     }
 }

@@ -127,7 +127,7 @@ struct Interactive {
         let core = sim.runtime.core
         var lines = drawScreen(rendering)
         let sensors = SensorRole.allCases.filter { core.screen.sensor($0) != .notConfigured }
-            .map { "\(Self.roleWord($0)):\(Self.stateWord(core.screen.sensor($0)))" }.joined(separator: " ")
+            .map { "\($0):\(Self.stateWord(core.screen.sensor($0)))" }.joined(separator: " ")
         let device = sim.isDeviceDown ? "DEVICE RESTARTING" : "\(core.state)"
         lines.append("sim \(TextScreen.clock(sim.nowMs)) ×\(TextScreen.format(speed, decimals: speed < 1 ? 2 : 0))  \(device)  \(sensors)  journal \(core.screen.storage)")
         if rendering.isScaled {
@@ -164,16 +164,6 @@ struct Interactive {
         }
         if !line.isEmpty { lines.append(line) }
         return lines
-    }
-
-    static func roleWord(_ r: SensorRole) -> String {
-        switch r {
-        case .heartRate: "HR"
-        case .power: "PWR"
-        case .speed: "SPD"
-        case .cadence: "CAD"
-        case .gps: "GPS"
-        }
     }
 
     static func stateWord(_ s: SensorState) -> String {

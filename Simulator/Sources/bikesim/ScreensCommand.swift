@@ -122,7 +122,8 @@ struct ScreensCommand: ParsableCommand {
         """
         let sections = [("Idle", "idle"), ("Countdown", "countdown"), ("Running", "running"), ("Paused", "paused"),
                         ("Summary", "summary"), ("Discard confirmation", "confirm"), ("Alert overlays", "alert"), ("Companion pairing", "pairing"),
-                        ("Sensors (finding and pairing)", "sensors"), ("128x32 panel", "small"), ("400x240 memory LCD", "large")]
+                        ("Sensors (finding and pairing)", "sensors"), ("Rear radar", "radar"), ("Navigation: following a course (docs/navigation.md)", "nav"),
+                        ("Courses (choosing one)", "courses"), ("128x32 panel", "small"), ("400x240 memory LCD", "large")]
         let entries = ScreenCatalogue.entries()
         for (title, prefix) in sections {
             md += "## \(title)\n\n"

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BoardIO
+import CourseImport
 import Device
 import Glibc
 import Simulation
@@ -7,6 +8,7 @@ import DeviceAdapters
 import RideFiles
 import AppCore
 import Display
+import Navigation
 import RideModel
 
 /// The desktop simulator: runs the same app code as the board with simulated adapters.
@@ -37,6 +39,9 @@ struct Ride: ParsableCommand {
 
     @Option(help: "Replay a recorded FIT activity through the app instead of the synthetic ride (headless).")
     var replay: String?
+
+    @Option(help: ArgumentHelp("Follow a course (GPX, TCX or FIT; docs/navigation.md): the replay's or the synthetic ride's positions are matched on it, and the synthetic GPS rides along it.", valueName: "FILE"))
+    var course: String?
 
     @Option(help: "Directory for summary.json, ride files and frames (headless).")
     var out: String?
@@ -101,10 +106,12 @@ struct Ride: ParsableCommand {
         } else {
             text = BuiltinScenarios.demo
         }
-        let parsed: Scenario
+        var parsed: Scenario
         do { parsed = try Scenario.parse(text) } catch {
             throw ValidationError("\(scenario ?? "built-in demo"): \(error)")
         }
+        // A course is followed with the GPS.
+        if course != nil { parsed.sensors.insert(.gps) }
         if headless {
             try runHeadless(parsed)
         } else {
@@ -113,10 +120,27 @@ struct Ride: ParsableCommand {
     }
 
     var options: HeadlessRun.Options {
-        var o = HeadlessRun.Options(seed: seed)
-        if let wallStart { o.startUnixMs = wallStart * 1000 }
-        if let wheel = try? rider().wheelCircumferenceMm { o.wheelCircumferenceMm = wheel }  // checked in validate()
-        return o
+        get throws {
+            var o = HeadlessRun.Options(seed: seed)
+            if let wallStart { o.startUnixMs = wallStart * 1000 }
+            if let wheel = try? rider().wheelCircumferenceMm { o.wheelCircumferenceMm = wheel }  // checked in validate()
+            o.course = try loadCourse()
+            return o
+        }
+    }
+
+    /// The `--course` file, imported as `bikecomputer courses import` would (nil without one).
+    func loadCourse() throws -> Course? {
+        guard let path = course else { return nil }
+        let bytes: [UInt8]
+        do { bytes = try Files.readBytes(path) } catch { throw ValidationError("cannot read course \(path): \(error)") }
+        do {
+            let (c, report) = try CourseImport.course(from: bytes, fileName: path)
+            for w in report.warnings { print("bikesim: \(path): \(w)") }
+            return c
+        } catch {
+            throw ValidationError(error.description)
+        }
     }
 
     func runReplay(_ path: String) throws {
@@ -139,7 +163,7 @@ struct Ride: ParsableCommand {
         }
         let started = Clock.monotonicMs()
         let settings = try rider()
-        let run = try ReplayRun(activity: activity, storage: try makeStorage(), configuration: settings.app, seed: seed)
+        let run = try ReplayRun(activity: activity, storage: try makeStorage(), configuration: settings.app, seed: seed, course: try loadCourse())
         run.run()
         guard let summary = run.summaryJSON else { throw ValidationError("the replay did not finish a ride") }
         try Files.makeDirectories(outDir)
@@ -177,7 +201,7 @@ struct Ride: ParsableCommand {
         let textScreen = TextScreenRecorder(print: printScreens)
         let settings = try rider()
         let display = EmulatedScreen(captureEveryChange: frames, width: settings.panel.width, height: settings.panel.height)
-        let sim = HeadlessRun(scenario: scenario, options: options, storage: storage, archive: archive,
+        let sim = HeadlessRun(scenario: scenario, options: try options, storage: storage, archive: archive,
                               screen: ScreenFanOut([display, textScreen]), configuration: settings.app)
         sim.onScreenshot = { name in display.capture(name) }
         let started = Clock.monotonicMs()
@@ -225,13 +249,13 @@ struct Ride: ParsableCommand {
         guard terminal.isInteractive else {
             // Not a terminal (a pipe, CI): ride the scenario and print every screen as text.
             let textScreen = TextScreenRecorder(print: true)
-            let sim = HeadlessRun(scenario: scenario, options: options, storage: try makeStorage(),
+            let sim = HeadlessRun(scenario: scenario, options: try options, storage: try makeStorage(),
                                   archive: MemoryArchive(), screen: textScreen, configuration: settings.app)
             sim.run()
             return
         }
         let display = EmulatedScreen(width: settings.panel.width, height: settings.panel.height)
-        let sim = HeadlessRun(scenario: scenario, options: options, storage: try makeStorage(), archive: MemoryArchive(),
+        let sim = HeadlessRun(scenario: scenario, options: try options, storage: try makeStorage(), archive: MemoryArchive(),
                               screen: display, configuration: settings.app)
         installSignalRestore(terminal) // before raw mode: saves the rider's settings
         installResizeHandler()

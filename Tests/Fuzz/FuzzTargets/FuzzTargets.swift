@@ -3,6 +3,8 @@
 // what it parsed (round trips). The corpus replay in `swift test` (FuzzCorpusTests) runs the same.
 // Must not import: AppCore, BoardIO, BoardWiring, Device, Foundation.
 import Configuration
+import CourseImport
+import Navigation
 import Positioning
 import RideFiles
 import RideModel
@@ -14,13 +16,16 @@ public struct FuzzTarget: Sendable {
     public let name: String
     public let run: @Sendable (UnsafeRawBufferPointer) -> Void
 
-    /// Every target. The course readers (issue 28) join here with one line each once they land.
+    /// Every target.
     public static let all: [FuzzTarget] = [
         FuzzTarget(name: "bridge-frame", run: bridgeFrame),
         FuzzTarget(name: "serial-bridge", run: serialBridge),
         FuzzTarget(name: "gpsd-report", run: gpsdReport),
         FuzzTarget(name: "fit", run: fit),
         FuzzTarget(name: "toml", run: toml),
+        FuzzTarget(name: "gpx", run: courseFile),
+        FuzzTarget(name: "tcx", run: courseFile),
+        FuzzTarget(name: "fit-course", run: courseFile),
     ]
 
     public static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
@@ -126,5 +131,30 @@ func checkStrings(_ v: TOMLValue) {
         for i in items { checkStrings(i) }
     default:
         break
+    }
+}
+
+/// A course file (GPX, TCX or FIT course: the readers pick by content, so the three targets share
+/// this entry and differ by their corpus): imported as `bikecomputer courses import` does; a
+/// course it accepts survives the compact file unchanged, and a follower riding its own points
+/// stays on it, its distance along within the course.
+@Sendable func courseFile(_ data: UnsafeRawBufferPointer) {
+    guard let (course, report) = try? CourseImport.course(from: Array(data), fileName: "fuzz.gpx") else { return }
+    precondition(report.pointsKept == course.pointCount && course.pointCount >= 2, "the report's points are not the course's")
+    let bytes = CourseCodec.encode(course)
+    guard let back = try? CourseCodec.decode(bytes) else { preconditionFailure("an imported course's file does not decode: \(course)") }
+    precondition(back.name == course.name && back.latDeg == course.latDeg && back.lonDeg == course.lonDeg
+                 && back.alongM == course.alongM && back.cues == course.cues && back.climbs == course.climbs,
+                 "an imported course changes through its file: \(course)")
+    precondition(CourseCodec.encode(back) == bytes, "a decoded course encodes to other bytes")
+    var follower = CourseFollower(course: course)
+    let stride = max(1, course.pointCount / 64)
+    var t: Int64 = 0
+    for i in Swift.stride(from: 0, to: course.pointCount, by: stride) {
+        t += 1_000
+        _ = follower.update(NavigationFix(latDeg: course.latDeg[i], lonDeg: course.lonDeg[i], atMs: t))
+        if let along = follower.alongM {
+            precondition(along >= 0 && along <= course.lengthM + 1e-6, "along \(along) outside a course of \(course.lengthM) m")
+        }
     }
 }

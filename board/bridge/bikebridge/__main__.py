@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from . import protocol, replay
+from . import kinds, protocol, replay
 from .bridge import Bridge
 from .transport import SerialTransport, SocketTransport
 
@@ -30,8 +30,8 @@ def parse_ant(text: str):
         parts = [int(p) for p in text.split(":")]
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: use TYPE[:NUMBER[:TRANSMISSION]], e.g. 120 or 11:12345") from None
-    if parts[0] not in (120, 11, 121, 122, 123):
-        raise argparse.ArgumentTypeError(f"ANT+ device type {parts[0]} unsupported: use 120, 11, 121, 122 or 123")
+    if parts[0] not in kinds.ANT_TYPES:
+        raise argparse.ArgumentTypeError(f"ANT+ device type {parts[0]} unsupported: use one of {', '.join(map(str, kinds.ANT_TYPES))}")
     return parts[0], parts[1] if len(parts) > 1 else 0, parts[2] if len(parts) > 2 else 0
 
 
@@ -144,7 +144,9 @@ class Runner:
 
     def start_ant(self) -> None:
         from .ant import AntRadio
-        self.ant = AntRadio(self.bridge)
+        # The radio's threads reach the bridge (its transport, this loop's readers) only through
+        # this loop: asyncio and the transport are not thread-safe.
+        self.ant = AntRadio(self.bridge, post=self.loop.call_soon_threadsafe, stick_present=ant_stick_present)
         self.bridge.radios |= protocol.RADIO_ANT
         self.ant.start()
 

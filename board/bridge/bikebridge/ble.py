@@ -22,13 +22,14 @@ import socket
 import time
 from typing import Dict, Optional
 
-from . import protocol
+from . import kinds, protocol
 from .bluez import BATTERY, DEVICE, BlueZ, BlueZError, device_path
 
 log = logging.getLogger("bikebridge.ble")
 
-MEASUREMENTS = (0x2A37, 0x2A63, 0x2A5B)  # heart rate, cycling power, speed and cadence
-READS = (0x2A65,)  # Cycling Power Feature
+# The characteristics forwarded (profile codes, kinds.py): measurements notified, values read once.
+MEASUREMENTS = tuple(dict.fromkeys(kinds.MEASUREMENTS.values()))
+READS = tuple(dict.fromkeys(kinds.READS.values()))
 BATTERY_LEVEL = 0x2A19
 RETRY_S = 1.0
 RETRY_MAX_S = 8.0
@@ -39,7 +40,7 @@ BUS_RETRY_S = 10.0  # no system bus yet: tried again this often
 SERVICES_S = 30.0
 FOUND_REPORT_S = 2.0  # a device already reported in this search is reported again at most this often
 FOUND_RSSI_STEP_DB = 5
-SEARCH_SERVICES = tuple(protocol.SERVICE_UUIDS)
+SEARCH_SERVICES = tuple(kinds.SEARCH_SERVICES)  # 128-bit UUID text
 
 
 class SessionEnded(Exception):
@@ -413,9 +414,8 @@ class BleRadio:
         if fresh_only and rssi is None:
             return  # known from before, not (yet) heard in this search
         services = 0
-        from .bluez import short_uuid
         for u in d.get("UUIDs", []):
-            services |= protocol.SERVICE_UUIDS.get(short_uuid(u) or 0, 0)
+            services |= kinds.SEARCH_SERVICES.get(u.lower(), 0)
         if not services:
             return
         address = d["Address"].upper()

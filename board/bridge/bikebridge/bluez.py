@@ -224,13 +224,15 @@ class BlueZ:
                 if p.startswith(prefix) and DEVICE in ifaces}
 
     def characteristics(self, dev_path: str) -> Dict[int, tuple]:
-        """{16-bit UUID: (path, flags)} of the device's exported characteristics."""
+        """{profile code: (path, flags)} of the device's exported characteristics: a SIG UUID's
+        16 bits, or the code a sensor kind gives its own 128-bit characteristic (kinds.py)."""
+        from . import kinds
         prefix = dev_path + "/"
         out = {}
         for p, ifaces in self.objects.items():
             c = ifaces.get(CHARACTERISTIC)
             if c is not None and p.startswith(prefix):
-                u = short_uuid(c.get("UUID", ""))
+                u = kinds.profile_code(c.get("UUID", ""))
                 if u is not None and u not in out:
                     out[u] = (p, list(c.get("Flags", [])))
         return out
@@ -243,9 +245,9 @@ class BlueZ:
 
     # ---------------------------------------------------------------- discovery (shared)
 
-    async def want_discovery(self, adapter_path: str, who: str, uuids: Optional[List[int]]) -> None:
+    async def want_discovery(self, adapter_path: str, who: str, uuids: Optional[List[str]]) -> None:
         """Starts discovery for `who` (reference counted per adapter). The filter asks for LE
-        devices advertising one of `uuids` (None: any LE device)."""
+        devices advertising one of `uuids` (128-bit text; None: any LE device)."""
         users = self._discovery_users.setdefault(adapter_path, 0)
         self._discovery_users[adapter_path] = users + 1
         if users:
@@ -253,7 +255,7 @@ class BlueZ:
         from dbus_fast import Variant
         flt = {"Transport": Variant("s", "le"), "DuplicateData": Variant("b", False)}
         if uuids:
-            flt["UUIDs"] = Variant("as", [uuid16(u) for u in uuids])
+            flt["UUIDs"] = Variant("as", list(uuids))
         try:
             await self.call(adapter_path, ADAPTER, "SetDiscoveryFilter", "a{sv}", [flt])
             await self.call(adapter_path, ADAPTER, "StartDiscovery")

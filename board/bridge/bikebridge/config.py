@@ -14,10 +14,11 @@ import struct
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Tuple
 
+from . import kinds
+
 log = logging.getLogger("bikebridge.config")
 
 POLL_S = 5.0
-ANT_TYPES = {"heart_rate": 120, "power": 11, "speed_cadence": 121, "cadence": 122, "speed": 123}
 
 
 @dataclass
@@ -92,7 +93,7 @@ def load(path: str) -> Paired:
                 log.warning("%s: sensor %d: ble_address %r is not an address like C0:FF:EE:00:11:22; skipped", path, i, address)
         elif transport == "ant":
             number = s.get("ant_device_number")
-            dtype = s.get("ant_device_type", ANT_TYPES.get(s.get("role")))
+            dtype = s.get("ant_device_type", kinds.ant_device_type(s.get("role")))
             if isinstance(number, int) and isinstance(dtype, int) and 0 < number <= 0xFFFF and 0 < dtype <= 0xFF:
                 entry = (dtype, number, 0)
                 if entry not in out.ant:

@@ -10,6 +10,8 @@ import struct
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Tuple, Union
 
+from . import kinds
+
 VERSION = 1  # the version byte of the version-1 kinds
 VERSION_MAX = 3  # the newest version this bridge speaks (its hello says so)
 KIND_HELLO, KIND_HEARTBEAT, KIND_DATA, KIND_LINK = 1, 2, 3, 4
@@ -31,9 +33,11 @@ LINK_SEARCHING, LINK_CONNECTED, LINK_DISCONNECTED = 0, 1, 2
 # (sent only to an app that said it speaks version 2; an older app gets LINK_DISCONNECTED).
 LINK_UNUSABLE = 3
 RADIO_ANT, RADIO_BLE = 1, 2
-# FOUND's services bits for BLE (for ANT+ the profile field is the device type).
-SERVICE_HEART_RATE, SERVICE_CYCLING_POWER, SERVICE_SPEED_CADENCE = 1, 2, 4
-SERVICE_UUIDS = {0x180D: SERVICE_HEART_RATE, 0x1818: SERVICE_CYCLING_POWER, 0x1816: SERVICE_SPEED_CADENCE}
+# FOUND's services bits for BLE (for ANT+ the profile field is the device type): one per
+# advertised service a kind has (kinds.SEARCH_SERVICES).
+SERVICE_HEART_RATE = kinds.BY_NAME["heart_rate"].found_service_bit
+SERVICE_CYCLING_POWER = kinds.BY_NAME["power"].found_service_bit
+SERVICE_SPEED_CADENCE = kinds.BY_NAME["speed_cadence"].found_service_bit
 RSSI_UNKNOWN = 127
 NAME_BYTES_MAX = 24
 SCAN_SECONDS_MAX = 300

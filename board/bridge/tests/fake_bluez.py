@@ -6,7 +6,7 @@ a disconnection closes the notification sockets and signals "Connected: false"."
 import asyncio
 import socket
 
-from bikebridge import bluez
+from bikebridge import bluez, kinds
 from bikebridge.bluez import ADAPTER, BATTERY, CHARACTERISTIC, DEVICE, SERVICE, BlueZError
 
 ADAPTER_PATH = "/org/bluez/hci0"
@@ -47,7 +47,7 @@ class FakeBlueZ(bluez.BlueZ):
 
     def device_props(self, d):
         return {"Address": d.address, "AddressType": "public", "Name": d.name, "Connected": d.connected,
-                "UUIDs": [bluez.uuid16(u) for u in d.services], "RSSI": d.rssi, "ServicesResolved": d.connected}
+                "UUIDs": [kinds.service_uuid(u) for u in d.services], "RSSI": d.rssi, "ServicesResolved": d.connected}
 
     def appear(self, d):
         """The device is seen advertising (during discovery): BlueZ adds its object."""
@@ -59,7 +59,7 @@ class FakeBlueZ(bluez.BlueZ):
         for i, (u, (flags, _)) in enumerate(sorted(d.chars.items())):
             spath = f"{d.path}/service{i:04x}"
             self.objects[spath] = {SERVICE: {"UUID": bluez.uuid16(0x1800 + i)}}
-            self.objects[f"{spath}/char{i:04x}"] = {CHARACTERISTIC: {"UUID": bluez.uuid16(u), "Flags": list(flags)}}
+            self.objects[f"{spath}/char{i:04x}"] = {CHARACTERISTIC: {"UUID": kinds.characteristic_uuid(u), "Flags": list(flags)}}
         if d.battery is not None:
             self.objects[d.path][BATTERY] = {"Percentage": d.battery}
 
@@ -113,7 +113,7 @@ class FakeBlueZ(bluez.BlueZ):
     def char_at(self, path):
         dev_path = path.split("/service")[0]
         d = self.device_at(dev_path)
-        uuid = bluez.short_uuid(self.objects[path][CHARACTERISTIC]["UUID"])
+        uuid = kinds.profile_code(self.objects[path][CHARACTERISTIC]["UUID"])
         return d, uuid
 
     # ---- the D-Bus calls the bridge makes
@@ -163,7 +163,7 @@ class FakeBlueZ(bluez.BlueZ):
     async def want_discovery(self, adapter_path, who, uuids):
         self.discovering += 1
         for d in self.devices_model.values():
-            if d.advertising and (uuids is None or set(uuids) & set(d.services)):
+            if d.advertising and (uuids is None or set(uuids) & {kinds.service_uuid(s) for s in d.services}):
                 self.appear(d)
                 self.objects[d.path][DEVICE]["RSSI"] = d.rssi
                 self._tell(d.path, DEVICE, {"RSSI": d.rssi})

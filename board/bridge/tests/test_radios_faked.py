@@ -3,10 +3,11 @@ app is exactly the raw pages with the channel id the stick reported; searches re
 device heard once. (BLE: test_ble_faked.py.)"""
 import sys
 import time
-import types
 
 from bikebridge import ant, protocol
 from bikebridge.bridge import Bridge
+
+import fake_openant as fake_openant_module
 
 
 class Recorder:
@@ -24,29 +25,11 @@ class Recorder:
 def fake_openant(pages_by_type):
     channels = []
 
-    class FakeChannel:
-        class Type:
-            BIDIRECTIONAL_RECEIVE = 0
-
-        def __init__(self):
-            self.on_broadcast_data = None
-            self.id = None
-
-        def set_id(self, number, device_type, trans):
-            self.id = (number, device_type, trans)
-
-        def enable_extended_messages(self, on): self.extended = on
-        def set_search_timeout(self, t): pass
-        def set_period(self, p): self.period = p
-        def set_rf_freq(self, f): self.rf = f
-        def open(self): self.opened = True
-        def close(self): self.opened = False
-
     class FakeNode:
         def set_network_key(self, n, key): self.key = key
 
         def new_channel(self, ctype, network, ext_assign):
-            c = FakeChannel()
+            c = fake_openant_module.FakeChannel()
             channels.append(c)
             return c
 
@@ -57,14 +40,7 @@ def fake_openant(pages_by_type):
 
         def stop(self): pass
 
-    modules = {
-        "openant": types.ModuleType("openant"),
-        "openant.devices": types.SimpleNamespace(ANTPLUS_NETWORK_KEY=[0] * 8),
-        "openant.easy": types.ModuleType("openant.easy"),
-        "openant.easy.channel": types.SimpleNamespace(Channel=FakeChannel),
-        "openant.easy.node": types.SimpleNamespace(Node=FakeNode),
-    }
-    return modules, channels
+    return fake_openant_module.modules(FakeNode), channels
 
 
 def test_ant_glue_forwards_pages_with_the_extended_channel_id(monkeypatch):
@@ -104,7 +80,8 @@ def test_ant_search_reports_each_device_once_and_frees_its_channels(monkeypatch)
     radio.node.max_channels = 8
     radio._apply_paired([(120, 4321, 1)])
     radio._start_search(5)
-    assert len(channels) == 6 and [c.id for c in channels[1:]] == [(0, t, 0) for t in ant.SEARCH_TYPES]
+    assert len(channels) == 1 + len(ant.SEARCH_TYPES) and [c.id for c in channels[1:]] == [(0, t, 0) for t in ant.SEARCH_TYPES]
+    assert 40 in ant.SEARCH_TYPES, "a search finds rear radars too"
     page = [0x10, 1, 0xFF, 90, 0, 0, 200, 0]
     by_type = {c.id[1]: c for c in channels[1:]}
     for _ in range(3):  # heard three times: reported once
@@ -117,6 +94,6 @@ def test_ant_search_reports_each_device_once_and_frees_its_channels(monkeypatch)
         (protocol.AntId(12345, 11, 5), 11, -75), (protocol.AntId(2, 121, 1), 121, None)]
     assert [s.scanning for s in rec.of(protocol.KIND_SCAN)] == [True, False]
     assert bridge.bad["ant_no_channel_id"] == 1
-    assert len(radio.pool) == 5 and channels[0].opened and not any(c.opened for c in channels[1:])
+    assert len(radio.pool) == len(ant.SEARCH_TYPES) and channels[0].opened and not any(c.opened for c in channels[1:])
     radio._apply_paired([(120, 4321, 1), (11, 12345, 5)])  # pairing what the search found reuses a channel
-    assert len(channels) == 6 and channels[1].id == (12345, 11, 5) and channels[1].opened
+    assert len(channels) == 1 + len(ant.SEARCH_TYPES) and channels[1].id == (12345, 11, 5) and channels[1].opened

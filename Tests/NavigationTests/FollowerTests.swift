@@ -1,0 +1,310 @@
+import Navigation
+import TestSupport
+import Testing
+
+@Suite struct FollowerTests {
+    /// An L-shaped course ridden exactly: locks at the start, no alarm, the distance to go falls
+    /// to the end, finished there.
+    @Test func followsACourseRiddenAsDrawn() throws {
+        let path = [(0.0, 0.0), (0.0, 2_000.0), (3_000.0, 2_000.0)]
+        let course = try Drawn.course(path)
+        var log = FollowLog(course)
+        log.ride(Drawn.ride(path, noise: 4))
+        #expect(log.events.first?.events.locked == true)
+        #expect(log.alarms.isEmpty)
+        #expect(log.events.contains { $0.events.finished })
+        #expect(log.follower.view.distanceToGoM! < 30)
+        // The distance along never runs more than the GPS noise ahead of or behind the truth.
+        for (i, a) in log.alongs.enumerated() where a.along != nil {
+            #expect(abs(a.along! - Double(i) * 8) < 15, "fix \(i): along \(a.along!)")
+        }
+    }
+
+    /// A detour: 1 km on course, 400 m out at a right angle, 600 m parallel, back, on to the
+    /// end. The alarm comes within 10 s of the first fix beyond 50 m, once; back on course is
+    /// said once the rider rejoins; the period says how far the rider went.
+    @Test func aDetourAlarmsWithinTenSecondsAndClearsAfter() throws {
+        let course = try Drawn.course([(0, 0), (0, 4_000)])
+        let ride = Drawn.ride([(0, 0), (0, 1_000), (400, 1_000), (400, 1_600), (0, 1_600), (0, 4_000)], noise: 3)
+        var log = FollowLog(course)
+        log.ride(ride)
+        #expect(log.offCourseAlarms.count == 1)
+        #expect(log.wrongWayAlarms.isEmpty)
+        let firstBeyond = ride.first { f in
+            let o = Drawn.origin.offset(latDeg: f.latDeg, lonDeg: f.lonDeg)
+            return abs(o.east) > 50
+        }!.atMs
+        let alarm = try #require(log.offCourseAlarms.first)
+        #expect(alarm >= firstBeyond && alarm - firstBeyond <= 10_000, "alarm \(alarm - firstBeyond) ms after leaving")
+        let period = try #require(log.periods.first)
+        #expect(log.periods.count == 1)
+        #expect(period.maxDistanceM > 380 && period.maxDistanceM < 420)
+        #expect(period.startMs == firstBeyond)
+        #expect(period.endMs > alarm)
+        // Cleared within a few fixes of coming back within 30 m.
+        let back = ride.first { f in
+            let o = Drawn.origin.offset(latDeg: f.latDeg, lonDeg: f.lonDeg)
+            return f.atMs > alarm && abs(o.east) < 30
+        }!.atMs
+        #expect(period.endMs - back <= 3_000)
+        #expect(log.events.contains { $0.events.finished })
+    }
+
+    /// Out and back on the same road (the way back 8 m beside the way out): the match never
+    /// jumps to the other leg — not at the start, not near the turn, not after it.
+    @Test func outAndBackNeverSnapsToTheOtherLeg() throws {
+        let out = [(0.0, 0.0), (0.0, 3_000.0), (8.0, 3_000.0), (8.0, 0.0)]
+        let course = try Drawn.course(out)
+        var log = FollowLog(course)
+        let ride = Drawn.ride(out, speed: 9, noise: 5, seed: 3)
+        log.ride(ride)
+        #expect(log.alarms.isEmpty)
+        var previous = -1.0
+        for (i, a) in log.alongs.enumerated() {
+            let along = try #require(a.along)
+            #expect(abs(along - Double(i) * 9) < 20, "fix \(i): along \(along), truth \(Double(i) * 9)")
+            #expect(along >= previous - 10)
+            previous = along
+        }
+        #expect(log.follower.view.distanceToGoM! < 40)
+    }
+
+    /// A loop that ends where it starts: the start is the course's start (not its end), and
+    /// the end is reached only after the whole loop.
+    @Test func aLoopStartsAtItsStartAndEndsAtItsEnd() throws {
+        let loop = [(0.0, 0.0), (1_500.0, 0.0), (1_500.0, 1_000.0), (0.0, 1_000.0), (0.0, 0.0)]
+        let course = try Drawn.course(loop)
+        var log = FollowLog(course)
+        log.ride(Drawn.ride(loop, noise: 4, seed: 5))
+        #expect(log.alarms.isEmpty)
+        #expect(log.alongs.first?.along ?? 99 < 15)
+        let finished = try #require(log.events.first { $0.events.finished })
+        #expect(finished.atMs >= Int64((course.lengthM - 60) / 8) * 1000)
+    }
+
+    /// A figure-eight: the course crosses itself twice. Ridden through, the distance along
+    /// follows the truth at both crossings.
+    @Test func aSelfCrossingCourseIsFollowedThroughTheCrossing() throws {
+        let eight = [(0.0, 0.0), (800.0, 800.0), (800.0, 0.0), (0.0, 800.0), (0.0, 0.0), (800.0, 800.0)]
+        let course = try Drawn.course(eight)
+        var log = FollowLog(course)
+        log.ride(Drawn.ride(eight, noise: 5, seed: 8))
+        #expect(log.alarms.isEmpty)
+        #expect(log.follower.jumps == 0)
+        for (i, a) in log.alongs.enumerated() {
+            #expect(abs(a.along! - Double(i) * 8) < 20, "fix \(i): along \(a.along!)")
+        }
+    }
+
+    /// Small laps ridden five times (a criterium circuit as a five-lap course): each lap's
+    /// distance is counted, never the next lap's.
+    @Test func lapsOfACircuitAreCountedInOrder() throws {
+        var laps: [(Double, Double)] = [(0, 0)]
+        for _ in 0..<5 { laps += [(300, 0), (300, 200), (0, 200), (0, 0)] }
+        let course = try Drawn.course(laps)
+        var log = FollowLog(course)
+        log.ride(Drawn.ride(laps, noise: 4, seed: 9))
+        #expect(log.alarms.isEmpty)
+        for (i, a) in log.alongs.enumerated() {
+            #expect(abs(a.along! - Double(i) * 8) < 20, "fix \(i): along \(a.along!)")
+        }
+    }
+
+    /// GPS lost for a minute mid-course (a tunnel): no alarm, the match picks up where the
+    /// rider came out.
+    @Test func aLostFixIsNoFalseAlarm() throws {
+        let path = [(0.0, 0.0), (0.0, 3_000.0), (2_000.0, 3_000.0)]
+        let course = try Drawn.course(path)
+        var log = FollowLog(course)
+        let ride = Drawn.ride(path, noise: 4, seed: 4)
+        for f in ride {
+            if f.atMs >= 200_000 && f.atMs < 260_000 {
+                log.follower.noFix(at: f.atMs)
+                #expect(f.atMs < 204_000 || log.follower.view.gpsLost)
+                continue
+            }
+            let e = log.follower.update(f)
+            if !e.isEmpty { log.events.append((f.atMs, e)) }
+            if f.atMs == 260_000 { #expect(abs(log.follower.alongM! - 260 * 8) < 20) }
+        }
+        #expect(log.alarms.isEmpty)
+        #expect(!log.follower.view.gpsLost)
+    }
+
+    /// Riding the course backwards from its middle: "wrong way" within a few seconds, not a
+    /// stream of off-course alarms; turning round clears it.
+    @Test func ridingBackwardsIsTheWrongWay() throws {
+        let course = try Drawn.course([(0, 0), (0, 4_000)])
+        var log = FollowLog(course)
+        // Forward to 2 km, then back 400 m, then forward again.
+        log.ride(Drawn.ride([(0, 0), (0, 2_000), (0, 1_600), (0, 4_000)], noise: 3, seed: 6))
+        #expect(log.offCourseAlarms.isEmpty)
+        #expect(log.wrongWayAlarms.count == 1)
+        let turnedAt: Int64 = 250_000 // 2 000 m at 8 m/s
+        let alarm = try #require(log.wrongWayAlarms.first)
+        #expect(alarm > turnedAt && alarm - turnedAt <= 10_000, "wrong way \(alarm - turnedAt) ms after turning")
+        let period = try #require(log.periods.first)
+        #expect(period.wrongWay)
+        #expect(log.events.contains { $0.events.finished })
+    }
+
+    /// Riding to the course from 2 km away: no alarm before the first lock, and the view points
+    /// at the course meanwhile.
+    @Test func approachingTheCourseIsNotOffCourse() throws {
+        let course = try Drawn.course([(0, 0), (0, 3_000)])
+        var log = FollowLog(course)
+        var first = true
+        for f in Drawn.ride([(2_000, -500), (0, 0), (0, 3_000)], noise: 3) {
+            let e = log.follower.update(f)
+            if !e.isEmpty { log.events.append((f.atMs, e)) }
+            if first {
+                #expect(log.follower.view.state == .acquiring)
+                let b = try #require(log.follower.view.backBearingDeg)
+                #expect(abs(Bearing.turn(from: b, to: 284)) < 5, "bearing \(b)") // towards the start, west-north-west
+                #expect(abs(log.follower.view.backDistanceM! - 2_061) < 10)
+                first = false
+            }
+        }
+        #expect(log.alarms.isEmpty)
+        #expect(log.events.contains { $0.events.locked })
+    }
+
+    /// A shortcut across a loop onto a later part of it: an alarm (the rider left the course),
+    /// then back on course on the later part, the cues skipped not announced.
+    @Test func aShortcutJumpsAheadOnSustainedEvidence() throws {
+        let loop = [(0.0, 0.0), (0.0, 3_000.0), (3_000.0, 3_000.0), (3_000.0, 0.0), (200.0, 0.0)]
+        let cues = [Cue(alongM: 3_000, type: .right, name: "A"), Cue(alongM: 6_000, type: .right, name: "B"),
+                    Cue(alongM: 9_000, type: .right, name: "C")]
+        let course = try Drawn.course(loop, cues: cues)
+        var log = FollowLog(course)
+        // Up 1 km, then straight across east to the far side, then down it to the end.
+        log.ride(Drawn.ride([(0, 0), (0, 1_000), (3_000, 1_000), (3_000, 0), (200, 0)], noise: 3, seed: 12))
+        #expect(log.offCourseAlarms.count == 1)
+        #expect(log.periods.count == 1)
+        #expect(log.follower.jumps == 1)
+        #expect(log.cues.allSatisfy { course.cues[$0.index].name == "C" })
+        #expect(log.events.contains { $0.events.finished })
+    }
+
+    /// Cues are announced in order, each first around 150–300 m before, the approach at 100 m
+    /// or 15 s, "now" within 25 m, all before the turn; a cue stays current until passed.
+    @Test func cuesAreAnnouncedInOrderBeforeTheirTurns() throws {
+        let path = [(0.0, 0.0), (0.0, 1_000.0), (1_000.0, 1_000.0), (1_000.0, 1_120.0), (2_000.0, 1_120.0)]
+        let cues = [Cue(alongM: 1_000, type: .right, name: "Main St"), Cue(alongM: 2_000, type: .left, name: "Oak"),
+                    Cue(alongM: 2_120, type: .right, name: "Elm")]
+        let course = try Drawn.course(path, cues: cues)
+        var log = FollowLog(course)
+        var sawFollowing = false
+        for f in Drawn.ride(path, speed: 6, noise: 3, seed: 2) {
+            let e = log.follower.update(f)
+            if !e.isEmpty { log.events.append((f.atMs, e)) }
+            if let c = log.follower.view.cue, c.index == 1, c.distanceM < 200 {
+                sawFollowing = sawFollowing || log.follower.view.followingCue?.index == 2
+            }
+        }
+        let announced = log.cues
+        // In course order; each cue's stages rising; every cue reaches "now".
+        #expect(announced.map(\.index) == announced.map(\.index).sorted())
+        for k in 0..<3 {
+            let stages = announced.filter { $0.index == k }.map(\.stage)
+            #expect(stages == stages.sorted() && Set(stages).count == stages.count && stages.last == .now, "cue \(k): \(stages)")
+            #expect(stages.contains(.approach), "cue \(k): \(stages)")
+        }
+        #expect(announced.filter { $0.index == 0 }.map(\.stage) == [.first, .approach, .now])
+        for a in announced {
+            switch a.stage {
+            case .first: #expect(a.distanceM > 100 && a.distanceM <= 300)
+            case .approach: #expect(a.distanceM > 25 && a.distanceM <= 100)
+            case .now: #expect(a.distanceM <= 25)
+            case .none: Issue.record("a stage none announced")
+            }
+        }
+        #expect(sawFollowing, "Oak and Elm are 120 m apart: Elm is shown with Oak")
+        #expect(log.alarms.isEmpty)
+    }
+
+    /// Climbs: on one, the view counts down to its top; before one, it says how far to its foot.
+    @Test func climbsAheadAndOnOne() throws {
+        // Flat 1 km, a 1.5 km climb at 6 %, flat to the end.
+        let alt: (Double) -> Double = { a in a < 1_000 ? 400 : a < 2_500 ? 400 + 0.06 * (a - 1_000) : 490 }
+        let climb = Climb(startAlongM: 1_000, endAlongM: 2_500, startAltitudeM: 400, endAltitudeM: 490)
+        let course = try Drawn.course([(0, 0), (0, 4_000)], climbs: [climb], altitude: alt)
+        var log = FollowLog(course)
+        var started: Int64?
+        for f in Drawn.ride([(0, 0), (0, 4_000)], noise: 2) {
+            let e = log.follower.update(f)
+            if e.climbStarted == 0 { started = f.atMs }
+            let v = log.follower.view
+            if f.atMs == 50_000 { // 400 m in: the climb 600 m ahead
+                #expect(v.climb?.onClimb == false && abs(v.climb!.distanceM - 600) < 15 && v.climb!.number == 1)
+            }
+            if f.atMs == 200_000 { // 1 600 m in: on it, 900 m and 54 m to the top
+                let c = try #require(v.climb)
+                #expect(c.onClimb && abs(c.distanceM - 900) < 15 && abs(c.elevationM - 54) < 1.5 && abs(c.gradePercent - 6) < 0.3)
+            }
+        }
+        #expect(started.map { abs($0 - 125_000) <= 2_000 } ?? false)
+        #expect(log.follower.view.climb == nil)
+    }
+
+    /// The matcher on random courses: random walks with turns up to 150°, ridden at random
+    /// speeds with 6 m of GPS noise and a 30 s gap. Never an alarm, never on the wrong leg:
+    /// the distance along stays within 40 m of the truth after the lock (a wrong leg is hundreds
+    /// of metres off).
+    @Test(arguments: 0..<24) func randomCoursesNoisyRides(seed: UInt64) throws {
+        var rng = SeededRandom(seed: 1_000 + seed)
+        var corners: [(Double, Double)] = [(0, 0)]
+        var heading = rng.double(0...6.28)
+        for _ in 0..<rng.int(6...18) {
+            heading += rng.double(-2.6...2.6)
+            let length = rng.double(150...1_500)
+            let (e, n) = corners.last!
+            corners.append((e + length * heading.sinApprox, n + length * heading.cosApprox))
+        }
+        let course = try Drawn.course(corners, spacing: 25)
+        let speed = rng.double(4...14)
+        let ride = Drawn.ride(corners, speed: speed, noise: 6, seed: seed)
+        var follower = CourseFollower(course: course)
+        var alarms = 0
+        let gapStart = Int64(rng.int(20...max(21, ride.count - 40))) * 1000
+        for (i, f) in ride.enumerated() {
+            if f.atMs >= gapStart && f.atMs < gapStart + 30_000 { follower.noFix(at: f.atMs); continue }
+            let e = follower.update(f)
+            if e.offCourse || e.wrongWay { alarms += 1 }
+            if let a = follower.alongM {
+                // (the drawn truth is in the origin's flat plane: 0.3 % of scale error allowed; a
+                // noisy fix just past a sharp corner can match just before it)
+                #expect(abs(a - Double(i) * speed) < 40 + 0.003 * Double(i) * speed, "seed \(seed) fix \(i): along \(a), truth \(Double(i) * speed)")
+            }
+        }
+        #expect(alarms == 0, "seed \(seed)")
+        #expect(follower.view.distanceToGoM! < 60, "seed \(seed)")
+    }
+}
+
+extension Double {
+    /// sin and cos for drawing test courses (no math library in the tests).
+    var sinApprox: Double { (self - Double.pi / 2).cosApprox }
+    var cosApprox: Double {
+        var y = truncatingRemainder(dividingBy: 2 * Double.pi)
+        if y > Double.pi { y -= 2 * Double.pi } else if y < -Double.pi { y += 2 * Double.pi }
+        var term = 1.0, sum = 1.0
+        for k in 1..<20 { term *= -y * y / Double((2 * k - 1) * (2 * k)); sum += term }
+        return sum
+    }
+}
+
+@Suite struct BackwardsTests {
+    /// Riding a course from its end to its start: locked on it against its direction, "wrong
+    /// way" within 10 s; never "finished" at the end it started from.
+    @Test func ridingACourseFromItsEndIsTheWrongWay() throws {
+        let path = [(0.0, 0.0), (0.0, 2_000.0), (1_500.0, 2_000.0)]
+        let course = try Drawn.course(path)
+        var log = FollowLog(course)
+        log.ride(Drawn.ride(Array(path.reversed()), noise: 3, seed: 14))
+        #expect(!log.events.contains { $0.events.finished })
+        let alarm = try #require(log.wrongWayAlarms.first)
+        #expect(alarm <= 10_000, "wrong way \(alarm) ms after the start")
+        #expect(log.offCourseAlarms.isEmpty)
+    }
+}
