@@ -322,9 +322,9 @@ build() {
 package() {
     local key
     key=$( (cat "$OUT/.built"; cat packaging/deb/* board/accounts.sh board/config.toml board/udev/* board/boot-config.txt;
-            cat board/systemd/* board/usb-gadget/* board/bridge/bikebridge.service board/bridge/bikebridge.default \
+            cat board/systemd/* board/tmpfiles.d/* board/usb-gadget/* board/bridge/bikebridge.service board/bridge/bikebridge.default \
                 board/bridge/requirements-board.txt board/bridge/bikebridge/*.py docs/board.md docs/config.md docs/companion.md \
-                docs/usb.md docs/sensors.md LICENSE) | sha256sum | cut -c1-16)
+                docs/usb.md docs/sensors.md docs/power.md LICENSE) | sha256sum | cut -c1-16)
     DEB=$OUT/bikecomputer_${VERSION}_arm64.deb
     if [ -e "$OUT/.packaged" ] && [ "$(cat "$OUT/.packaged")" = "$key" ] && [ -f "$DEB" ]; then
         say "Debian package: up to date ($(basename "$DEB"))"
