@@ -83,6 +83,10 @@ def after_install(what: str) -> dict:
     return {"package": package_state(), "units": units_state(), "groups": groups,
             "etc": mode_owner("/etc/bikecomputer"), "config": mode_owner("/etc/bikecomputer/config.toml"),
             "data": mode_owner("/var/lib/bikecomputer"), "devices": devices,
+            # The tmpfiles directories (board/tmpfiles.d, /usr/lib/tmpfiles.d in the package).
+            "run_dir": mode_owner("/run/bikecomputer"), "rides_dir": mode_owner("/var/lib/bikecomputer/rides"),
+            "poweroff_path": {"enabled": run("systemctl", "is-enabled", "bikecomputer-poweroff.path", check=False).strip(),
+                              "active": run("systemctl", "is-active", "bikecomputer-poweroff.path", check=False).strip()},
             "binaries": {b: mode_owner(f"/usr/bin/{b}") for b in ("bikecomputer", "bikecompanion")},
             "version": run("bikecomputer", "--version", check=False).strip(),
             "conffiles": run("dpkg-query", "-W", "-f=${Conffiles}", "bikecomputer", check=False).split(),

@@ -177,6 +177,7 @@ def kill_drill() -> None:
     wait_for(lambda: ride_state() == "running", 30, "the second ride running")
     time.sleep(3)
     before = status()
+    record["kill_drill_status_before"] = before
     proc.kill()
     proc.wait(timeout=15)
     note("app killed", timer_ms=before["timer_ms"])
@@ -310,6 +311,10 @@ try:
             kill_drill()
         except Exception as e:
             record.setdefault("kill_drill", {})["error"] = f"{type(e).__name__}: {e}"
+            try:  # what the app says of its journal and loop when the drill failed
+                record["kill_drill"]["status_at_error"] = status()
+            except Exception as e2:
+                record["kill_drill"]["status_at_error"] = f"{type(e2).__name__}: {e2}"
 except Exception as e:
     record["errors"].append(f"{type(e).__name__}: {e}")
     raise

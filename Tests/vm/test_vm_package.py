@@ -87,7 +87,13 @@ def test_apt_install_of_the_deb_makes_what_the_board_needs(pkg):
     assert i["units"]["bikecomputer"]["ActiveState"] == "active" and i["units"]["bikebridge"]["ActiveState"] == "active", i["units"]
     assert i["units"]["bikecompanion"]["ActiveState"] == "inactive", "off until [companion] enabled = true"
     assert {"gpio", "i2c", "dialout"} <= set(i["groups"]["bike"]), i["groups"]
-    assert {"bike", "plugdev", "bluetooth"} <= set(i["groups"]["bikebridge"]), i["groups"]
+    # The bridge reaches the app's bridge socket through its own group (the sockets' directory is
+    # bike:bikebridge 2710), not bike's: that group would give it the config directory and the rides.
+    assert {"bikebridge", "plugdev", "bluetooth"} <= set(i["groups"]["bikebridge"]), i["groups"]
+    assert "bike" not in i["groups"]["bikebridge"], i["groups"]
+    assert i["run_dir"] == {"exists": True, "mode": "0o2710", "user": "bike", "group": "bikebridge"}, i["run_dir"]
+    assert i["rides_dir"] == {"exists": True, "mode": "0o750", "user": "bike", "group": "bike"}, i["rides_dir"]
+    assert i["poweroff_path"] == {"enabled": "enabled", "active": "active"}, "the app's clean power-off request is watched"
     assert i["etc"] == {"exists": True, "mode": "0o775", "user": "root", "group": "bike"}, i["etc"]
     assert i["data"]["user"] == "bike" and i["data"]["mode"] == "0o750", i["data"]
     assert "/etc/bikecomputer/config.toml" in i["conffiles"] and "/etc/default/bikebridge" in i["conffiles"], i["conffiles"]
