@@ -94,6 +94,14 @@ def guests(request):
     return started
 
 
+def arches_selected(request, module: str, arches=("amd64", "arm64")) -> list[str]:
+    """The architectures of `module`'s tests (parametrized by arch) that this run selected: a run
+    split by `-k` (scripts/test.sh runs the arm64 tests beside the others) starts only the guests
+    it tests."""
+    ids = [item.nodeid for item in request.session.items if item.module.__name__ == module]
+    return [a for a in arches if any(f"[{a}]" in i or f"[{a}-" in i or f"-{a}]" in i for i in ids)]
+
+
 def guest_result(guests: dict, module: str) -> vmlib.Result:
     run = guests.get(module)
     if run is None:

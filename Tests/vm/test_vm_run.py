@@ -17,7 +17,7 @@ import pytest
 
 import arm64_system
 import vmlib
-from conftest import GUEST_SETUP, launcher, prepared
+from conftest import GUEST_SETUP, arches_selected, launcher, prepared
 
 ACTIVE_CONTRAST = 127  # guest_ride.py's [display] contrast
 
@@ -54,6 +54,8 @@ inrootfs /usr/bin/python3 /host{vmlib.REPO}/Tests/vm/guest_ride.py --bin /host{r
 def launch(request) -> dict:
     started: dict = {}
     for arch, fn in [("amd64", _launch_amd64), ("arm64", _launch_arm64)]:
+        if arch not in arches_selected(request, "test_vm_run"):
+            continue
         try:
             started[arch] = fn(request)
         except BaseException as e:  # noqa: BLE001 - reported by that architecture's tests
