@@ -1,5 +1,6 @@
 """Issue 27, the installed system's half, inside the booted Debian guest (Tests/vm/test_vm_hardening.py):
-what each shipped unit is allowed, measured by `systemd-analyze security`; the users and groups
+what each shipped unit is allowed, measured by `systemd-analyze security` (and what it says of the
+path units, which run no process); the users and groups
 install.sh made and what each can reach; the USB drive installed before the first ride (the
 order that left rides/ root's), a ride through the units with its path-unit triggers counted and
 the drive rebuilt at its end; a link named like a ride and a link in place of the image; the
@@ -28,7 +29,9 @@ sys.path.insert(0, "/out")
 import guest_system as g  # noqa: E402
 
 UNITS = ["bikecomputer.service", "bikecompanion.service", "bikebridge.service", "bikecomputer-usb-image.service",
-         "bikecomputer-usb-gadget.service", "bikecomputer-usb-refresh.service"]
+         "bikecomputer-usb-gadget.service", "bikecomputer-usb-refresh.service", "bikecomputer-poweroff.service"]
+# Path units run no process (PID 1 watches a path and starts the service they name).
+PATH_UNITS = ["bikecomputer-usb-refresh.path", "bikecomputer-poweroff.path"]
 DATA = g.DATA
 RIDES = DATA / "rides"
 IMAGE = DATA / "usb" / "usb.img"
@@ -89,6 +92,20 @@ def measure() -> dict:
         out[unit] = {"exposure": float(m.group(1)) if m else None, "rating": m.group(2) if m else None,
                      "failed_checks": [(c.get("name"), c.get("description"), c.get("exposure")) for c in checks],
                      "text": text[-6000:]}
+    return out
+
+
+def measure_path_units() -> dict:
+    """What `systemd-analyze security` says of each path unit (it rates services: a path unit
+    has no process to sandbox), the unit's state, and who may create the path it watches."""
+    out: dict = {}
+    for unit in PATH_UNITS:
+        p = subprocess.run(["systemd-analyze", "security", "--no-pager", unit], capture_output=True, text=True)
+        props = show(unit, "LoadState,ActiveState,SubState,Result,Paths,Triggers")
+        raw = run("systemctl", "show", unit, "-p", "Paths", check=False)
+        watched = re.findall(r"(/[^\s;(){}]+)", raw)
+        out[unit] = {"analyze_rc": p.returncode, "analyze": (p.stdout + p.stderr)[-3000:], "props": props, "paths": raw,
+                     "watched": {w: stat_of(os.path.dirname(w)) for w in watched if os.path.lexists(os.path.dirname(w))}}
     return out
 
 
@@ -266,8 +283,9 @@ def scenario(measure_only: bool) -> None:
     g.start_units(companion=True)
     run("systemctl", "start", "vm-old-refresh.path")
     rec["security"] = measure()
+    rec["path_units"] = measure_path_units()
     rec["users"] = users_and_groups()
-    rec["units"] = {u: show(u, "ActiveState,SubState,User,Result") for u in UNITS + ["bikecomputer-usb-refresh.path"]}
+    rec["units"] = {u: show(u, "ActiveState,SubState,User,Result") for u in UNITS + PATH_UNITS}
     rec["companion"] = companion_view()
     g.save()
 
@@ -335,7 +353,7 @@ def scenario(measure_only: bool) -> None:
     run("rm", "-f", str(DATA / "usb" / "planted.img"), *[str(RIDES / f"{fake}.{ext}") for ext in ("fit", "gpx")])
     lines = pathlib.Path("/etc/shadow").read_text().splitlines()
     pathlib.Path("/etc/shadow").write_text("".join(l + "\n" for l in lines if l != marker))
-    rec["units_after"] = {u: show(u, "ActiveState,SubState,Result,NRestarts") for u in UNITS + ["bikecomputer-usb-refresh.path"]}
+    rec["units_after"] = {u: show(u, "ActiveState,SubState,Result,NRestarts,ExecMainStartTimestampMonotonic") for u in UNITS + PATH_UNITS}
     rec["journal_app"] = journal("bikecomputer.service")[-3000:]
     rec["journal_bridge"] = journal("bikebridge.service")[-2000:]
 

@@ -26,7 +26,9 @@ GUEST = pathlib.Path(__file__).resolve().parent / "guest_hardening.py"
 APP_EXPOSURE_MAX = 2.5
 UNIT_EXPOSURE_MAX = 4.0
 SHIPPED = ["bikecomputer.service", "bikecompanion.service", "bikebridge.service", "bikecomputer-usb-image.service",
-           "bikecomputer-usb-gadget.service", "bikecomputer-usb-refresh.service"]
+           "bikecomputer-usb-gadget.service", "bikecomputer-usb-refresh.service", "bikecomputer-poweroff.service"]
+# Shipped path units: no process of their own (PID 1 watches a path and starts the service).
+PATH_UNITS = ["bikecomputer-usb-refresh.path", "bikecomputer-poweroff.path"]
 
 
 def hardening_run(k):
@@ -60,6 +62,26 @@ def test_every_shipped_unit_is_rated_ok_or_better(hardened):
         limit = APP_EXPOSURE_MAX if unit == "bikecomputer.service" else UNIT_EXPOSURE_MAX
         assert v["exposure"] is not None and v["exposure"] <= limit, (unit, table, v["failed_checks"])
         assert v["rating"] in ("OK", "SAFE"), (unit, table)
+
+
+def test_the_path_units_watch_only_what_the_app_user_alone_can_write(hardened):
+    """A path unit is PID 1 watching a path: whoever can create that path starts the service
+    (the power-off unit powers the board off). Each watched path's directory is the app's and
+    no other user may write in it; `systemd-analyze security` rates services, so the services
+    they start are measured above."""
+    _, r = hardened
+    pu = r["path_units"]
+    assert sorted(pu) == sorted(PATH_UNITS), f"measured: {sorted(pu)}"
+    for unit, v in pu.items():
+        assert v["props"]["LoadState"] == "loaded" and v["props"]["ActiveState"] == "active", (unit, v["props"])
+        assert v["watched"], (unit, v["paths"])
+        for path, d in v["watched"].items():
+            assert d["owner"] == "bike" and not d["link"], (unit, path, d)
+            assert int(d["mode"], 8) & 0o022 == 0, f"{unit}: {path}'s directory is writable by others than bike: {d}"
+    assert "/run/bikecomputer/power-off" in pu["bikecomputer-poweroff.path"]["paths"], pu["bikecomputer-poweroff.path"]
+    # A ride, its end and the USB drive's rebuilds asked for no power-off.
+    off = r["units_after"]["bikecomputer-poweroff.service"]
+    assert off["ActiveState"] == "inactive" and off["ExecMainStartTimestampMonotonic"] == "0", off
 
 
 def test_the_bridge_user_reaches_its_socket_and_nothing_of_the_app(hardened):
