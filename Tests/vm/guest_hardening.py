@@ -97,7 +97,8 @@ def measure() -> dict:
 
 def measure_path_units() -> dict:
     """What `systemd-analyze security` says of each path unit (it rates services: a path unit
-    has no process to sandbox), the unit's state, and who may create the path it watches."""
+    has no process to sandbox), the unit's state, and who may change what it watches (the watched
+    directory, or the directory of the watched file)."""
     out: dict = {}
     for unit in PATH_UNITS:
         p = subprocess.run(["systemd-analyze", "security", "--no-pager", unit], capture_output=True, text=True)
@@ -105,7 +106,8 @@ def measure_path_units() -> dict:
         raw = run("systemctl", "show", unit, "-p", "Paths", check=False)
         watched = re.findall(r"(/[^\s;(){}]+)", raw)
         out[unit] = {"analyze_rc": p.returncode, "analyze": (p.stdout + p.stderr)[-3000:], "props": props, "paths": raw,
-                     "watched": {w: stat_of(os.path.dirname(w)) for w in watched if os.path.lexists(os.path.dirname(w))}}
+                     "watched": {w: dict(stat_of(d), dir=d) for w in watched
+                                 for d in [w if os.path.isdir(w) else os.path.dirname(w)] if os.path.lexists(d)}}
     return out
 
 

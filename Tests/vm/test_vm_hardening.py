@@ -74,6 +74,7 @@ def test_the_path_units_watch_only_what_the_app_user_alone_can_write(hardened):
     assert sorted(pu) == sorted(PATH_UNITS), f"measured: {sorted(pu)}"
     for unit, v in pu.items():
         assert v["props"]["LoadState"] == "loaded" and v["props"]["ActiveState"] == "active", (unit, v["props"])
+        assert v["analyze_rc"] != 0 and "not a service unit" in v["analyze"], (unit, v["analyze"])
         assert v["watched"], (unit, v["paths"])
         for path, d in v["watched"].items():
             assert d["owner"] == "bike" and not d["link"], (unit, path, d)
