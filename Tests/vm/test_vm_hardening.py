@@ -2,7 +2,8 @@
 booted Debian 12 that board/install.sh installed (system.installed_image).
 
 Tests/vm/guest_hardening.py in the guest: `systemd-analyze security` of every shipped unit (the
-app's at most 2.5, every other at most 4.0: "OK" or better); the users and groups install.sh
+app's at most 2.5, every other at most 4.0: "OK" or better; the path units, which it does not
+rate, watch only what `bike` alone can write); the users and groups install.sh
 made (the bridge not in the app's group: neither the config directory nor the data directory
 is its; only the bridge socket); the companion's view of the data directory (its own
 companion/, nothing else) and a pairing through its sandbox; the USB drive installed before the
