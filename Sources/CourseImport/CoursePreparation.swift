@@ -115,8 +115,9 @@ public enum CoursePreparation {
                 // A distance that puts the point farther than cueSnapM from its own position is
                 // wrong (Garmin Connect writes 0 for every course point, in no route order): the
                 // point goes where the course first passes within cueSnapM of its position (else
-                // nearest it), out of the file's order.
-                if let la = c.latDeg, let lo = c.lonDeg {
+                // nearest it), out of the file's order. Whole-course searches are bounded as the
+                // waypoints' are (waypointsMax of them; past that the file's distance stands).
+                if let la = c.latDeg, let lo = c.lonDeg, distancesWrong < settings.waypointsMax {
                     let at = shape.position(atAlongM: along!)
                     if Geodesy.distanceM(latDeg: at.latDeg, lonDeg: at.lonDeg, latDeg: la, lonDeg: lo) > settings.cueSnapM {
                         along = passNear(shape, latDeg: la, lonDeg: lo, fromSegment: 0, within: settings.cueSnapM).alongM
