@@ -29,12 +29,11 @@ public enum AtomicFiles {
         }
     }
 
-    /// The one sequence both use: `path.<pid>.tmp` created with `mode`, `prepare`d, written and
+    /// The one sequence both use: `path.<pid>.tmp` created anew with `mode` (`createTemporary`), `prepare`d, written and
     /// fsynced, renamed over `path`, the directory fsynced; the temporary removed on any failure.
     static func writeThroughTemporary(_ path: String, _ bytes: [UInt8], mode: mode_t,
                                       prepare: (FileDescriptor) -> Void) throws(SystemError) {
-        let tmp = path + "." + String(getpid()) + temporarySuffix
-        let fd = try FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode: mode)
+        let (fd, tmp) = try createTemporary(for: path, mode: mode)
         do {
             prepare(fd)
             try fd.writeAll(bytes)
@@ -51,6 +50,30 @@ public enum AtomicFiles {
             throw e
         }
         try syncDirectory(of: path)
+    }
+
+    /// How many times `createTemporary` removes what is in the way at the temporary's name and
+    /// tries again before it gives up (something keeps putting it back).
+    public static let temporaryCreateAttempts = 4
+
+    /// Creates `path.<pid>.tmp` anew for writing: `O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC`, so a
+    /// file, hard link or symbolic link already at that name (a crashed writer's leftover, or
+    /// planted by whoever can write the directory) is never opened, followed or truncated. What
+    /// is in the way is unlinked (the name only: unlink follows no link) and the creation tried
+    /// again, at most `temporaryCreateAttempts` times; a directory there, or one put back each
+    /// time, is an error that names the path.
+    public static func createTemporary(for path: String, mode: mode_t) throws(SystemError) -> (FileDescriptor, String) {
+        let tmp = path + "." + String(getpid()) + temporarySuffix
+        for _ in 0..<temporaryCreateAttempts {
+            do throws(SystemError) {
+                return (try FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode: mode), tmp)
+            } catch where error.errno == EEXIST {
+                if unlink(tmp) != 0 && errno != ENOENT {
+                    throw SystemError.current("unlink", "\(tmp) (in the way of the temporary file; remove it)")
+                }
+            }
+        }
+        throw SystemError(errno: EEXIST, call: "open", context: "\(tmp) (put back \(temporaryCreateAttempts) times after removal; is another writer at work?)")
     }
 
     /// fsync of the directory holding `path` (makes a rename or unlink durable).

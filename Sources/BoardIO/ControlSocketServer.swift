@@ -462,8 +462,13 @@ public final class ControlSocketServer {
 public enum ControlSocketClient {
     public static let replyBytesMax = 64 * 1024
 
-    /// Sends `line` and returns the reply line (without its newline).
+    /// Sends `line` and returns the reply line (without its newline). A line holding a line
+    /// break is refused (EINVAL) before connecting: it would be read as two requests, the text
+    /// after the break as a command of its own (a sensor name "HR\ndiscard").
     public static func request(_ line: String, path: String) throws(SystemError) -> String {
+        if line.utf8.contains(where: { $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }) {
+            throw SystemError(errno: EINVAL, call: "request", context: "(the line holds a line break; one request is one line)")
+        }
         let raw = try retryingOnInterrupt("connect", path) { cbs_unix_connect(path) }
         let fd = FileDescriptor(rawValue: raw)
         defer { fd.close() }

@@ -23,6 +23,22 @@ public enum SensorsControl: Sendable, Hashable {
     public static let scanSecondsDefault = 10
     public static let usage = "sensors scan [SECONDS] | stop | found | pair ID KIND [NAME] | forget ID"
 
+    /// Why `name` cannot be a sensor's name sent in a `sensors pair` line, or nil: a control
+    /// character (U+0000-U+001F, U+007F). A line break would end the line (the rest read as a
+    /// command of its own), a tab would become a space, the others the device refuses.
+    public static func nameRefusal(_ name: String) -> String? {
+        guard let c = name.unicodeScalars.first(where: isControl) else { return nil }
+        let code = String(c.value, radix: 16, uppercase: true)
+        return "the name has a control character (U+\(String(repeating: "0", count: 4 - code.count) + code)); a sensor name is one line of plain text"
+    }
+
+    /// The name with its control characters left out (a name heard over the air, as a default).
+    public static func withoutControlCharacters(_ name: String) -> String {
+        String(String.UnicodeScalarView(name.unicodeScalars.filter { !isControl($0) }))
+    }
+
+    static func isControl(_ c: Unicode.Scalar) -> Bool { c.value < 0x20 || c.value == 0x7F }
+
     /// The words after "sensors", as typed (case kept: a name is the rider's).
     static func parse(_ words: [Substring]) -> Result<ControlProtocol.Request, ControlProtocol.ParseError> {
         func bad(_ usage: String) -> Result<ControlProtocol.Request, ControlProtocol.ParseError> {

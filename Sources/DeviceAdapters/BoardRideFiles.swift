@@ -158,8 +158,8 @@ final class BackgroundWrite: RideFilePendingWrite {
     init(_ files: BoardRideFiles, path: String, bytes: [UInt8]) throws(SystemError) {
         self.files = files
         self.path = path
-        temporary = path + "." + String(getpid()) + AtomicFiles.temporarySuffix
-        let f = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644)
+        let (f, temporary) = try AtomicFiles.createTemporary(for: path, mode: 0o644)
+        self.temporary = temporary
         do { try f.writeAll(bytes) } catch {
             f.close()
             unlink(temporary)

@@ -151,6 +151,10 @@ public struct ScreenLayouts: Sendable {
     public var radarStatusLinePages: [PageLayout]
     /// The navigation pages laid out above the status line, as `statusLinePages`.
     public var navigationStatusLinePages: [PageLayout]
+    /// The navigation pages beside the radar column (issue 29's column on issue 28's pages), and
+    /// those also above the status line.
+    public var radarNavigationPages: [PageLayout]
+    public var radarNavigationStatusLinePages: [PageLayout]
     public var width: Int { geometry.width }
     public var height: Int { geometry.height }
 
@@ -164,6 +168,8 @@ public struct ScreenLayouts: Sendable {
         radarStatusLinePages = runningPages
         navigationPages = NavigationPageDesigns.all.map { $0.layout(g) }
         navigationStatusLinePages = NavigationPageDesigns.all.map { Self.aboveStatusLine($0, g) }
+        radarNavigationPages = NavigationPageDesigns.all.map { $0.layout(g, in: RadarColumn.pageArea(g)) }
+        radarNavigationStatusLinePages = NavigationPageDesigns.all.map { Self.besideRadarAboveStatusLine($0, g) }
     }
 
     /// `designs` laid out for a `width` × `height` panel.
@@ -175,13 +181,24 @@ public struct ScreenLayouts: Sendable {
         navigationPages = NavigationPageDesigns.all.map { $0.layout(g) }
         statusLinePages = designs.map { Self.aboveStatusLine($0, g) }
         navigationStatusLinePages = NavigationPageDesigns.all.map { Self.aboveStatusLine($0, g) }
+        radarStatusLinePages = designs.map { Self.besideRadarAboveStatusLine($0, g) }
+        radarNavigationPages = NavigationPageDesigns.all.map { $0.layout(g, in: RadarColumn.pageArea(g)) }
+        radarNavigationStatusLinePages = NavigationPageDesigns.all.map { Self.besideRadarAboveStatusLine($0, g) }
+    }
+
+    /// The navigation pages for the moment: beside the radar column while a radar is paired,
+    /// above the status line while a pairing code is shown.
+    public func navigationPages(radar: Bool, statusLine: Bool) -> [PageLayout] {
+        radar ? (statusLine ? radarNavigationStatusLinePages : radarNavigationPages) : (statusLine ? navigationStatusLinePages : navigationPages)
+    }
+
+    /// `design` beside the radar column and above the status line, as `aboveStatusLine`.
+    static func besideRadarAboveStatusLine(_ design: PageDesign, _ g: PanelGeometry) -> PageLayout {
         var besideAbove = RadarColumn.pageArea(g)
         besideAbove.height = min(besideAbove.height, g.statusLine.y - besideAbove.y)
-        radarStatusLinePages = designs.map { design in
-            var smaller = 0
-            while smaller < FieldSize.huge.rawValue, !design.fits(g, height: besideAbove.height, smaller: smaller) { smaller += 1 }
-            return design.layout(g, in: besideAbove, smaller: smaller)
-        }
+        var smaller = 0
+        while smaller < FieldSize.huge.rawValue, !design.fits(g, height: besideAbove.height, smaller: smaller) { smaller += 1 }
+        return design.layout(g, in: besideAbove, smaller: smaller)
     }
 
     /// `design` laid out above the status line: the least step down in size that gives every

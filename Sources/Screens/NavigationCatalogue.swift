@@ -112,6 +112,15 @@ extension ScreenCatalogue {
         add("nav-profile-ahead", "Course profile before a climb: how far to its foot, its gain and grade; the next 5 km", at(3_400, page: profile))
         add("nav-map-course", "The map page with a course: the course around the rider (north up, zoomed to the next cue), the track so far dotted, the rider's heading, the next cue circled",
             at(2_800, page: map))
+        // The rear radar's column on the navigation pages, as on the data pages.
+        for (name, caption, page, alongM) in [("radar-nav", "Navigation page with a rear radar: the column at the left, the cue beside it", nav, 2_830.0),
+                                              ("radar-nav-profile", "Course profile with a rear radar: the column at the left, the profile beside it", profile, 5_400)] {
+            var m = at(alongM, page: page)
+            m.sensors[Int(SensorRole.radar.rawValue)] = .connected
+            m.radar = RadarPicture([RadarTarget(rangeM: 62, closingSpeedMps: 8, threat: .approaching),
+                                    RadarTarget(rangeM: 28, closingSpeedMps: 14, threat: .fastApproach)])
+            add(name, caption, m)
+        }
 
         var menu = idle
         menu.mode = .courses

@@ -23,6 +23,13 @@ struct NavigationLayout {
     var then: Rect?
     var bottom: Rect?
     var rule: Rect?
+    /// A frame too short for the distance in large digits over the name (above a pairing code's
+    /// status line on the 128x32 OLED): the distance (or NOW, or a banner) and the name in the
+    /// text font, closed up on their blank rows.
+    var short: Bool
+    /// Where a banner ("OFF COURSE") goes, and its words' top.
+    var banner: Rect
+    var bannerTextY: Int
 
     init(_ frame: Rect, _ g: PanelGeometry) {
         let text = g.fonts.text.height
@@ -33,9 +40,19 @@ struct NavigationLayout {
         let x = arrow.maxX + g.px(4)
         let w = frame.maxX - x
         let digits = g.fonts.digits(.large).height
-        distance = Rect(x: x, y: frame.y + g.px(1), width: w, height: digits)
-        name = Rect(x: x, y: distance.maxY + g.px(2), width: w, height: text)
-        then = name.maxY + text <= frame.maxY - bottomRow ? Rect(x: x, y: name.maxY, width: w, height: text) : nil
+        short = frame.height < g.px(1) + digits + g.px(2) + text
+        if short {
+            distance = Rect(x: x, y: frame.y - g.px(1), width: w, height: text)
+            name = Rect(x: x, y: frame.y + text - g.px(3), width: w, height: text)
+            banner = Rect(x: x - g.px(1), y: frame.y, width: w + g.px(1), height: name.y + g.px(2) - frame.y)
+            bannerTextY = frame.y - g.px(1)
+        } else {
+            distance = Rect(x: x, y: frame.y + g.px(1), width: w, height: digits)
+            name = Rect(x: x, y: distance.maxY + g.px(2), width: w, height: text)
+            banner = Rect(x: x - g.px(1), y: distance.y, width: w + g.px(1), height: text + g.px(2))
+            bannerTextY = banner.y + g.px(1)
+        }
+        then = !short && name.maxY + text <= frame.maxY - bottomRow ? Rect(x: x, y: name.maxY, width: w, height: text) : nil
         if tall {
             rule = Rect(x: frame.x, y: frame.maxY - bottomRow, width: frame.width, height: g.px(1))
             bottom = Rect(x: frame.x, y: frame.maxY - text - g.px(1), width: frame.width, height: text)
@@ -78,24 +95,22 @@ extension ScreenRenderer {
         let small = fonts.text
         if let bottom = l.bottom, let rule = l.rule {
             canvas.fill(rule)
+            // The distance to go at the left, the time to go at the right, a character apart: in
+            // a narrow frame (beside the radar column) "TO GO" gives way, then the time.
+            let chars = bottom.width / small.width
+            var timeChars = writeTimeToGo(v.secondsToGo) ? text.count : 0
             text.clear()
-            text.append("TO GO ")
             appendDistance(v.distanceToGoM)
-            canvas.drawText(text, font: small, x: bottom.x, y: bottom.y)
-            if let s = v.secondsToGo, s.isFinite, s < 360_000 {
-                // Time to go: "42 MIN", "2H05".
+            let distanceChars = text.count
+            let long = "TO GO ".utf8.count + distanceChars + (timeChars > 0 ? 1 + timeChars : 0) <= chars
+            if !long && distanceChars + 1 + timeChars > chars { timeChars = 0 }
+            if long {
                 text.clear()
-                let minutes = Int64((s / 60).rounded())
-                if minutes < 60 {
-                    text.append(integer: minutes)
-                    text.append(" MIN")
-                } else {
-                    text.append(integer: minutes / 60)
-                    text.append(UInt8(ascii: "H"))
-                    text.append(integer: minutes % 60, minimumDigits: 2)
-                }
-                canvas.drawText(text, font: small, in: bottom, alignment: .right)
+                text.append("TO GO ")
+                appendDistance(v.distanceToGoM)
             }
+            canvas.drawText(text, font: small, x: bottom.x, y: bottom.y)
+            if timeChars > 0 && writeTimeToGo(v.secondsToGo) { canvas.drawText(text, font: small, in: bottom, alignment: .right) }
         }
         if v.gpsLost || (v.state == .acquiring && v.latDeg == nil) {
             drawBanner(l, v.gpsLost ? "GPS LOST" : "NO GPS FIX")
@@ -116,7 +131,7 @@ extension ScreenRenderer {
             }
             text.clear()
             if v.state == .wrongWay { text.append("TURN AROUND") } else { appendDistance(v.backDistanceM) }
-            canvas.drawText(text, font: v.state == .wrongWay ? small : fonts.title, x: l.name.x, y: l.name.y)
+            canvas.drawText(text, font: v.state == .wrongWay || l.short ? small : fonts.title, x: l.name.x, y: l.name.y)
             return
         }
         guard let cue = v.cue else {
@@ -130,10 +145,10 @@ extension ScreenRenderer {
         let font: Font
         if cue.stage == .now {
             text.append("NOW")
-            font = fonts.title
+            font = l.short ? small : fonts.title
         } else {
             appendDistance(cue.distanceM, digitsOnly: true)
-            font = fonts.digits(.large)
+            font = l.short ? small : fonts.digits(.large)
         }
         canvas.drawText(text, font: font, x: l.distance.x, y: l.distance.y)
         if cue.stage != .now {
@@ -157,12 +172,28 @@ extension ScreenRenderer {
         }
     }
 
+    /// The time to go into `text` ("42 MIN", "2H05"); false (and `text` empty) when unknown.
+    mutating func writeTimeToGo(_ seconds: Double?) -> Bool {
+        text.clear()
+        guard let s = seconds, s.isFinite, s < 360_000 else { return false }
+        let minutes = Int64((s / 60).rounded())
+        if minutes < 60 {
+            text.append(integer: minutes)
+            text.append(" MIN")
+        } else {
+            text.append(integer: minutes / 60)
+            text.append(UInt8(ascii: "H"))
+            text.append(integer: minutes % 60, minimumDigits: 2)
+        }
+        return true
+    }
+
     /// A banner across the right column (inverted), e.g. "OFF COURSE".
     mutating func drawBanner(_ l: NavigationLayout, _ words: String) {
         let small = fonts.text
-        let r = Rect(x: l.distance.x - geometry.px(1), y: l.distance.y, width: l.distance.width + geometry.px(1), height: small.height + geometry.px(2))
-        canvas.fill(r)
-        canvas.drawText(words, font: small, in: Rect(x: r.x, y: r.y + geometry.px(1), width: r.width, height: small.height), alignment: .center, on: false)
+        canvas.fill(l.banner)
+        canvas.drawText(words, font: small, in: Rect(x: l.banner.x, y: l.bannerTextY, width: l.banner.width, height: small.height), alignment: .center,
+                        on: false)
     }
 
     /// The course's name under the banner.
@@ -170,7 +201,7 @@ extension ScreenRenderer {
         text.clear()
         text.append(v.course?.name ?? "")
         clip(to: l.name.width / fonts.text.width)
-        canvas.drawText(text, font: fonts.text, x: l.name.x, y: l.name.y + geometry.px(2))
+        canvas.drawText(text, font: fonts.text, x: l.name.x, y: l.name.y + (l.short ? 0 : geometry.px(2)))
     }
 
     /// Keeps the first `n` characters of `text`.
@@ -459,11 +490,15 @@ extension ScreenRenderer {
     /// (length, ascent, cues and its climbs before the ride).
     mutating func drawCourses(_ menu: CoursesMenu, _ model: ScreenModel) {
         let small = fonts.text
-        let pitch = small.height
         let banner = Rect(x: 0, y: 0, width: width, height: small.height - geometry.px(1))
+        // Above a pairing code's status line on a short panel (`height`), the rows close up on
+        // their blank rows, as the summary's.
+        let tight = height - banner.maxY - geometry.px(1) < small.height
+        let pitch = tight ? small.height - geometry.px(2) : small.height
+        let rowsY = tight ? banner.maxY - geometry.px(1) : banner.maxY + geometry.px(1)
         canvas.fill(banner)
         let loaded = model.navigation.course
-        let rows = max(1, (height - banner.maxY - geometry.px(1)) / pitch)
+        let rows = max(1, (height - rowsY) / pitch)
         let chars = width / small.width
         switch menu.page {
         case .list:
@@ -476,8 +511,9 @@ extension ScreenRenderer {
             for r in 0..<rows {
                 let i = first + r
                 guard i < menu.rowCount else { break }
-                let y = banner.maxY + geometry.px(1) + r * pitch
-                let selected = i == menu.cursor
+                let y = rowsY + r * pitch
+                // Closed up, the one row shown is the selected one, not inverted.
+                let selected = i == menu.cursor && !(tight && rows == 1)
                 if selected { canvas.fill(Rect(x: 0, y: y, width: width, height: pitch)) }
                 text.clear()
                 if i == 0 {
@@ -506,7 +542,7 @@ extension ScreenRenderer {
             guard let c = loaded else { break }
             var row = 0
             func line() {
-                if row < rows { canvas.drawText(text, font: small, x: 0, y: banner.maxY + geometry.px(1) + row * pitch) }
+                if row < rows { canvas.drawText(text, font: small, x: 0, y: rowsY + row * pitch) }
                 row += 1
             }
             text.clear()
@@ -569,12 +605,17 @@ extension ScreenRenderer {
         let room = box.maxX - x - m
         text.clear()
         if stage == .now { text.append("NOW") } else { appendDistance(Double(distanceM)) }
-        let first: Font = title.widthPx(count: text.count) <= room ? title : small
+        // Above a pairing code's status line on a short panel (`height`): two lines of the text
+        // font from the box's top, closed up on their blank rows.
+        let titleFits = title.widthPx(count: text.count) <= room && top + title.height + small.height <= box.maxY
+        let first: Font = titleFits ? title : small
+        let tight = !titleFits && top + 2 * small.height > box.maxY
+        let y0 = tight ? box.y - geometry.px(1) : top
         clip(to: room / first.width)
-        canvas.drawText(text, font: first, x: x, y: top)
+        canvas.drawText(text, font: first, x: x, y: y0)
         text.clear()
         text.append(name.isEmpty ? type.word : name)
         clip(to: room / small.width)
-        canvas.drawText(text, font: small, x: x, y: top + first.height)
+        canvas.drawText(text, font: small, x: x, y: y0 + first.height - (tight ? geometry.px(2) : 0))
     }
 }

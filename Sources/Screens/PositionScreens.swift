@@ -80,8 +80,11 @@ extension ScreenRenderer {
         let t = model.track
         let small = fonts.text, g = geometry
         guard let b = t.bounds, let current = t.current else {
-            canvas.drawText("NO GPS TRACK", font: small,
-                            in: Rect(x: area.x, y: area.y + area.height / 2 - small.height + g.px(4), width: area.width, height: small.height),
+            // Two lines about the middle, closed up on their blank rows in a short area (above a
+            // pairing code's status line on the 128x32 OLED).
+            let second = min(area.y + area.height / 2 + g.px(4), area.maxY - small.height + g.px(1))
+            let first = min(area.y + area.height / 2 - small.height + g.px(4), second - small.height + g.px(2))
+            canvas.drawText("NO GPS TRACK", font: small, in: Rect(x: area.x, y: first, width: area.width, height: small.height),
                             alignment: .center)
             // "NO FIX 2/7 SAT", "3D 9/12 SAT", "-- " without gpsd.
             text.clear()
@@ -93,7 +96,7 @@ extension ScreenRenderer {
                 text.append(integer: Int64(max(0, min(99, model.gps.satellitesVisible ?? 0))))
                 text.append(" SAT")
             }
-            canvas.drawText(text, font: small, in: Rect(x: area.x, y: area.y + area.height / 2 + g.px(4), width: area.width, height: small.height),
+            canvas.drawText(text, font: small, in: Rect(x: area.x, y: second, width: area.width, height: small.height),
                             alignment: .center)
             return
         }

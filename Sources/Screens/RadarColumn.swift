@@ -42,6 +42,14 @@ public enum RadarColumn {
 }
 
 extension ScreenRenderer {
+    /// The column for the moment: above the pairing code's status line when there is one (the
+    /// code never covers the road or the rider).
+    func radarColumn(_ model: ScreenModel) -> Rect {
+        var c = layouts.radarColumn
+        if let line = pairingCodeFrame(model) { c.height = min(c.height, line.y - c.y) }
+        return c
+    }
+
     /// The road part of the column (below the distance): top and bottom rows.
     private func radarRoad(_ c: Rect) -> (top: Int, bottom: Int) {
         (c.y + (RadarColumn.hasText(c, geometry) ? fonts.text.height + geometry.px(1) : 0), c.maxY - 1)

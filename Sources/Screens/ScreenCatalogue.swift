@@ -305,6 +305,20 @@ public enum ScreenCatalogue {
         }
         done.mode = .confirmDiscard
         add("confirm-discard", "Discard confirmation (long press LAP on the summary)", done)
+        // A companion's pairing code on the other screens: the status line at the foot, as while
+        // riding, the screen laid out above it.
+        var countdownCode = idle
+        countdownCode.mode = .countdown(3)
+        var summaryCode = done
+        summaryCode.mode = .summary(page: 0)
+        var discardCode = done
+        discardCode.mode = .confirmDiscard
+        for (name, what, m) in [("countdown", "the countdown", countdownCode), ("summary", "the summary", summaryCode),
+                                ("discard", "the discard confirmation", discardCode), ("sensors", "the Sensors screen", sensors)] {
+            var coded = m
+            coded.pairingCode = 482_913
+            add("pairing-\(name)", "A companion's pairing code on \(what): the status line at the foot, the screen above it (any button clears it)", coded)
+        }
 
         let alerts: [(String, Alert)] = [
             ("sensor-lost", .sensorLost(.heartRate)), ("sensor-back", .sensorBack(.power)),

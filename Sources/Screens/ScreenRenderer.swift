@@ -33,7 +33,10 @@ public struct ScreenRenderer: Sendable {
     }
 
     var width: Int { canvas.width }
-    var height: Int { canvas.height }
+    /// The rows a screen may draw in: the panel's, or those above the status line while a
+    /// companion's pairing code is written there (`drawBelowPairingCode`).
+    var height: Int { contentHeight ?? canvas.height }
+    private var contentHeight: Int?
     /// The panel's size class, scale and fonts: every placement below is computed from it.
     var geometry: PanelGeometry { layouts.geometry }
     var fonts: FontSet { layouts.geometry.fonts }
@@ -64,6 +67,33 @@ public struct ScreenRenderer: Sendable {
             drawnKeyCount = -1
         }
         canvas.clear()
+        drawBelowPairingCode(model)
+        if let code = model.pairingCode {
+            // Nothing the rider did not start takes the screen (issue 27): the code fills it only
+            // on the idle screen; while paused it is in the banner (drawPaused); anywhere else it
+            // is the status line at the foot, and the screen is laid out above it.
+            if let line = pairingCodeFrame(model) { drawPairingStatusLine(code, in: line) } else if case .idle = model.mode { drawPairingCode(code) }
+        }
+        if let reason = model.poweringOff { drawPoweringOff(reason, model) }
+        return true
+    }
+
+    /// Where a pairing code is written as a status line (nil: none, or it fills the idle screen,
+    /// or it is in the paused banner).
+    func pairingCodeFrame(_ model: ScreenModel) -> Rect? {
+        guard model.pairingCode != nil else { return nil }
+        switch model.mode {
+        case .idle, .paused: return nil
+        default: return geometry.statusLine
+        }
+    }
+
+    /// The screen and any alert, laid out above the pairing code's status line when there is one
+    /// (a running page's layouts already are: `ScreenLayouts.statusLinePages`).
+    mutating func drawBelowPairingCode(_ model: ScreenModel) {
+        let above = pairingCodeFrame(model)?.y
+        if case .running = model.mode { contentHeight = nil } else { contentHeight = above }
+        defer { contentHeight = nil }
         switch model.mode {
         case .idle: drawIdle(model)
         case .countdown(let n): drawCountdown(n, model)
@@ -74,20 +104,8 @@ public struct ScreenRenderer: Sendable {
         case .sensors: drawSensors(model.sensorsMenu)
         case .courses: drawCourses(model.coursesMenu, model)
         }
+        contentHeight = above
         if let alert = model.overlay { drawOverlay(alert) }
-        if let code = model.pairingCode {
-            // Nothing the rider did not start takes the screen (issue 27): the code fills it only
-            // on the idle screen; over anything else it is a badge in the corner.
-            // On a running page it is the status line under the page, laid out above it.
-            switch model.mode {
-            case .idle: drawPairingCode(code)
-            case .running: drawPairingStatusLine(code)
-            case .paused: break  // in the banner, instead of PAUSED (drawPaused)
-            default: drawPairingBadge(code)
-            }
-        }
-        if let reason = model.poweringOff { drawPoweringOff(reason, model) }
-        return true
     }
 
     // MARK: Running
@@ -100,6 +118,7 @@ public struct ScreenRenderer: Sendable {
         if let nav = navigationPageIndex(page, model) {
             keyScratch[0] = UInt8(truncatingIfNeeded: 0x80 | nav)
             var n = 1
+            if model.radarShown { n = appendRadarKey(model, at: n, column: radarColumn(model)) }
             for graphic in layouts.navigationPages[nav].graphics { n = appendGraphicKey(graphic.kind, model, at: n) }
             n = appendBatteryKey(model, at: n)
             return keyUnchanged(n)
@@ -110,7 +129,7 @@ public struct ScreenRenderer: Sendable {
         if model.radarShown {
             // The column's key: at most 5 bytes and 3 per vehicle.
             guard n + 5 + 3 * RadarPicture.targetsMax <= Self.drawnKeyBytesMax else { drawnKeyCount = -1; return false }
-            n = appendRadarKey(model, at: n, column: layouts.radarColumn)
+            n = appendRadarKey(model, at: n, column: radarColumn(model))
         }
         for graphic in pages[index].graphics { n = appendGraphicKey(graphic.kind, model, at: n) }
         n = appendBatteryKey(model, at: n)
@@ -142,7 +161,8 @@ public struct ScreenRenderer: Sendable {
             : (model.pairingCode == nil ? layouts.runningPages : layouts.statusLinePages)
         guard !pages.isEmpty else { return }
         if let nav = navigationPageIndex(page, model) {
-            drawPage((model.pairingCode == nil ? layouts.navigationPages : layouts.navigationStatusLinePages)[nav], model)
+            drawPage(layouts.navigationPages(radar: model.radarShown, statusLine: model.pairingCode != nil)[nav], model)
+            if model.radarShown { drawRadarColumn(radarColumn(model), model) }
             let dots = max(1, model.runningPageCount)
             drawPageDots(page, of: dots)
             drawRunningBattery(model, below: dots)
@@ -150,7 +170,7 @@ public struct ScreenRenderer: Sendable {
         }
         let index = ((page % pages.count) + pages.count) % pages.count
         drawPage(pages[index], model)
-        if model.radarShown { drawRadarColumn(layouts.radarColumn, model) }
+        if model.radarShown { drawRadarColumn(radarColumn(model), model) }
         // The pages the rider can reach (the climbing and map pages only with GPS or a barometer;
         // the navigation pages while a course is loaded).
         let reachable = max(1, model.runningPageCount)
@@ -379,23 +399,37 @@ public struct ScreenRenderer: Sendable {
     private mutating func drawCountdown(_ seconds: Int, _ model: ScreenModel) {
         text.clear()
         text.append(integer: Int64(max(0, seconds)))
-        let small = fonts.text, digits = fonts.digits(.huge)
+        let small = fonts.text
+        var digits = fonts.digits(.huge)
         if tall {
+            // Above a pairing code's status line (`height`), the digit and the boxes close up.
+            var digitsY = small.height + geometry.px(2)
+            var bottomY = height - sensorBox.height - geometry.px(4)
+            if bottomY < digitsY + digits.height {
+                digitsY = small.height
+                bottomY = max(digitsY + digits.height + geometry.px(1), height - sensorBox.height - geometry.px(1))
+            }
             canvas.drawText("STARTING IN", font: small, in: Rect(x: 0, y: 0, width: width, height: small.height), alignment: .center)
-            canvas.drawText(text, font: digits, in: Rect(x: 0, y: small.height + geometry.px(2), width: width, height: digits.height),
+            canvas.drawText(text, font: digits, in: Rect(x: 0, y: digitsY, width: width, height: digits.height),
                             alignment: .center)
             if expectedSensorCount(model) == 0 {
-                canvas.drawText("NO SENSORS", font: small, in: Rect(x: 0, y: height - small.height - geometry.px(4), width: width, height: small.height),
+                canvas.drawText("NO SENSORS", font: small, in: Rect(x: 0, y: bottomY + sensorBox.height - small.height, width: width, height: small.height),
                                 alignment: .center)
             } else {
-                drawSensorBoxes(y: height - sensorBox.height - geometry.px(4),
-                                x: (width - boxStep(model) * expectedSensorCount(model) + geometry.px(2)) / 2, model)
+                drawSensorBoxes(y: bottomY, x: (width - boxStep(model) * expectedSensorCount(model) + geometry.px(2)) / 2, model)
             }
         } else {
+            // Above a pairing code's status line the digit is a size smaller and the boxes take
+            // STARTING's place.
+            if digits.height + geometry.px(3) > height { digits = fonts.digits(.large) }
             let x = geometry.px(4) + digits.width + geometry.px(8)
-            canvas.drawText(text, font: digits, x: geometry.px(4), y: geometry.px(3))
-            canvas.drawText("STARTING", font: small, x: x, y: 0)
-            drawSensorBoxes(y: small.height + geometry.px(4), x: x, model)
+            canvas.drawText(text, font: digits, x: geometry.px(4), y: min(geometry.px(3), (height - digits.height) / 2))
+            if small.height + geometry.px(4) + sensorBox.height <= height {
+                canvas.drawText("STARTING", font: small, x: x, y: 0)
+                drawSensorBoxes(y: small.height + geometry.px(4), x: x, model)
+            } else {
+                drawSensorBoxes(y: height - sensorBox.height, x: x, model)
+            }
         }
     }
 
@@ -477,15 +511,22 @@ public struct ScreenRenderer: Sendable {
         let row = fonts.list
         var y = tall ? banner.maxY + px1 : banner.maxY - px1
         let items = summaryPages.isEmpty ? 1 : max(1, summaryPages[index].items.count)
-        let rowPitch = tall ? max(row.height + px1, (height - y) / items) : row.height - geometry.px(2)
+        // Above a pairing code's status line (`height`) a tall panel's rows close up as a compact
+        // one's; the last row's descenders stay above the line.
+        let closeUp = !tall || (height - y) / items < row.height + px1
+        if closeUp { y = banner.maxY - px1 }
+        let rowPitch = closeUp ? max(row.height - geometry.px(2), tall ? (height - y) / items : 0) : (height - y) / items
         let rowsMax = (height - y) / rowPitch
+        let charted = summaryPages.isEmpty || summaryPages[index].items.contains { if case .chart = $0 { true } else { $0 == .zoneBars } }
+        if !charted, rowsMax > 0, y + (rowsMax - 1) * rowPitch + row.height > height { y -= px1 }
         for (i, item) in summaryPages[index].items.enumerated() where i < rowsMax {
             if item == .zoneBars {
                 drawZoneBars(summary, top: y)
                 return
             }
             if case .chart(let q) = item {
-                SummaryChartView.draw(summary.charts, q, timerTimeMs: summary.timerTimeMs, top: y, geometry: geometry, into: &canvas, text: &text)
+                SummaryChartView.draw(summary.charts, q, timerTimeMs: summary.timerTimeMs, top: y, geometry: geometry, height: height,
+                                      into: &canvas, text: &text)
                 return
             }
             item.write(summary, into: &text)
@@ -518,17 +559,22 @@ public struct ScreenRenderer: Sendable {
     // MARK: Discard confirmation
 
     private mutating func drawConfirmDiscard() {
-        let title = fonts.title, small = fonts.text
-        let banner = Rect(x: 0, y: 0, width: width, height: title.height)
+        let small = fonts.text
+        // Above a pairing code's status line on a short panel: the banner in the text font, the
+        // line under it closing up on its blank rows (as the summary's).
+        let short = !tall && fonts.title.height + geometry.px(3) + small.height > height
+        let title = short ? small : fonts.title
+        let banner = Rect(x: 0, y: 0, width: width, height: short ? small.height - geometry.px(1) : title.height)
         canvas.fill(banner)
-        canvas.drawText("DISCARD RIDE?", font: title, in: banner, alignment: .center, on: false)
+        canvas.drawText("DISCARD RIDE?", font: title, in: Rect(x: 0, y: short ? -geometry.px(1) : 0, width: width, height: title.height),
+                        alignment: .center, on: false)
         if tall {
             let y = banner.maxY + geometry.px(8)
             canvas.drawText("START: delete it", font: small, x: geometry.px(4), y: y)
             canvas.drawText("LAP:   keep it", font: small, x: geometry.px(4), y: y + small.height + geometry.px(2))
         } else {
-            canvas.drawText("START=DELETE LAP=KEEP", font: small, in: Rect(x: 0, y: banner.maxY + geometry.px(3), width: width, height: small.height),
-                            alignment: .center)
+            let y = short ? banner.maxY - geometry.px(1) : banner.maxY + geometry.px(3)
+            canvas.drawText("START=DELETE LAP=KEEP", font: small, in: Rect(x: 0, y: y, width: width, height: small.height), alignment: .center)
         }
     }
 
@@ -543,12 +589,14 @@ public struct ScreenRenderer: Sendable {
         writeAlert(alert)
         let title = fonts.title, px1 = geometry.px(1)
         let margin = geometry.px(tall ? 4 : 2)
-        let boxHeight = title.height + geometry.px(tall ? 12 : 8)
+        // Above a pairing code's status line (`height`) the box may be shorter, its words smaller.
+        let boxHeight = min(title.height + geometry.px(tall ? 12 : 8), height - 2 * px1)
         let box = Rect(x: margin, y: (height - boxHeight) / 2, width: width - 2 * margin, height: boxHeight)
         canvas.fill(Rect(x: box.x - px1, y: box.y - px1, width: box.width + 2 * px1, height: box.height + 2 * px1), on: false)
         canvas.fill(box)
         canvas.strokeRect(box.insetBy(geometry.px(2)), on: false, thickness: px1)
-        let font: Font = title.widthPx(count: text.count) <= box.width - geometry.px(8) ? title : fonts.text
+        let titleFits = title.widthPx(count: text.count) <= box.width - geometry.px(8) && title.height + geometry.px(4) <= box.height
+        let font: Font = titleFits ? title : fonts.text
         let y = box.y + (box.height - font.height) / 2
         canvas.drawText(text, font: font, in: Rect(x: box.x, y: y, width: box.width, height: font.height), alignment: .center, on: false)
     }
@@ -579,29 +627,16 @@ public struct ScreenRenderer: Sendable {
         }
     }
 
-    /// A pairing code over a running page: "PAIR" and the six digits, inverted, in the status
-    /// line the page is laid out above (`ScreenLayouts.statusLinePages`), so no figure is hidden.
-    private mutating func drawPairingStatusLine(_ code: UInt32) {
-        let line = geometry.statusLine
+    /// A pairing code while the unit is not idle: "PAIR" and the six digits, inverted, in the
+    /// status line the screen is laid out above (`ScreenLayouts.statusLinePages` for a running
+    /// page, `height` for the others), so no figure is hidden.
+    private mutating func drawPairingStatusLine(_ code: UInt32, in line: Rect) {
         text.clear()
         text.append("PAIR ")
         text.append(integer: Int64(code), minimumDigits: 6)
         canvas.fill(line)
         canvas.drawText(text, font: fonts.label, x: line.x + geometry.px(2), y: line.y + geometry.px(1) - fonts.labelCapTop,
                         on: false, clip: line)
-    }
-
-    /// A pairing code while the rider is busy: "P" and the six digits, small, inverted, in the
-    /// top right corner (a button press clears it).
-    private mutating func drawPairingBadge(_ code: UInt32) {
-        text.clear()
-        text.append("P")
-        text.append(integer: Int64(code), minimumDigits: 6)
-        let small = fonts.text, px1 = geometry.px(1)
-        let w = small.widthPx(count: text.count) + 4 * px1
-        let box = Rect(x: width - w, y: 0, width: w, height: small.height + 2 * px1)
-        canvas.fill(box)
-        canvas.drawText(text, font: small, x: box.x + 2 * px1, y: px1, on: false)
     }
 
     /// The alert's words, written without building a String.

@@ -8,8 +8,14 @@ import RideModel
 /// "S+C -67dB Wahoo CSC". A 32-pixel display shows the title and the selected row only.
 extension ScreenRenderer {
     mutating func drawSensors(_ menu: SensorsMenu) {
-        let small = fonts.list, rowHeight = small.height
+        let small = fonts.list
+        // Above a pairing code's status line on a short panel (`height`), the bar and the row
+        // close up on their blank rows, as the summary's, and the one row shown (the selected
+        // one) is not inverted.
+        let tight = !tall && small.height + geometry.px(1) + small.height > height
+        let rowHeight = tight ? small.height - geometry.px(1) : small.height
         let bar = Rect(x: 0, y: 0, width: width, height: rowHeight)
+        let textY = tight ? -geometry.px(1) : 0
         canvas.fill(bar)
         text.clear()
         switch menu.page {
@@ -19,8 +25,8 @@ extension ScreenRenderer {
             text.append("FOUND ")
             text.append(integer: Int64(menu.found.count))
         }
-        canvas.drawText(text, font: small, x: geometry.px(2), y: 0, on: false)
-        let corner = Rect(x: width - small.widthPx(count: 6) - geometry.px(4), y: 0, width: small.widthPx(count: 6) + geometry.px(2), height: rowHeight)
+        canvas.drawText(text, font: small, x: geometry.px(2), y: textY, on: false)
+        let corner = Rect(x: width - small.widthPx(count: 6) - geometry.px(4), y: textY, width: small.widthPx(count: 6) + geometry.px(2), height: small.height)
         if case .found = menu.page, let left = menu.searchSecondsLeft {
             text.clear()
             text.append(integer: Int64(left))
@@ -30,7 +36,7 @@ extension ScreenRenderer {
             canvas.drawText("DONE", font: small, in: corner, alignment: .right, on: false)
         }
         // The rows between the title bar and the hint line (a tall panel's last row).
-        let firstRowY = bar.maxY + geometry.px(1)
+        let firstRowY = tight ? bar.maxY - geometry.px(1) : bar.maxY + geometry.px(1)
         let hintY = height - small.height
         let visible = tall ? max(1, (hintY - geometry.px(1) - firstRowY) / rowHeight) : 1
         let rows = menu.rowCount
@@ -38,12 +44,12 @@ extension ScreenRenderer {
         first = max(0, min(first, rows - visible))
         if rows == 0 {
             canvas.drawText(menu.searchSecondsLeft != nil ? "searching..." : "nothing found",
-                            font: small, x: geometry.px(2), y: bar.maxY + geometry.px(2))
+                            font: small, x: geometry.px(2), y: tight ? firstRowY : bar.maxY + geometry.px(2))
         }
         for r in first..<min(rows, first + visible) {
             let y = firstRowY + (r - first) * rowHeight
             writeSensorsRow(menu, r)
-            let selected = r == menu.cursor
+            let selected = r == menu.cursor && !tight
             if selected { canvas.fill(Rect(x: 0, y: y, width: width, height: rowHeight)) }
             // As many characters as the row holds (the name's end is cut).
             canvas.drawText(text.prefix((width - geometry.px(2)) / small.width), font: small, x: geometry.px(2), y: y, on: !selected)

@@ -50,11 +50,12 @@ public enum SummaryChartView {
     }
 
     /// Draws the chart of `q` below `top` (the row under the page's banner), placed and lettered
-    /// for the panel's `geometry` (the canvas's size by default).
+    /// for the panel's `geometry` (the canvas's size by default), above row `height` (the
+    /// canvas's foot by default; a pairing code's status line).
     public static func draw(_ charts: SummaryCharts, _ q: Quantity, timerTimeMs: Int64, top: Int, geometry: PanelGeometry? = nil,
-                            into canvas: inout Framebuffer, text: inout TextBuffer) {
-        let width = canvas.width, height = canvas.height
-        let g = geometry ?? PanelGeometry(width: width, height: height)
+                            height bottom: Int? = nil, into canvas: inout Framebuffer, text: inout TextBuffer) {
+        let width = canvas.width, height = bottom ?? canvas.height
+        let g = geometry ?? PanelGeometry(width: width, height: canvas.height)
         let tall = g.isTall, small = g.fonts.text, title = g.fonts.title
         guard let series = charts.series(q) else {
             canvas.drawText("NO DATA", font: title, in: Rect(x: 0, y: top + (height - top - title.height) / 2, width: width, height: title.height),

@@ -263,7 +263,13 @@ extension SensorsCommand {
                let seen = j["found"]?.array?.first(where: { $0["sensor"]?.string?.lowercased() == sensor.lowercased() }) {
                 // What the last search found: its kind, and the name it advertised.
                 kind = kind ?? seen["kind"]?.string
-                if name == nil, let advertised = seen["name"]?.string, !advertised.isEmpty { name = advertised }
+                if name == nil, let advertised = seen["name"]?.string.map(SensorsControl.withoutControlCharacters), !advertised.isEmpty {
+                    name = advertised
+                }
+            }
+            if let name, let why = SensorsControl.nameRefusal(name) {
+                printError("bikecomputer sensors pair: --name: \(why)")
+                throw ExitCode(1)
             }
             guard let word = kind else {
                 printError("bikecomputer sensors pair: say what it is: --role \(SensorKind.allCases.map(\.rawValue).joined(separator: "|")) (a search through the device would know)")

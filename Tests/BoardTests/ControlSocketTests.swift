@@ -254,3 +254,41 @@ final class NoArchive: RideArchivePort {
     func store(rideID: RideID, records: [RideRecord]) throws -> String { "dropped" }
     func delete(rideID: RideID) throws {}
 }
+
+/// A request line holding a line break (a sensor name "HR\ndiscard" typed or heard over the
+/// air) is refused by the client before anything is sent: the server would read the text
+/// after the break as a second command.
+struct ControlSocketClientLineBreakTests {
+    final class Outcome: @unchecked Sendable {
+        let lock = NSLock()
+        var result: Result<String, SystemError>?
+        func set(_ r: Result<String, SystemError>) { lock.lock(); result = r; lock.unlock() }
+        func get() -> Result<String, SystemError>? { lock.lock(); defer { lock.unlock() }; return result }
+    }
+
+    @Test(arguments: ["sensors pair ble:C0:FF:EE:00:11:22 heart_rate HR\ndiscard", "sensors pair ble:C0:FF:EE:00:11:22 heart_rate HR\r\nend"])
+    func aLineBreakInTheRequestIsRefusedAndNothingIsSent(line: String) throws {
+        let h = try ControlHarness("linebreak")
+        var seen: [String] = []
+        let server = try ControlSocketServer(path: h.dir + "/seen.sock", loop: h.loop) { line in
+            seen.append(line)
+            return .init("ok heard", isError: false)
+        }
+        defer { server.close() }
+        let outcome = Outcome()
+        let path = h.dir + "/seen.sock"
+        let t = Thread {
+            do throws(SystemError) { outcome.set(.success(try ControlSocketClient.request(line, path: path))) } catch { outcome.set(.failure(error)) }
+        }
+        t.start()
+        let deadline = Date().addingTimeInterval(5)
+        while outcome.get() == nil && Date() < deadline { try h.pump(1) }
+        try h.pump(5)
+        guard case .failure(let e)? = outcome.get() else {
+            Issue.record("the request was sent: \(String(describing: outcome.get())), the server read \(seen)")
+            return
+        }
+        #expect(e.errno == EINVAL && e.description.contains("line break"), "\(e)")
+        #expect(seen.isEmpty, "nothing reached the server: \(seen)")
+    }
+}

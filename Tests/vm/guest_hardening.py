@@ -1,5 +1,6 @@
 """Issue 27, the installed system's half, inside the booted Debian guest (Tests/vm/test_vm_hardening.py):
-what each shipped unit is allowed, measured by `systemd-analyze security`; the users and groups
+what each shipped unit is allowed, measured by `systemd-analyze security` (and what it says of the
+path units, which run no process); the users and groups
 install.sh made and what each can reach; the USB drive installed before the first ride (the
 order that left rides/ root's), a ride through the units with its path-unit triggers counted and
 the drive rebuilt at its end; a link named like a ride and a link in place of the image; the
@@ -28,7 +29,9 @@ sys.path.insert(0, "/out")
 import guest_system as g  # noqa: E402
 
 UNITS = ["bikecomputer.service", "bikecompanion.service", "bikebridge.service", "bikecomputer-usb-image.service",
-         "bikecomputer-usb-gadget.service", "bikecomputer-usb-refresh.service"]
+         "bikecomputer-usb-gadget.service", "bikecomputer-usb-refresh.service", "bikecomputer-poweroff.service"]
+# Path units run no process (PID 1 watches a path and starts the service they name).
+PATH_UNITS = ["bikecomputer-usb-refresh.path", "bikecomputer-poweroff.path"]
 DATA = g.DATA
 RIDES = DATA / "rides"
 IMAGE = DATA / "usb" / "usb.img"
@@ -89,6 +92,22 @@ def measure() -> dict:
         out[unit] = {"exposure": float(m.group(1)) if m else None, "rating": m.group(2) if m else None,
                      "failed_checks": [(c.get("name"), c.get("description"), c.get("exposure")) for c in checks],
                      "text": text[-6000:]}
+    return out
+
+
+def measure_path_units() -> dict:
+    """What `systemd-analyze security` says of each path unit (it rates services: a path unit
+    has no process to sandbox), the unit's state, and who may change what it watches (the watched
+    directory, or the directory of the watched file)."""
+    out: dict = {}
+    for unit in PATH_UNITS:
+        p = subprocess.run(["systemd-analyze", "security", "--no-pager", unit], capture_output=True, text=True)
+        props = show(unit, "LoadState,ActiveState,SubState,Result,Paths,Triggers")
+        raw = run("systemctl", "show", unit, "-p", "Paths", check=False)
+        watched = re.findall(r"(/[^\s;(){}]+)", raw)
+        out[unit] = {"analyze_rc": p.returncode, "analyze": (p.stdout + p.stderr)[-3000:], "props": props, "paths": raw,
+                     "watched": {w: dict(stat_of(d), dir=d) for w in watched
+                                 for d in [w if os.path.isdir(w) else os.path.dirname(w)] if os.path.lexists(d)}}
     return out
 
 
@@ -205,6 +224,8 @@ def companion_view() -> dict:
     r["read_journal"] = inside("ls", str(DATA / "journal"))
     r["write_own_dir"] = inside("touch", str(DATA / "companion" / "probe"))
     inside("rm", "-f", str(DATA / "companion" / "probe"))
+    r["write_courses"] = inside("touch", str(DATA / "courses" / "probe"))
+    inside("rm", "-f", str(DATA / "courses" / "probe"))
     # Pairing: the code is in the companion's log (and on the unit's screen).
     base = "http://127.0.0.1:8080"
     cursor = len(journal("bikecompanion.service"))
@@ -219,12 +240,23 @@ def companion_view() -> dict:
                                      headers={"Origin": base, "Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=20) as resp:
             r["pair"] = resp.status
-            r["token_id"] = json.loads(resp.read()).get("token_id")
+            paired = json.loads(resp.read())
+            r["token_id"] = paired.get("token_id")
+        # A course uploaded from the phone is stored in courses/ through the sandbox.
+        gpx = ('<gpx version="1.1"><trk><name>VM course</name><trkseg>'
+               + "".join(f'<trkpt lat="{46.0 + i * 0.0005:.7f}" lon="7.0"/>' for i in range(20)) + "</trkseg></trk></gpx>")
+        req = urllib.request.Request(base + "/api/courses?name=vm-course.gpx", data=gpx.encode(), method="POST",
+                                     headers={"Origin": base, "Authorization": "Bearer " + paired.get("token", ""),
+                                              "Content-Type": "application/octet-stream"})
+        with urllib.request.urlopen(req, timeout=20) as resp:
+            r["course_upload"] = resp.status
     except Exception as e:  # noqa: BLE001 - recorded for the host's assertion
         r["pair_error"] = f"{type(e).__name__}: {e}"
     tokens = DATA / "companion" / "companion-tokens"
     r["tokens_file"] = stat_of(tokens) if tokens.exists() else None
     r["tokens_has_id"] = bool(r.get("token_id")) and tokens.exists() and r["token_id"] in tokens.read_text()
+    course = DATA / "courses" / "vm-course.course"
+    r["course_file"] = stat_of(course) if course.exists() else None
     r["journal"] = journal("bikecompanion.service")[-2000:]
     return r
 
@@ -266,8 +298,9 @@ def scenario(measure_only: bool) -> None:
     g.start_units(companion=True)
     run("systemctl", "start", "vm-old-refresh.path")
     rec["security"] = measure()
+    rec["path_units"] = measure_path_units()
     rec["users"] = users_and_groups()
-    rec["units"] = {u: show(u, "ActiveState,SubState,User,Result") for u in UNITS + ["bikecomputer-usb-refresh.path"]}
+    rec["units"] = {u: show(u, "ActiveState,SubState,User,Result") for u in UNITS + PATH_UNITS}
     rec["companion"] = companion_view()
     g.save()
 
@@ -335,7 +368,7 @@ def scenario(measure_only: bool) -> None:
     run("rm", "-f", str(DATA / "usb" / "planted.img"), *[str(RIDES / f"{fake}.{ext}") for ext in ("fit", "gpx")])
     lines = pathlib.Path("/etc/shadow").read_text().splitlines()
     pathlib.Path("/etc/shadow").write_text("".join(l + "\n" for l in lines if l != marker))
-    rec["units_after"] = {u: show(u, "ActiveState,SubState,Result,NRestarts") for u in UNITS + ["bikecomputer-usb-refresh.path"]}
+    rec["units_after"] = {u: show(u, "ActiveState,SubState,Result,NRestarts,ExecMainStartTimestampMonotonic") for u in UNITS + PATH_UNITS}
     rec["journal_app"] = journal("bikecomputer.service")[-3000:]
     rec["journal_bridge"] = journal("bikebridge.service")[-2000:]
 

@@ -2,10 +2,11 @@
 booted Debian 12 that board/install.sh installed (system.installed_image).
 
 Tests/vm/guest_hardening.py in the guest: `systemd-analyze security` of every shipped unit (the
-app's at most 2.5, every other at most 4.0: "OK" or better); the users and groups install.sh
+app's at most 2.5, every other at most 4.0: "OK" or better; the path units, which it does not
+rate, watch only what `bike` alone can write); the users and groups install.sh
 made (the bridge not in the app's group: neither the config directory nor the data directory
 is its; only the bridge socket); the companion's view of the data directory (its own
-companion/, nothing else) and a pairing through its sandbox; the USB drive installed before the
+companion/ and courses/, nothing else), a pairing and a course upload through its sandbox; the USB drive installed before the
 first ride (the order that made rides/ root's and every ride RIDE NOT SAVED); a ride through the
 units with the refresh path unit's triggers counted, the USB image rebuilt by the units at its
 end and read as a computer plugged into the unit reads it (dummy_hcd: the guest is its own USB
@@ -26,7 +27,9 @@ GUEST = pathlib.Path(__file__).resolve().parent / "guest_hardening.py"
 APP_EXPOSURE_MAX = 2.5
 UNIT_EXPOSURE_MAX = 4.0
 SHIPPED = ["bikecomputer.service", "bikecompanion.service", "bikebridge.service", "bikecomputer-usb-image.service",
-           "bikecomputer-usb-gadget.service", "bikecomputer-usb-refresh.service"]
+           "bikecomputer-usb-gadget.service", "bikecomputer-usb-refresh.service", "bikecomputer-poweroff.service"]
+# Shipped path units: no process of their own (PID 1 watches a path and starts the service).
+PATH_UNITS = ["bikecomputer-usb-refresh.path", "bikecomputer-poweroff.path"]
 
 
 def hardening_run(k):
@@ -62,6 +65,27 @@ def test_every_shipped_unit_is_rated_ok_or_better(hardened):
         assert v["rating"] in ("OK", "SAFE"), (unit, table)
 
 
+def test_the_path_units_watch_only_what_the_app_user_alone_can_write(hardened):
+    """A path unit is PID 1 watching a path: whoever can create that path starts the service
+    (the power-off unit powers the board off). Each watched path's directory is the app's and
+    no other user may write in it; `systemd-analyze security` rates services, so the services
+    they start are measured above."""
+    _, r = hardened
+    pu = r["path_units"]
+    assert sorted(pu) == sorted(PATH_UNITS), f"measured: {sorted(pu)}"
+    for unit, v in pu.items():
+        assert v["props"]["LoadState"] == "loaded" and v["props"]["ActiveState"] == "active", (unit, v["props"])
+        assert v["analyze_rc"] != 0 and "not a service unit" in v["analyze"], (unit, v["analyze"])
+        assert v["watched"], (unit, v["paths"])
+        for path, d in v["watched"].items():
+            assert d["owner"] == "bike" and not d["link"], (unit, path, d)
+            assert int(d["mode"], 8) & 0o022 == 0, f"{unit}: {path}'s directory is writable by others than bike: {d}"
+    assert "/run/bikecomputer/power-off" in pu["bikecomputer-poweroff.path"]["paths"], pu["bikecomputer-poweroff.path"]
+    # A ride, its end and the USB drive's rebuilds asked for no power-off.
+    off = r["units_after"]["bikecomputer-poweroff.service"]
+    assert off["ActiveState"] == "inactive" and off["ExecMainStartTimestampMonotonic"] == "0", off
+
+
 def test_the_bridge_user_reaches_its_socket_and_nothing_of_the_app(hardened):
     _, r = hardened
     u = r["users"]
@@ -84,13 +108,15 @@ def test_the_bridge_user_reaches_its_socket_and_nothing_of_the_app(hardened):
     assert r["units"]["bikebridge.service"]["ActiveState"] == "active"
 
 
-def test_the_companion_sees_only_its_own_directory_and_still_pairs(hardened):
+def test_the_companion_sees_only_its_own_directory_and_courses_and_still_pairs(hardened):
     _, r = hardened
     c = r["companion"]
-    assert tuple(c["sees"]) == (0, "companion"), c["sees"]
+    assert tuple(c["sees"]) == (0, "companion\ncourses"), c["sees"]
     assert c["write_data_dir"][0] != 0 and c["write_rides"][0] != 0, c
     assert c["read_journal"][0] != 0, c
-    assert c["write_own_dir"][0] == 0, c
+    assert c["write_own_dir"][0] == 0 and c["write_courses"][0] == 0, c
+    # A course uploaded from the phone lands in courses/, the app's user's, owner-only.
+    assert c.get("course_upload") == 201 and c["course_file"]["owner"] == "bike" and c["course_file"]["mode"] == "0o600", c
     assert c.get("pair") == 200 and c["tokens_has_id"], c
     assert c["tokens_file"]["owner"] == "bike" and c["tokens_file"]["mode"] == "0o600", c
 
