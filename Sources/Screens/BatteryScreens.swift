@@ -84,6 +84,7 @@ extension ScreenRenderer {
         }
         let h = min(full, height - dotsEnd(pitch) - gap)
         guard h >= least else { return nil }
+        assert(height - h >= dotsEnd(pitch) + gap && h <= full, "the gauge is below the dots and no taller than its full height")
         return (Rect(x: width - side, y: height - h, width: side, height: h), pitch)
     }
 
