@@ -107,6 +107,8 @@ let package = Package(
             name: "bikecompanion",
             dependencies: [
                 "BoardIO", "Configuration", "Control", "RideModel",
+                // Course upload (CourseRoutes.swift): the pure importer and the compact codec.
+                "CourseImport", "Navigation",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),

@@ -780,6 +780,7 @@ public struct AppCore: Sendable {
     mutating func takeRecord(at instant: MonotonicInstant) {
         guard builder != nil else { return }
         recordValues = RecordValues()
+        var journaled = false
         for q in Quantity.allCases where q != .rrInterval {
             guard let value = recordValue(q, at: instant) else {
                 // A sensor reported stale or lost: its last value is not bridged to a later one.
@@ -792,10 +793,17 @@ public struct AppCore: Sendable {
             do {
                 try builder!.add(s)
                 journal(.sample(s))
+                journaled = true
                 noteRecordValue(s)
             } catch {
                 continue
             }
+        }
+        // Nothing to count at this second of a running ride: its time still went on, and a crash
+        // must not take it back (workout-model.md §5: samples durable at least once per second).
+        // (An instant an event already carries, the start's or a resume's, needs none.)
+        if !journaled && lifecycle.state == .running && instant > (builder!.lastEventInstant ?? instant) {
+            journal(.elapsed(instant))
         }
         afterRecord(at: instant, live: true)
     }

@@ -40,6 +40,14 @@ extension AppCore {
             }
         case .series:
             break
+        case .elapsed(let at):
+            // A second of the running ride with nothing to count: its record instant, so the
+            // timer comes back to it and the monitors see the record (as live, afterRecord).
+            replayRecordInstant = at
+            if let start = builder?.startInstant {
+                let aligned = start.advanced(byMs: (at.milliseconds(since: start) / 1000) * 1000)
+                nextRecordInstant = aligned.advanced(byMs: 1000)
+            }
         case .wallClock(let a):
             wallAnchor = a
         case .finished(let saved, let at):

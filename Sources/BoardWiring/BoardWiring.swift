@@ -307,6 +307,8 @@ public final class BoardWiring {
         var w = JSONWriter(pretty: false)
         w.beginObject()
         w.string("ride_id", core.header?.rideID.description)
+        // The course chosen for the ride (Courses screen, `ctl course load`, the companion), or null.
+        w.string("course", core.course?.name)
         // The lap the screen shows: it changes only once the lap is durable (ConfirmationGate).
         w.int("lap", Int64(runtime.lapNumberShown))
         w.bool("recovered", recoveredRide != nil || screen.recovered)

@@ -167,6 +167,23 @@ public enum CourseImport {
         guard let dot = last.lastIndex(of: "."), dot != last.startIndex else { return last }
         return String(last[..<dot])
     }
+
+    /// Bytes of a course's key at most (the rest of the file name is cut).
+    public static let keyBytesMax = 48
+
+    /// The key a course file is stored under on the card (`<data dir>/courses/KEY.course`): its
+    /// name without directory and extension, anything but letters, digits, '-', '_' and '.' made
+    /// '-', no leading '.', at most `keyBytesMax` bytes ("My Alps.gpx" → "My-Alps").
+    public static func key(forFile fileName: String) -> String {
+        var out = ""
+        for c in stem(fileName).unicodeScalars {
+            let ok = (c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || (c >= "0" && c <= "9") || c == "-" || c == "_" || c == "."
+            out.unicodeScalars.append(ok ? c : "-")
+            if out.utf8.count >= keyBytesMax { break }
+        }
+        while out.hasPrefix(".") { out.removeFirst() }
+        return out.isEmpty ? "course" : out
+    }
 }
 
 /// A reader's problem before it knows the file's name.

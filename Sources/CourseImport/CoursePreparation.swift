@@ -102,15 +102,29 @@ public enum CoursePreparation {
         var waypointsAway = raw.waypointsAway
         var previousAlong = 0.0
         var previousSegment = 0
-        var waypointsSeen = 0, waypointsIgnored = 0
+        var waypointsSeen = 0, waypointsIgnored = 0, distancesWrong = 0
         for c in raw.cues {
             var along: Double?
+            var inOrder = c.ordered
             if c.ordered, let d = c.distanceM, let frame = fileFrame {
                 // A FIT course point's own distance, in the file's records' frame.
                 var lo = 0, hi = frame.count - 1
                 while hi - lo > 1 { let mid = (lo + hi) / 2; if frame[mid] <= d { lo = mid } else { hi = mid } }
                 let t = frame[hi] > frame[lo] ? max(0, min(1, (d - frame[lo]) / (frame[hi] - frame[lo]))) : 0
                 along = alongOnCourse(rawAlong: rawAlong[lo] + t * (rawAlong[hi] - rawAlong[lo]))
+                // A distance that puts the point farther than cueSnapM from its own position is
+                // wrong (Garmin Connect writes 0 for every course point, in no route order): the
+                // point goes where the course first passes within cueSnapM of its position (else
+                // nearest it), out of the file's order. Whole-course searches are bounded as the
+                // waypoints' are (waypointsMax of them; past that the file's distance stands).
+                if let la = c.latDeg, let lo = c.lonDeg, distancesWrong < settings.waypointsMax {
+                    let at = shape.position(atAlongM: along!)
+                    if Geodesy.distanceM(latDeg: at.latDeg, lonDeg: at.lonDeg, latDeg: la, lonDeg: lo) > settings.cueSnapM {
+                        along = passNear(shape, latDeg: la, lonDeg: lo, fromSegment: 0, within: settings.cueSnapM).alongM
+                        inOrder = false
+                        distancesWrong += 1
+                    }
+                }
             } else if let la = c.latDeg, let lo = c.lonDeg {
                 if c.ordered {
                     let m = passNear(shape, latDeg: la, lonDeg: lo, fromSegment: previousSegment, within: settings.cueSnapM,
@@ -128,8 +142,8 @@ public enum CoursePreparation {
                 along = min(shape.lengthM, max(0, d))
             }
             guard let a = along else { continue }
-            if c.ordered { previousAlong = max(previousAlong, a) }
-            cues.append(Cue(alongM: c.ordered ? previousAlong : a, type: c.type, name: c.name, notes: c.notes))
+            if inOrder { previousAlong = max(previousAlong, a) }
+            cues.append(Cue(alongM: inOrder ? previousAlong : a, type: c.type, name: c.name, notes: c.notes))
         }
         cues.sort { $0.alongM < $1.alongM }
         // Strictly increasing: cues at one place keep their order a centimetre apart.
@@ -139,6 +153,9 @@ public enum CoursePreparation {
         let fromFile = cues.count
         while let last = cues.last, last.alongM > shape.lengthM { cues.removeLast() }
         var warnings = raw.warnings
+        if distancesWrong > 0 {
+            warnings.append("\(distancesWrong) course points' distances put them more than \(Int(settings.cueSnapM)) m from their positions: placed by position")
+        }
         if waypointsIgnored > 0 { warnings.append("\(waypointsIgnored) waypoints past the first \(settings.waypointsMax) were not looked at as cues") }
         if cues.count < fromFile { warnings.append("\(fromFile - cues.count) cues at the very end did not fit on the course") }
         var derived = 0

@@ -16,7 +16,7 @@ public final class DirectoryCourseStore: CourseStorePort {
     /// Courses listed at most.
     public static let coursesMax = CoursesMenu.listMax
     /// Bytes of a key at most (the rest of the file name is cut).
-    public static let keyBytesMax = 48
+    public static let keyBytesMax = CourseImport.keyBytesMax
 
     public let directory: String
 
@@ -26,18 +26,9 @@ public final class DirectoryCourseStore: CourseStorePort {
 
     func path(_ key: String) -> String { "\(directory)/\(key).\(Self.compactExtension)" }
 
-    /// The key a file is stored under: its name without directory and extension, with anything
-    /// but letters, digits, '-', '_' and '.' made '-', at most `keyBytesMax` bytes.
-    public static func key(forFile fileName: String) -> String {
-        var out = ""
-        for c in CourseImport.stem(fileName).unicodeScalars {
-            let ok = (c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || (c >= "0" && c <= "9") || c == "-" || c == "_" || c == "."
-            out.unicodeScalars.append(ok ? c : "-")
-            if out.utf8.count >= keyBytesMax { break }
-        }
-        while out.hasPrefix(".") { out.removeFirst() }
-        return out.isEmpty ? "course" : out
-    }
+    /// The key a file is stored under (`CourseImport.key(forFile:)`, shared with the companion's
+    /// upload).
+    public static func key(forFile fileName: String) -> String { CourseImport.key(forFile: fileName) }
 
     /// The keys of the compact files there are, sorted.
     public func keys() -> [String] {

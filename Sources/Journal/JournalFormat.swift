@@ -11,7 +11,9 @@ import RideModel
 /// stale record from a fresh one and notice a missing segment.
 public enum JournalFormat {
     /// The format this code writes. Readers accept every version from 1 up to this one.
-    public static let version: UInt16 = 1
+    /// 2: adds the `elapsed` record (type 9). An older app sets a version 2 segment aside (kept,
+    /// not read) instead of cutting it at the first record it does not know.
+    public static let version: UInt16 = 2
     public static let versionsReadable: ClosedRange<UInt16> = 1...version
     /// "BKJL" little-endian.
     public static let segmentMagic: UInt32 = 0x4C4A_4B42
@@ -40,6 +42,8 @@ public enum RecordType: UInt8, Sendable, Hashable, CaseIterable, CustomStringCon
     case checkpoint = 7
     /// The ride's file is durable: its records may be compacted away.
     case rideFileDurable = 8
+    /// A running ride's 1 Hz record instant with no sample (RideRecord.elapsed): the instant only.
+    case elapsed = 9
 
     public var description: String {
         switch self {
@@ -51,6 +55,7 @@ public enum RecordType: UInt8, Sendable, Hashable, CaseIterable, CustomStringCon
         case .metadata: "metadata"
         case .checkpoint: "checkpoint"
         case .rideFileDurable: "ride_file_durable"
+        case .elapsed: "elapsed"
         }
     }
 }

@@ -347,6 +347,8 @@ extension JournalScan {
                         case .finished(let saved, let at):
                             current!.finished = saved
                             current!.counts.instant = at
+                        case .elapsed(let at):
+                            current!.counts.instant = at
                         default: break
                         }
                         if withRecords { current!.records.append(rec) }

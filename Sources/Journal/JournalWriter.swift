@@ -265,6 +265,7 @@ public final class JournalWriter {
         case .sample(let s): counts.sampleCount += 1; counts.instant = s.instant
         case .series: counts.seriesCount += 1
         case .finished(_, let at): counts.instant = at
+        case .elapsed(let at): counts.instant = at
         default: break
         }
     }
@@ -290,7 +291,7 @@ public final class JournalWriter {
         count(record)
         counters.recordsAppended &+= 1
         enqueue(Item(kind: .record(record), ride: currentRide, appendedAt: now))
-        if case .sample = record {
+        if record.isRecordInstant {
             pendingHasSampleRecord = true
             if let last = lastCheckpointAt, now.milliseconds(since: last) >= policy.checkpointIntervalMs, currentRide != nil {
                 enqueue(Item(kind: .checkpoint(counts), ride: currentRide, appendedAt: now))

@@ -113,6 +113,9 @@ public struct RecordEncoder: Sendable {
             type = .metadata
             payload.string(k)
             payload.string(v)
+        case .elapsed(let at):
+            type = .elapsed
+            payload.svarint(at.milliseconds)
         case .sample, .series:
             return encodeGroup([record][...])
         }
@@ -262,6 +265,7 @@ public enum RecordDecoder {
     public static func decode(type rawType: UInt8, version: UInt16, _ bytes: UnsafeRawBufferPointer,
                               from: Int, length: Int) throws(DecodeError) -> JournalEntry {
         guard let type = RecordType(rawValue: rawType) else { throw .badValue("unknown record type \(rawType)") }
+        guard type != .elapsed || version >= 2 else { throw .badValue("an elapsed record in a version \(version) journal (they came with version 2)") }
         var r = ByteReader(bytes, from: from, to: from + length)
         let entry: JournalEntry
         switch type {
@@ -282,6 +286,8 @@ public enum RecordDecoder {
                                            sampleCount: try r.varint(), seriesCount: try r.varint(), lapCount: try r.varint()))
         case .rideFileDurable:
             entry = .rideFileDurable(try readRideID(&r))
+        case .elapsed:
+            entry = .records([.elapsed(MonotonicInstant(milliseconds: try r.svarint()))])
         }
         guard r.isAtEnd else { throw .badValue("\(r.remaining) unexpected bytes after a \(type) record") }
         return entry

@@ -277,7 +277,7 @@ public struct CourseFollower: Sendable {
                          alarms: Bool, _ events: inout NavigationEvents) {
         let backwards = state == .wrongWay
         let predicted = along + (backwards ? -step : step)
-        let m = matchInWindow(plane, predicted: predicted, extraAheadM: 3 * step, backwards: backwards)
+        let (m, nearestM) = matchInWindow(plane, predicted: predicted, extraAheadM: 3 * step, backwards: backwards)
         let previousAlong = along
         lock(at: m)
         let segBearing = Double(course.bearingDeg[m.segment])
@@ -315,18 +315,18 @@ public struct CourseFollower: Sendable {
             }
             guard alarms, moving else { break }
             if farFixes >= settings.offCourseFixes {
-                startPeriod(at: fix.atMs, distance: m.distanceM, wrongWay: false)
+                startPeriod(at: fix.atMs, distance: nearestM, wrongWay: false)
                 state = .offCourse
                 events.offCourse = true
                 backFixes = 0
             } else if backFixes >= settings.wrongWayFixes && backStartAlong - along >= settings.wrongWayBackM {
-                startPeriod(at: fix.atMs, distance: m.distanceM, wrongWay: true)
+                startPeriod(at: fix.atMs, distance: nearestM, wrongWay: true)
                 state = .wrongWay
                 events.wrongWay = true
                 farFixes = 0
             }
         case .offCourse, .wrongWay:
-            periodMaxM = max(periodMaxM, m.distanceM)
+            periodMaxM = max(periodMaxM, nearestM)
             if state == .wrongWay && far {
                 // Going backwards and now away from the course too: off course.
                 farFixes += 1
@@ -455,14 +455,19 @@ public struct CourseFollower: Sendable {
     /// The best match inside the window around the last one: the nearest point, each metre
     /// away from where the rider is expected (`predicted`) beyond the slack costing
     /// `alongWeight`, a segment pointing away from the heading `headingPenaltyM`.
-    func matchInWindow(_ plane: LocalPlane, predicted: Double, extraAheadM: Double, backwards: Bool) -> Match {
+    /// The window's best match (distance plus the along and heading costs), and the window's
+    /// nearest distance to the fix (what an off-course period's farthest distance keeps: how far
+    /// the rider was from the course, not from the place the costs preferred).
+    func matchInWindow(_ plane: LocalPlane, predicted: Double, extraAheadM: Double, backwards: Bool) -> (Match, nearestM: Double) {
         let lo = course.segment(atAlongM: along - settings.windowBackM - (backwards ? extraAheadM : 0))
         let hi = course.segment(atAlongM: along + settings.windowAheadM + extraAheadM)
         let slack = settings.alongSlackM + abs(predicted - along)
         var best = project(segment, plane)
         var bestScore = Double.infinity
+        var nearestM = Double.infinity
         for i in lo...hi {
             let m = project(i, plane)
+            nearestM = min(nearestM, m.distanceM)
             var score = m.distanceM + settings.alongWeight * max(0, abs(m.alongM - predicted) - slack)
             if !backwards, let h = heading, abs(Bearing.turn(from: Double(course.bearingDeg[i]), to: h)) > 90 {
                 score += settings.headingPenaltyM
@@ -472,7 +477,8 @@ public struct CourseFollower: Sendable {
                 best = m
             }
         }
-        return best
+        assert(!(nearestM > best.distanceM), "the nearest in the window is no farther than the best match in it")
+        return (best, nearestM)
     }
 
     /// Searches the whole course: the places where it passes within `within` of the fix (one per

@@ -82,6 +82,7 @@ public struct RideExport: Sendable {
                 if e.kind == .start, start == nil { start = e.instant }
                 last = max(last, e.instant)
             case .sample(let s), .series(let s): last = max(last, s.instant)
+            case .elapsed(let at): last = max(last, at)
             default: break
             }
         }
@@ -143,6 +144,8 @@ public struct RideExport: Sendable {
                 guard headersSeen == 1 else { break }
                 builder.setMetadata(k, v)
                 if let i = metadata.firstIndex(where: { $0.key == k }) { metadata[i].value = v } else { metadata.append((k, v)) }
+            case .elapsed:
+                break // time only: the ride's end (below) and its timer come from `last`
             }
         }
         if builder.stopInstant == nil {

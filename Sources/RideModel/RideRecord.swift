@@ -73,12 +73,26 @@ public enum RideRecord: Sendable, Hashable {
     case finished(saved: Bool, at: MonotonicInstant)
     /// A metadata fact (bike, firmware version, sensor identities).
     case metadata(key: String, value: String)
+    /// A 1 Hz record instant of a running ride at which no quantity had a value (no sensor, or
+    /// every one lost): nothing to count, but the ride's time went on. Without it a crash loses
+    /// every second since the last sample (recovery restores the timer to the newest instant it
+    /// replays), the whole ride on a unit riding with the timer only.
+    case elapsed(MonotonicInstant)
 
     /// A state change must be durable before the screen confirms it; samples may wait for the
     /// next group commit (at most one second).
+    /// A 1 Hz record of the ride (a sample, or the instant of one with nothing to count): the
+    /// journal commits it at the tick that took it.
+    public var isRecordInstant: Bool {
+        switch self {
+        case .sample, .elapsed: true
+        default: false
+        }
+    }
+
     public var mustBeDurableAtOnce: Bool {
         switch self {
-        case .sample, .series, .metadata: false
+        case .sample, .series, .metadata, .elapsed: false
         case .header, .event, .wallClock, .finished: true
         }
     }

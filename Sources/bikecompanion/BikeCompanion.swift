@@ -100,6 +100,7 @@ struct Serve: AsyncParsableCommand {
         }
         var server = CompanionServer(link: link, tokens: tokens, pairing: pairing, log: log)
         if let chartjs { server.chartJSPath = chartjs }
+        server.coursesDirectory = ((common.dataDir ?? config.storage.dataDir) as NSString).appendingPathComponent("courses")
         if !FileManager.default.fileExists(atPath: server.chartJSPath) {
             log("no Chart.js at \(server.chartJSPath): the page works without its charts; sudo apt-get install libjs-chart.js")
         }

@@ -81,6 +81,12 @@ enum CompanionPage {
       <input id="mvalue" inputmode="numeric" placeholder="value" size="6">
       <button id="marker">Add marker</button>
     </p>
+    <details id="courses"><summary>Courses</summary>
+      <div id="courselist"></div>
+      <p class="row"><input type="file" id="coursefile" accept=".gpx,.tcx,.fit"><button id="courseup">Upload</button>
+        <button id="courseclear">No course</button></p>
+      <div id="coursemsg"></div>
+    </details>
     <div id="log"></div>
     <div id="link">connecting…</div>
   </section>
@@ -251,6 +257,33 @@ $("sendcode").onclick = async () => {
 document.querySelectorAll("button[data-cmd]").forEach((b) => { b.onclick = () => send({ type: "command", command: b.dataset.cmd }); });
 $("water").onclick = () => send({ type: "marker", kind: "water", value: 250 });
 $("marker").onclick = () => send({ type: "marker", kind: $("mkind").value, value: parseInt($("mvalue").value || "0", 10) });
+// Courses (docs/companion.md, "Courses"): names are shown as text, never as markup.
+async function loadCourses() {
+  const r = await fetch("/api/courses", { credentials: "same-origin" }).catch(() => null);
+  if (!r || r.status !== 200) return;
+  const list = $("courselist"); list.textContent = "";
+  for (const c of (await r.json()).courses) {
+    const b = document.createElement("button");
+    b.textContent = c.name + " (" + (c.length_m / 1000).toFixed(1) + " km)";
+    b.onclick = () => courseReply(fetch("/api/courses/select", { method: "POST", credentials: "same-origin",
+      headers: { "content-type": "application/json" }, body: JSON.stringify({ key: c.key }) }));
+    const row = document.createElement("div"); row.className = "row"; row.append(b); list.append(row);
+  }
+}
+async function courseReply(p) {
+  const r = await p.catch(() => null);
+  const j = r ? await r.json().catch(() => ({})) : {};
+  $("coursemsg").textContent = !r ? "not connected" : (j.error || j.message || (j.key ? "imported " + j.name : r.statusText));
+  loadCourses();
+}
+$("courses").ontoggle = () => { if ($("courses").open) loadCourses(); };
+$("courseup").onclick = () => {
+  const f = $("coursefile").files[0];
+  if (!f) { $("coursemsg").textContent = "choose a GPX, TCX or FIT file"; return; }
+  courseReply(fetch("/api/courses?name=" + encodeURIComponent(f.name), { method: "POST", credentials: "same-origin",
+    headers: { "content-type": "application/octet-stream" }, body: f }));
+};
+$("courseclear").onclick = () => courseReply(fetch("/api/courses/clear", { method: "POST", credentials: "same-origin" }));
 start();
 </script>
 </body>

@@ -38,6 +38,9 @@ struct CompanionServer: Sendable {
     /// (the phone has no internet on a ride).
     var chartJSPath = CompanionServer.defaultChartJSPath
 
+    /// `<data dir>/courses/`, where uploaded courses are stored (CourseRoutes.swift).
+    var coursesDirectory = "/var/lib/bikecomputer/courses"
+
     static let defaultChartJSPath = "/usr/share/javascript/chart.js/chart.min.js"
     static let chartJSBytesMax = 4 << 20
 
@@ -241,6 +244,7 @@ struct CompanionServer: Sendable {
         }
 
         addPowerRoutes(router)  // POST /api/clock (PowerRoutes.swift)
+        addCourseRoutes(router)  // /api/courses... (CourseRoutes.swift)
 
         router.ws("/ws") { request, _ in
             guard server.authorize(request) != nil else { throw HTTPError(.unauthorized, message: "pairing required") }

@@ -48,6 +48,7 @@ struct JournalCommand: ParsableCommand {
             case .wallClock(let a): "wall_clock at=\(a.monotonic.milliseconds)ms wall=\(a.wall)"
             case .finished(let saved, let at): "finished saved=\(saved) at=\(at.milliseconds)ms"
             case .metadata(let k, let v): "metadata \(k)=\(v)"
+            case .elapsed(let at): "elapsed at=\(at.milliseconds)ms"
             }
         }
 

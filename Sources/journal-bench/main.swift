@@ -119,7 +119,17 @@ var dirArg: String?
 if let i = args.firstIndex(of: "--dir"), i + 1 < args.count { dirArg = args[i + 1] }
 
 // `--write DIR`: leave a short ride's journal (5 minutes, a lap, not ended) in DIR and stop;
-// the oracle test decodes it independently.
+// `--write-quiet DIR`: a ride of 30 s with no sensor at all (its seconds are `elapsed` records).
+// The oracle test decodes both independently.
+if let i = args.firstIndex(of: "--write-quiet"), i + 1 < args.count {
+    let dir = try! SegmentDirectory(path: args[i + 1], segmentBytes: 8 * 1024, createIfMissing: true)
+    let d = fresh(FileSystemSegmentStorage(dir))
+    d.feed(.command(.start, at: .zero))
+    for s in 1...34 { d.feed(.tick(MonotonicInstant(milliseconds: Int64(s) * 1000 + 5))) }
+    d.journal.syncNow(at: d.now)
+    print("wrote \(d.journal.counters.recordsDurable) records to \(args[i + 1])")
+    exit(0)
+}
 if let i = args.firstIndex(of: "--write"), i + 1 < args.count {
     let dir = try! SegmentDirectory(path: args[i + 1], segmentBytes: 8 * 1024, createIfMissing: true)
     let d = fresh(FileSystemSegmentStorage(dir))

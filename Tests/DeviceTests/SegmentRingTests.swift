@@ -314,6 +314,9 @@ struct SegmentRingTests {
         var core = opened.core
         var appended = 0
         func settle(_ t: Int64) {
+            // As the run loop does every turn: a 1 Hz record (an elapsed second: no sensor here)
+            // is committed at the tick that took it.
+            journal.tick(at: ms(t))
             for _ in 0..<50 where journal.writer.syncInFlight || journal.writer.pendingCount > 0 {
                 if !waitReadable(ring.completionDescriptor, timeoutMs: 5_000) { break }
                 journal.syncProgress(at: ms(t))

@@ -33,7 +33,8 @@ struct FormatTests {
     static func randomRecord(_ rng: inout SeededRandom, at t: Int64) -> RideRecord {
         let q = Quantity(rawValue: UInt8(rng.next() % UInt64(Quantity.countMax)))!
         let s = Sample(q, randomValue(&rng), at: ms(t), origin: rng.next() % 2 == 0 ? .measured : .generated)
-        switch rng.next() % 10 {
+        switch rng.next() % 11 {
+        case 10: return .elapsed(ms(t))
         case 0:
             var settings = RideSettings(ftpW: rng.next() % 2 == 0 ? nil : 251.5)
             settings.powerZones = try? ZoneConfiguration(quantity: .power, boundaries: [100, 150, 200.5], names: ["a", "b", "c", "ü"])
@@ -79,6 +80,21 @@ struct FormatTests {
             }
             #expect(scan.truncation == nil, "seed \(seed)")
         }
+    }
+
+    /// The elapsed record (type 9) came with format version 2: it decodes there, and a version 1
+    /// segment that holds one is damaged, not read as something else.
+    @Test func theElapsedRecordBelongsToVersionTwo() throws {
+        var enc = RecordEncoder()
+        let (type, payload) = enc.encode(.elapsed(ms(-1_234_567)))
+        #expect(type == .elapsed && type.rawValue == 9)
+        let n = payload.count
+        let back = try payload.withUnsafeBytes { b in try RecordDecoder.decode(type: 9, version: 2, b, from: 0, length: n) }
+        #expect(back == .records([.elapsed(ms(-1_234_567))]))
+        #expect(throws: DecodeError.self) {
+            try payload.withUnsafeBytes { b in _ = try RecordDecoder.decode(type: 9, version: 1, b, from: 0, length: n) }
+        }
+        #expect(JournalFormat.version == 2 && JournalFormat.versionsReadable.contains(1))
     }
 
     /// Equality that compares sample values bit for bit (NaN == NaN, -0 != +0).

@@ -130,5 +130,6 @@ func describe(_ r: RideRecord) -> String {
     case .wallClock(let a): "wall \(a.wall)"
     case .finished(let saved, let at): "finished \(saved)@\(at.milliseconds)"
     case .metadata(let k, let v): "meta \(k)=\(v)"
+    case .elapsed(let at): "elapsed@\(at.milliseconds)"
     }
 }

@@ -50,6 +50,20 @@ import Testing
         #expect(log.events.contains { $0.events.finished })
     }
 
+    /// The course moved 300 m aside for 1.5 km, the rider staying on the straight road: the
+    /// period's farthest distance is how far the rider was from the course (300 m at most), not
+    /// the distance to the place the matcher preferred (found by the replay of the Edge 500 ride
+    /// along a course with detours, Tests/oracle/test_course_ride_fit.py: 589 m said for 300 m).
+    @Test func anOffCoursePeriodsFarthestDistanceIsTheDistanceFromTheCourse() throws {
+        let course = try Drawn.course([(0, 0), (0, 1_000), (300, 1_000), (300, 2_500), (0, 2_500), (0, 4_000)])
+        let ride = Drawn.ride([(0, 0), (0, 4_000)])
+        var log = FollowLog(course)
+        log.ride(ride)
+        let period = try #require(log.periods.first)
+        #expect(log.periods.count == 1)
+        #expect(period.maxDistanceM > 280 && period.maxDistanceM <= 300.5, "\(period.maxDistanceM) m")
+    }
+
     /// Out and back on the same road (the way back 8 m beside the way out): the match never
     /// jumps to the other leg — not at the start, not near the turn, not after it.
     @Test func outAndBackNeverSnapsToTheOtherLeg() throws {

@@ -186,6 +186,31 @@ import Testing
         #expect(c.cues[1].alongM > c.cues[0].alongM)
     }
 
+    /// Course points whose distance is wrong (Garmin Connect's export writes 0 for each, listed in
+    /// no route order: Tests/oracle/courses/cptr003_connect.fit) are placed by their positions, in
+    /// route order, with a warning; a point whose distance agrees with its position keeps it.
+    @Test func fitCoursePointsWithWrongDistancesArePlacedByPosition() throws {
+        func semicircles(_ deg: Double) -> UInt64 { UInt64(UInt32(bitPattern: Int32((deg / 180 * 2_147_483_648).rounded()))) }
+        var f = FITBytes()
+        f.define(0, global: 0, [.u8(0)])
+        f.message(0, [6])
+        f.define(2, global: 20, [.u32(0), .u32(1), .u32(5)])
+        for k in 0...100 {
+            let (la, lo) = Drawn.latLon(Double(k) * 30, 0)
+            f.message(2, [semicircles(la), semicircles(lo), UInt64(k * 3_000)])
+        }
+        f.define(3, global: 32, [.u32(2), .u32(3), .u32(4), .u8(5)])
+        for (east, distanceCm, type) in [(2_400.0, 0, 4), (600.0, 0, 7), (1_500.0, 150_000, 6), (2_700.0, 0, 3)] {
+            let (la, lo) = Drawn.latLon(east, 5)
+            f.message(3, [semicircles(la), semicircles(lo), UInt64(distanceCm), UInt64(type)])
+        }
+        let (c, report) = try CourseImport.course(from: f.file(), fileName: "connect.fit")
+        #expect(abs(c.lengthM - 3_000) < 3)
+        #expect(c.cues.map(\.type) == [.right, .left, .food, .water])
+        for (cue, at) in zip(c.cues, [600.0, 1_500, 2_400, 2_700]) { #expect(abs(cue.alongM - at) < 1, "\(cue)") }
+        #expect(report.warnings.contains { $0.contains("3 course points' distances") && $0.contains("placed by position") })
+    }
+
     @Test func badFilesSayWhatIsWrong() throws {
         func problem(_ s: String, _ name: String = "f.gpx") -> String {
             do {

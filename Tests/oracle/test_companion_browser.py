@@ -175,6 +175,25 @@ def test_page_follows_and_pauses_the_ride(bikecompanion, browser, tmp_path):  # 
         assert "marker water 250" in c.device.received
         b.wait("document.getElementById('log').textContent.includes('water 250 ml')", what="the marker in the page's log")
 
+        # A course from the page: a file chosen in the Courses panel is uploaded and listed (its
+        # name, markup and all, as text), and tapping it asks the unit to load it.
+        trk = "".join(f'<trkpt lat="{46.0 + i * 0.0005:.7f}" lon="7.0"/>' for i in range(20))
+        gpx = f'<gpx version="1.1"><trk><name>&lt;b&gt;Col&lt;/b&gt;</name><trkseg>{trk}</trkseg></trk></gpx>'
+        b.eval("document.getElementById('courses').open = true")
+        b.eval("(() => { const t = new DataTransfer(); t.items.add(new File([" + json.dumps(gpx) + "], 'my col.gpx'));"
+               " const i = document.getElementById('coursefile'); i.files = t.files;"
+               " document.getElementById('courseup').click(); })()")
+        b.wait("document.getElementById('coursemsg').textContent.includes('imported')", what="the upload's answer")
+        b.wait("document.querySelector('#courselist button') !== null", what="the course listed")
+        assert b.eval("document.querySelector('#courselist button').textContent") == "<b>Col</b> (1.1 km)"  # 19 steps of 0.0005° of latitude
+        assert b.eval("document.querySelector('#courselist b')") is None, "a course's name is never markup"
+        b.eval("document.querySelector('#courselist button').click()")
+        deadline = time.time() + 10
+        while time.time() < deadline and "course load my-col" not in c.device.received:
+            time.sleep(0.1)
+        assert "course load my-col" in c.device.received, c.device.received[-5:]
+        b.eval("document.getElementById('courses').open = false")
+
         # The whole page, charts included, for docs/companion.md.
         b.call("Emulation.setDeviceMetricsOverride", width=390, height=1300, deviceScaleFactor=1, mobile=True)
         time.sleep(0.5)

@@ -7,6 +7,7 @@ length of gpxpy's points (geographiclib; the importer simplifies within 2 m), an
 either a cue or counted as away from the route; a file without two points is refused, naming the
 file. Fails (never skips) when the files cannot be fetched."""
 import json
+import math
 import pathlib
 import subprocess
 
@@ -122,3 +123,160 @@ def test_the_courses_folder_import_list_replace_and_remove(bikecomputer, tmp_pat
     assert json.loads(bc("list", "--json").stdout) == []
     r = bc("remove", "My-Alps")
     assert r.returncode == 1 and "no course 'My-Alps'" in r.stderr, r.stderr
+
+
+# --- TCX and FIT courses written by others (Tests/oracle/courses/README.md says where each is from)
+
+COURSES = pathlib.Path(__file__).resolve().parent / "courses"
+TCX_COURSES = ["reference/track/course.tcx", "reference/track/tcxtest~gpx-course.tcx", "reference/track/gtrnctr-readcp.tcx"]
+FIT_COURSES = ["cptr001.fit", "cptr002.fit", "cptr003.fit", "cptr003_connect.fit"]
+# TCX's PointType (TrainingCenterDatabase v2 schema, CoursePointType_t) as the FIT profile names the
+# same course_point types.
+TCX_POINT_TYPES = {"Generic": "generic", "Summit": "summit", "Valley": "valley", "Water": "water", "Food": "food",
+                   "Danger": "danger", "Left": "left", "Right": "right", "Straight": "straight", "First Aid": "first_aid",
+                   "4th Category": "fourth_category", "3rd Category": "third_category", "2nd Category": "second_category",
+                   "1st Category": "first_category", "Hors Category": "hors_category", "Sprint": "sprint"}
+TCX_NS = "{http://www.garmin.com/xmlschemas/TrainingCenterDatabase/v2}"
+
+
+def import_one(bikecomputer, data, path):
+    """`courses import --json FILE` then `courses show --json KEY`: (the import's object, the course)."""
+    r = subprocess.run([str(bikecomputer), "courses", "import", "--data-dir", str(data), "--json", str(path)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"{path.name}: {r.stderr}"
+    got = json.loads(r.stdout.splitlines()[0])
+    r = subprocess.run([str(bikecomputer), "courses", "show", "--data-dir", str(data), "--json", got["key"]],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, f"{path.name}: {r.stderr}"
+    return got, json.loads(r.stdout)
+
+
+def tcx_view(path):
+    """What ElementTree sees in a TCX course: its name, its trackpoints' positions (those with
+    one), and its course points (name, FIT type, notes, position) in file order."""
+    import xml.etree.ElementTree as ET
+    course = ET.parse(path).getroot().find(f"{TCX_NS}Courses/{TCX_NS}Course")
+    assert course is not None, path
+
+    def position(e):
+        p = e.find(f"{TCX_NS}Position")
+        return None if p is None else (float(p.findtext(f"{TCX_NS}LatitudeDegrees")), float(p.findtext(f"{TCX_NS}LongitudeDegrees")))
+
+    points = [position(t) for t in course.iter(f"{TCX_NS}Trackpoint")]
+    cues = [{"name": (c.findtext(f"{TCX_NS}Name") or "").strip(), "type": TCX_POINT_TYPES[c.findtext(f"{TCX_NS}PointType")],
+             "notes": (c.findtext(f"{TCX_NS}Notes") or "").strip(), "at": position(c)}
+            for c in course.findall(f"{TCX_NS}CoursePoint")]
+    return course.findtext(f"{TCX_NS}Name").strip(), [p for p in points if p is not None], cues
+
+
+def geodesic_length_of(pairs):
+    g = Geodesic.WGS84
+    return sum(g.Inverse(a[0], a[1], b[0], b[1])["s12"] for a, b in zip(pairs, pairs[1:]))
+
+
+def along(pairs, at):
+    """Distance along the polyline `pairs` (geodesic) of its vertex nearest `at`."""
+    g = Geodesic.WGS84
+    best, total, best_d = 0.0, 0.0, math.inf
+    for i, p in enumerate(pairs):
+        if i:
+            total += g.Inverse(pairs[i - 1][0], pairs[i - 1][1], p[0], p[1])["s12"]
+        d = g.Inverse(p[0], p[1], at[0], at[1])["s12"]
+        if d < best_d:
+            best, best_d = total, d
+    return best
+
+
+def check_course(name, got, shown, want_name, points, length_m, cues):
+    """The imported course against an independent reader's view: name, points, length within
+    0.5 %, and every cue in route order with its type, name and (where the file places it)
+    distance along within 1 % of the course or 30 m."""
+    assert got["name"] == want_name, (name, got["name"], want_name)
+    assert got["points_read"] == len(points), (name, got["points_read"], len(points))
+    assert 2 <= got["points_kept"] <= got["points_read"]
+    assert abs(got["length_m"] - length_m) <= 0.005 * length_m, (name, got["length_m"], length_m)
+    assert got["cues_from_file"] == len(cues), (name, got["cues_from_file"], len(cues))
+    file_cues = shown["cues"][:] if got["cues_derived"] == 0 else None
+    if cues:
+        assert got["cues_derived"] == 0, (name, "a file with course points gets no derived cues")
+        assert [(c["type"], c["name"]) for c in file_cues] == [(c["type"], c["name"][:64]) for c in cues], (name, file_cues, cues)
+        ds = [c["distance_m"] for c in file_cues]
+        assert all(a < b for a, b in zip(ds, ds[1:])), (name, "cues strictly increasing along", ds)
+        for c, w in zip(file_cues, cues):
+            assert abs(c["distance_m"] - w["along_m"]) <= max(30.0, 0.01 * length_m), (name, c, w)
+            if "notes" in w:
+                assert c["notes"] == w["notes"][:256], (name, c, w)
+
+
+@pytest.fixture(scope="module")
+def gpsbabel_tcx():
+    import debian_source
+    try:
+        root = debian_source.extract("gpsbabel", lambda n: n in TCX_COURSES, suites=("trixie", "sid", "bookworm"))
+    except debian_source.SourceUnavailable as e:
+        pytest.fail(f"GPSBabel's TCX courses are needed (Tests/oracle/courses/README.md): {e}")
+    missing = [n for n in TCX_COURSES if not (root / n).is_file()]
+    assert not missing, missing
+    return root
+
+
+@pytest.mark.parametrize("rel", TCX_COURSES)
+def test_gpsbabel_tcx_courses_import_as_elementtree_reads_them(bikecomputer, tmp_path, gpsbabel_tcx, rel):
+    path = gpsbabel_tcx / rel
+    name, points, cues = tcx_view(path)
+    for c in cues:
+        c["along_m"] = along(points, c["at"])
+    # course points ordered along the course (a file may list them in any order)
+    cues.sort(key=lambda c: c["along_m"])
+    got, shown = import_one(bikecomputer, tmp_path / "data", path)
+    assert got["format"] == "tcx", got
+    check_course(rel, got, shown, name, points, geodesic_length_of(points), cues)
+    if rel.endswith("readcp.tcx"):
+        assert len(cues) == 16 and {c["type"] for c in shown["cues"]} == set(TCX_POINT_TYPES.values()), shown["cues"]
+
+
+def fit_course_view(path):
+    """What the Garmin FIT SDK sees in a FIT course (checked against fitdecode and fitparse):
+    the course's name, the records' positions, the course points (type, name, distance) in
+    file order."""
+    import fitdecode
+    import fitparse
+    from garmin_fit_sdk import Decoder, Stream
+    data = path.read_bytes()
+    # (the SDK's check_integrity refuses RWGPS's cptr002.fit, whose CRCs fitdecode checks and
+    # accepts; its reading has no errors)
+    m, errors = Decoder(Stream.from_byte_array(bytearray(data))).read(convert_types_to_strings=True)
+    assert errors == [], (path.name, errors)
+    assert m["file_id_mesgs"][0]["type"] == "course", path.name
+    semi = 180.0 / 2**31
+    records = [(r["position_lat"] * semi, r["position_long"] * semi) for r in m["record_mesgs"]
+               if r.get("position_lat") is not None and r.get("position_long") is not None]
+    cps = [{"type": c["type"], "name": c.get("name") or "", "distance": c.get("distance"),
+            "at": (c["position_lat"] * semi, c["position_long"] * semi) if c.get("position_lat") is not None else None}
+           for c in m.get("course_point_mesgs", [])]
+    # the other two decoders see the same records and course points (by the types' values: their
+    # profiles are older than the SDK's and do not name rest_area, 29)
+    raw, _ = Decoder(Stream.from_byte_array(bytearray(data))).read(convert_types_to_strings=False)
+    want = [(c["type"], c.get("name") or "") for c in raw.get("course_point_mesgs", [])]
+    with fitdecode.FitReader(path, check_crc=fitdecode.CrcCheck.RAISE) as reader:
+        fd = [f for f in reader if isinstance(f, fitdecode.FitDataMessage)]
+    assert sum(1 for f in fd if f.name == "record" and f.get_value("position_lat", fallback=None) is not None) == len(records)
+    assert [(f.get_value("type", raw_value=True), f.get_value("name", fallback="") or "") for f in fd if f.name == "course_point"] == want
+    fp = fitparse.FitFile(str(path), check_crc=True)
+    assert [(c.get_raw_value("type"), c.get_value("name") or "") for c in fp.get_messages("course_point")] == want
+    return m["course_mesgs"][0]["name"], records, cps
+
+
+@pytest.mark.parametrize("name", FIT_COURSES)
+def test_real_fit_courses_import_as_the_fit_sdk_reads_them(bikecomputer, tmp_path, name):
+    path = COURSES / name
+    course_name, points, cps = fit_course_view(path)
+    length = geodesic_length_of(points)
+    for c in cps:
+        # where the course passes nearest the course point's position (its distance field is not
+        # always right: Garmin Connect writes 0 for every one)
+        c["along_m"] = along(points, c["at"]) if c["at"] else c["distance"]
+    cps.sort(key=lambda c: c["along_m"])
+    got, shown = import_one(bikecomputer, tmp_path / "data", path)
+    assert got["format"] == "fit", got
+    check_course(name, got, shown, course_name, points, length, cps)

@@ -62,7 +62,7 @@ def as_double(bits: int) -> float:
 
 def decode_segment(data: bytes, expected_seq):
     magic, version, header_bytes, seg_id, first, size = struct.unpack("<IHHIII", data[:20])
-    assert magic == 0x4C4A4B42 and version == 1 and header_bytes == 32 and size == len(data)
+    assert magic == 0x4C4A4B42 and version in (1, 2) and header_bytes == 32 and size == len(data)
     assert struct.unpack("<I", data[28:32])[0] == crc32c(data[:28])
     assert expected_seq is None or first == expected_seq
     state = {"last": 0, "streams": {}}
@@ -72,6 +72,7 @@ def decode_segment(data: bytes, expected_seq):
         payload = data[off + 7:off + 7 + length]
         assert struct.unpack("<I", data[off + 7 + length:off + 11 + length])[0] == crc32c(data[off:off + 7 + length])
         assert s == seq
+        assert rtype != 9 or version >= 2, "an elapsed record (type 9) came with format version 2"
         out.append((rtype, decode_payload(rtype, payload, state)))
         off += 11 + length
         seq += 1
@@ -85,6 +86,10 @@ def decode_payload(rtype, payload, state):
         kind, instant, trigger = r.u8(), r.svarint(), r.u8()
         return {"kind": ["start", "pause", "resume", "lap", "stop", "marker", "gap"][kind], "instant": instant,
                 "trigger": ["manual", "auto", "distance", "time", "session_end", "remote"][trigger]}
+    if rtype == 9:  # elapsed: a running ride's second with nothing to record
+        instant = r.svarint()
+        assert r.pos == len(payload)
+        return f"elapsed at={instant}ms"
     if rtype != 3:
         return None
     values = []
@@ -152,6 +157,31 @@ def test_independent_decoder_agrees_with_inspect(journal_dir, bikecomputer):
     assert [e["kind"] for e in ours_events] == ["start", "lap"]
     assert inspected["rebuild"]["laps"] == 2 and inspected["rebuild"]["state"] == "running"
     assert inspected["repairs"] == []
+
+
+def test_a_ride_without_sensors_is_one_elapsed_record_a_second(bikecomputer, tmp_path):
+    """Format 2's elapsed records (type 9): a running ride's seconds with nothing to record, so a
+    crash does not take its time back. Decoded here and by `journal inspect`; recovery's timer."""
+    bench = bikecomputer.parent / "journal-bench"
+    subprocess.run([str(bench), "--write-quiet", str(tmp_path)], check=True, capture_output=True, timeout=120)
+    records, seq = [], None
+    for path in sorted(tmp_path.glob("seg-*.jnl")):
+        recs, seq = decode_segment(path.read_bytes(), seq)
+        records += recs
+    assert not [p for t, p in records if t == 3], "no sensor: no sample"
+    ours = [p for t, p in records if t == 9]
+    instants = [int(p.split("=")[1].rstrip("ms")) for p in ours]
+    assert len(instants) >= 29 and all(b - a == 1000 for a, b in zip(instants, instants[1:])), instants
+    start = [p["instant"] for t, p in records if t == 2 and p["kind"] == "start"][0]
+    assert instants[0] > start, "the start's own instant needs none"
+    out = subprocess.run([str(bikecomputer), "journal", "inspect", str(tmp_path), "--json"],
+                         check=True, capture_output=True, text=True, timeout=120).stdout
+    inspected = json.loads(out)
+    assert inspected["format_version"] == 2
+    assert ours == [r["record"] for r in inspected["records"] if r["type"] == "elapsed"]
+    # Recovery brings the timer back to the last elapsed second (before format 2: to the start).
+    assert inspected["rebuild"]["state"] == "running"
+    assert inspected["rebuild"]["timer_time_ms"] >= instants[-1] - start - 1000, inspected["rebuild"]
 
 
 def test_inspect_reports_a_torn_tail_without_repairing_it(journal_dir, bikecomputer, tmp_path):

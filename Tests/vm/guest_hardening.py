@@ -224,6 +224,8 @@ def companion_view() -> dict:
     r["read_journal"] = inside("ls", str(DATA / "journal"))
     r["write_own_dir"] = inside("touch", str(DATA / "companion" / "probe"))
     inside("rm", "-f", str(DATA / "companion" / "probe"))
+    r["write_courses"] = inside("touch", str(DATA / "courses" / "probe"))
+    inside("rm", "-f", str(DATA / "courses" / "probe"))
     # Pairing: the code is in the companion's log (and on the unit's screen).
     base = "http://127.0.0.1:8080"
     cursor = len(journal("bikecompanion.service"))
@@ -238,12 +240,23 @@ def companion_view() -> dict:
                                      headers={"Origin": base, "Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=20) as resp:
             r["pair"] = resp.status
-            r["token_id"] = json.loads(resp.read()).get("token_id")
+            paired = json.loads(resp.read())
+            r["token_id"] = paired.get("token_id")
+        # A course uploaded from the phone is stored in courses/ through the sandbox.
+        gpx = ('<gpx version="1.1"><trk><name>VM course</name><trkseg>'
+               + "".join(f'<trkpt lat="{46.0 + i * 0.0005:.7f}" lon="7.0"/>' for i in range(20)) + "</trkseg></trk></gpx>")
+        req = urllib.request.Request(base + "/api/courses?name=vm-course.gpx", data=gpx.encode(), method="POST",
+                                     headers={"Origin": base, "Authorization": "Bearer " + paired.get("token", ""),
+                                              "Content-Type": "application/octet-stream"})
+        with urllib.request.urlopen(req, timeout=20) as resp:
+            r["course_upload"] = resp.status
     except Exception as e:  # noqa: BLE001 - recorded for the host's assertion
         r["pair_error"] = f"{type(e).__name__}: {e}"
     tokens = DATA / "companion" / "companion-tokens"
     r["tokens_file"] = stat_of(tokens) if tokens.exists() else None
     r["tokens_has_id"] = bool(r.get("token_id")) and tokens.exists() and r["token_id"] in tokens.read_text()
+    course = DATA / "courses" / "vm-course.course"
+    r["course_file"] = stat_of(course) if course.exists() else None
     r["journal"] = journal("bikecompanion.service")[-2000:]
     return r
 

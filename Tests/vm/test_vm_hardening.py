@@ -6,7 +6,7 @@ app's at most 2.5, every other at most 4.0: "OK" or better; the path units, whic
 rate, watch only what `bike` alone can write); the users and groups install.sh
 made (the bridge not in the app's group: neither the config directory nor the data directory
 is its; only the bridge socket); the companion's view of the data directory (its own
-companion/, nothing else) and a pairing through its sandbox; the USB drive installed before the
+companion/ and courses/, nothing else), a pairing and a course upload through its sandbox; the USB drive installed before the
 first ride (the order that made rides/ root's and every ride RIDE NOT SAVED); a ride through the
 units with the refresh path unit's triggers counted, the USB image rebuilt by the units at its
 end and read as a computer plugged into the unit reads it (dummy_hcd: the guest is its own USB
@@ -108,13 +108,15 @@ def test_the_bridge_user_reaches_its_socket_and_nothing_of_the_app(hardened):
     assert r["units"]["bikebridge.service"]["ActiveState"] == "active"
 
 
-def test_the_companion_sees_only_its_own_directory_and_still_pairs(hardened):
+def test_the_companion_sees_only_its_own_directory_and_courses_and_still_pairs(hardened):
     _, r = hardened
     c = r["companion"]
-    assert tuple(c["sees"]) == (0, "companion"), c["sees"]
+    assert tuple(c["sees"]) == (0, "companion\ncourses"), c["sees"]
     assert c["write_data_dir"][0] != 0 and c["write_rides"][0] != 0, c
     assert c["read_journal"][0] != 0, c
-    assert c["write_own_dir"][0] == 0, c
+    assert c["write_own_dir"][0] == 0 and c["write_courses"][0] == 0, c
+    # A course uploaded from the phone lands in courses/, the app's user's, owner-only.
+    assert c.get("course_upload") == 201 and c["course_file"]["owner"] == "bike" and c["course_file"]["mode"] == "0o600", c
     assert c.get("pair") == 200 and c["tokens_has_id"], c
     assert c["tokens_file"]["owner"] == "bike" and c["tokens_file"]["mode"] == "0o600", c
 
