@@ -12,6 +12,7 @@ extension ScreenRenderer {
     static let batteryIconHeight = 7
 
     mutating func drawBatteryIcon(_ b: BatteryStatus, x: Int, y: Int, on: Bool = true) {
+        guard drawsBattery else { return }
         let g = geometry
         let body = Rect(x: x, y: y, width: g.px(Self.batteryIconWidth - 2), height: g.px(Self.batteryIconHeight))
         canvas.strokeRect(body, on: on, thickness: g.px(1))
@@ -48,29 +49,54 @@ extension ScreenRenderer {
     }
 
     /// The running pages' battery (a page has no room for text at 128×64): a charge gauge at
-    /// the foot of the page dots' column, filled from the bottom in proportion to the charge,
-    /// hollow with a dash when unknown, where the column has room below `dots` page dots. The
-    /// number and the time left are on the idle and paused screens and in the alerts.
-    mutating func drawRunningBattery(_ model: ScreenModel, below dots: Int) {
-        guard let b = model.battery else { return }
-        let g = geometry
-        let w = g.pageDotPx, h = g.px(Self.runningGaugeHeight), edge = g.px(1)
-        let dotsEnd = dots > 1 ? g.px(2) + dots * g.pageDotPitch : 0
-        let top = height - h
-        guard top >= dotsEnd + g.px(2) else { return }
-        let x = width - w
+    /// the foot of the page dots' column (`runningGauge`), filled from the bottom in proportion
+    /// to the charge, hollow when unknown. The number and the time left are on the idle and
+    /// paused screens and in the alerts. Inverted (`on` false) in the 128×32 paused banner.
+    mutating func drawRunningBattery(_ model: ScreenModel, in gauge: Rect, on: Bool = true) {
+        guard let b = model.battery, drawsBattery else { return }
+        let edge = geometry.px(1), x = gauge.x, w = gauge.width
         // The nub, then the body's outline.
-        canvas.fill(Rect(x: x + edge, y: top, width: max(edge, w - 2 * edge), height: edge))
-        let body = Rect(x: x, y: top + edge, width: w, height: h - edge)
-        canvas.strokeRect(body, thickness: edge)
+        canvas.fill(Rect(x: x + edge, y: gauge.y, width: max(edge, w - 2 * edge), height: edge), on: on)
+        let body = Rect(x: x, y: gauge.y + edge, width: w, height: gauge.height - edge)
+        canvas.strokeRect(body, on: on, thickness: edge)
         let inner = Rect(x: x + edge, y: body.y + edge, width: w - 2 * edge, height: body.height - 2 * edge)
         guard let p = b.percent else { return }
         let filled = p <= 0 ? 0 : max(edge, (inner.height * min(100, p) + 50) / 100)
-        canvas.fill(Rect(x: inner.x, y: inner.maxY - filled, width: max(edge, inner.width), height: filled))
+        canvas.fill(Rect(x: inner.x, y: inner.maxY - filled, width: max(edge, inner.width), height: filled), on: on)
     }
 
-    /// The gauge's height (128×64 pixels, scaled).
+    /// The gauge's height (128×64 pixels, scaled), and the least it is drawn at where the page
+    /// dots leave less (a 32-row panel with the navigation pages).
     static let runningGaugeHeight = 12
+    static let runningGaugeHeightMin = 7
+
+    /// Where the running pages' gauge goes below `dots` page dots, and the dots' pitch that
+    /// leaves it room: the foot of the dots' column, `px(2)` under the last dot, full height
+    /// where the column has room, shorter (down to `runningGaugeHeightMin`), then the dots
+    /// closer together, where it has not. Nil when even that does not fit.
+    func runningGauge(dots: Int) -> (gauge: Rect, dotPitch: Int)? {
+        let g = geometry, side = g.pageDotPx, gap = g.px(2)
+        var pitch = max(side, min(g.pageDotPitch, (height - g.px(2)) / max(1, dots)))
+        func dotsEnd(_ pitch: Int) -> Int { dots > 1 ? g.px(2) + (dots - 1) * pitch + side : 0 }
+        let full = g.px(Self.runningGaugeHeight), least = g.px(Self.runningGaugeHeightMin)
+        if height - least < dotsEnd(pitch) + gap, dots > 1 {
+            pitch = max(side, (height - least - gap - g.px(2) - side) / (dots - 1))
+        }
+        let h = min(full, height - dotsEnd(pitch) - gap)
+        guard h >= least else { return nil }
+        assert(height - h >= dotsEnd(pitch) + gap && h <= full, "the gauge is below the dots and no taller than its full height")
+        return (Rect(x: width - side, y: height - h, width: side, height: h), pitch)
+    }
+
+    /// The part of a running page the gauge keeps clear: its rect and a pixel (scaled) round
+    /// it. The page's rules, graphics and fields that reach into it end left of it.
+    func runningGaugeKeepOut(_ gauge: Rect) -> Rect { gauge.insetBy(-geometry.px(1)) }
+
+    /// `r` ended left of `keepOut` where they share rows.
+    static func trimmed(_ r: Rect, leftOf keepOut: Rect?) -> Rect {
+        guard let k = keepOut, r.intersection(k).width > 0, r.intersection(k).height > 0 else { return r }
+        return Rect(x: r.x, y: r.y, width: max(0, k.x - r.x), height: r.height)
+    }
 
     /// What the running gauge shows, appended to the page's key (the page redraws when the
     /// gauge would look different). Returns the new key length.
@@ -83,6 +109,7 @@ extension ScreenRenderer {
 
     /// Icon and charge right-aligned in `rect` (one small-font row high).
     mutating func drawBatteryRow(_ b: BatteryStatus, in rect: Rect, on: Bool = true) {
+        guard drawsBattery else { return }
         writeBatteryPercent(b)
         let font = fonts.text
         let textWidth = font.widthPx(count: text.count)
@@ -117,12 +144,29 @@ extension ScreenRenderer {
         canvas.drawText(text, font: fonts.text, in: Rect(x: x, y: y, width: width - x, height: row), alignment: .right)
     }
 
-    /// The paused screen's banner holds the charge at its right end.
-    mutating func drawPausedBattery(_ model: ScreenModel) {
-        guard let b = model.battery, tall else { return }
-        // The banner's right end, clear of the centred "PAUSED".
-        let g = geometry, w = fonts.text.widthPx(count: 4) + g.px(Self.batteryIconWidth + 3)
-        drawBatteryRow(b, in: Rect(x: width - w - g.px(1), y: g.px(2), width: w, height: fonts.text.height), on: false)
+    /// The paused screen's banner holds the charge at its right end: the icon and the number
+    /// where the banner's word leaves room for both, the icon alone where it does not (a
+    /// companion's pairing code on a 128-pixel panel). Returns the room left of it for the word.
+    /// On a 32-row panel, whose banner also holds the timer, the running pages' gauge instead.
+    mutating func drawPausedBattery(_ model: ScreenModel, banner: Rect, word: Int) -> Int {
+        guard let b = model.battery else { return banner.width }
+        let g = geometry
+        if !tall {
+            let gauge = Rect(x: banner.maxX - g.px(2) - g.pageDotPx, y: banner.y + g.px(2), width: g.pageDotPx,
+                             height: min(g.px(Self.runningGaugeHeight), banner.height - g.px(4)))
+            drawRunningBattery(model, in: gauge, on: false)
+            return gauge.x - g.px(2)
+        }
+        let icon = g.px(Self.batteryIconWidth), right = banner.maxX - g.px(1)
+        writeBatteryPercent(b)
+        let row = icon + g.px(2) + fonts.text.widthPx(count: text.count)
+        // The word centred in what is left, a pixel apart at least.
+        if (right - row - g.px(2) - word) / 2 >= g.px(2) {
+            drawBatteryRow(b, in: Rect(x: right - row, y: g.px(2), width: row, height: fonts.text.height), on: false)
+            return right - row - g.px(2)
+        }
+        drawBatteryIcon(b, x: right - icon, y: banner.y + (banner.height - g.px(Self.batteryIconHeight)) / 2, on: false)
+        return right - icon - g.px(2)
     }
 
     /// Over everything while the unit powers off: why, and what became of the ride.

@@ -21,6 +21,8 @@ public struct ScreenRenderer: Sendable {
     /// Bytes of `drawnKey` in use; -1 when the canvas holds anything else.
     private var drawnKeyCount = -1
     var keyScratch: [UInt8]
+    /// False: the battery's place is kept but left blank (tests tell its ink from the rest).
+    var drawsBattery = true
     /// Longest key kept; a page whose key is longer is simply drawn every time.
     public static let drawnKeyBytesMax = 256
 
@@ -160,30 +162,37 @@ public struct ScreenRenderer: Sendable {
         let pages = model.radarShown ? (model.pairingCode == nil ? layouts.radarRunningPages : layouts.radarStatusLinePages)
             : (model.pairingCode == nil ? layouts.runningPages : layouts.statusLinePages)
         guard !pages.isEmpty else { return }
-        if let nav = navigationPageIndex(page, model) {
-            drawPage(layouts.navigationPages(radar: model.radarShown, statusLine: model.pairingCode != nil)[nav], model)
-            if model.radarShown { drawRadarColumn(radarColumn(model), model) }
-            let dots = max(1, model.runningPageCount)
-            drawPageDots(page, of: dots)
-            drawRunningBattery(model, below: dots)
-            return
-        }
-        let index = ((page % pages.count) + pages.count) % pages.count
-        drawPage(pages[index], model)
-        if model.radarShown { drawRadarColumn(radarColumn(model), model) }
         // The pages the rider can reach (the climbing and map pages only with GPS or a barometer;
-        // the navigation pages while a course is loaded).
+        // the navigation pages while a course is loaded), and the battery's gauge below their
+        // dots: the page's rules, graphics and fields end left of it.
+        let nav = navigationPageIndex(page, model)
+        let index = ((page % pages.count) + pages.count) % pages.count
         let reachable = max(1, model.runningPageCount)
-        let dots = model.navigation.course != nil ? reachable : min(pages.count, reachable)
-        drawPageDots(index, of: dots)
-        drawRunningBattery(model, below: dots)
+        let dots = nav != nil || model.navigation.course != nil ? reachable : min(pages.count, reachable)
+        let gauge = model.battery == nil ? nil : runningGauge(dots: dots)
+        let keepOut = gauge.map { runningGaugeKeepOut($0.gauge) }
+        if let nav {
+            drawPage(layouts.navigationPages(radar: model.radarShown, statusLine: model.pairingCode != nil)[nav], model, keepOut: keepOut)
+        } else {
+            drawPage(pages[index], model, keepOut: keepOut)
+        }
+        if model.radarShown { drawRadarColumn(radarColumn(model), model) }
+        drawPageDots(nav == nil ? index : page, of: dots, pitch: gauge?.dotPitch)
+        if let gauge { drawRunningBattery(model, in: gauge.gauge) }
     }
 
-    /// Draws any page layout: the separator lines, the graphics, then each field the same way.
-    public mutating func drawPage(_ layout: PageLayout, _ model: ScreenModel) {
-        for rule in layout.rules { canvas.fill(rule) }
-        for graphic in layout.graphics { drawGraphic(graphic, model) }
-        for field in layout.fields { drawField(field, model) }
+    /// Draws any page layout: the separator lines, the graphics, then each field the same way;
+    /// each ends left of `keepOut` (the battery's gauge) where it reaches into it.
+    public mutating func drawPage(_ layout: PageLayout, _ model: ScreenModel, keepOut: Rect? = nil) {
+        for rule in layout.rules { canvas.fill(Self.trimmed(rule, leftOf: keepOut)) }
+        for var graphic in layout.graphics {
+            graphic.frame = Self.trimmed(graphic.frame, leftOf: keepOut)
+            drawGraphic(graphic, model)
+        }
+        for var field in layout.fields {
+            field.frame = Self.trimmed(field.frame, leftOf: keepOut)
+            drawField(field, model)
+        }
     }
 
     /// One graphic of a page in its frame.
@@ -262,13 +271,13 @@ public struct ScreenRenderer: Sendable {
 
     /// Page k of n as dots down the right edge: the current one a square, the others a dot in
     /// its middle.
-    private mutating func drawPageDots(_ index: Int, of count: Int) {
+    private mutating func drawPageDots(_ index: Int, of count: Int, pitch given: Int? = nil) {
         guard count > 1 else { return }
         let side = geometry.pageDotPx, dot = geometry.px(1)
         let x = width - side
         // Closer together when more pages than fit at the usual pitch (the navigation pages on a
-        // 32-row panel).
-        let pitch = max(side, min(geometry.pageDotPitch, (height - geometry.px(2)) / count))
+        // 32-row panel), or than leave the battery's gauge room (`runningGauge`).
+        let pitch = given ?? max(side, min(geometry.pageDotPitch, (height - geometry.px(2)) / count))
         for i in 0..<count {
             let y = geometry.px(2) + i * pitch
             if i == index {
@@ -457,7 +466,10 @@ public struct ScreenRenderer: Sendable {
         }
         if tall {
             let digits = fonts.digits(.huge)
-            canvas.drawText(word, font: title, in: banner, alignment: .center, on: false)
+            let room = drawPausedBattery(model, banner: banner, word: title.widthPx(count: word.count))
+            text.clear()
+            text.append(clockMs: model.timerMs)
+            canvas.drawText(word, font: title, in: Rect(x: 0, y: 0, width: room, height: banner.height), alignment: .center, on: false)
             canvas.drawText(text, font: digits, in: Rect(x: 0, y: banner.maxY + geometry.px(4), width: width, height: digits.height), alignment: .center)
             text.clear()
             text.append(clockMs: model.elapsedMs)
@@ -466,13 +478,16 @@ public struct ScreenRenderer: Sendable {
             let y = height - value.height - geometry.px(1)
             canvas.drawText("ELAPSED", font: small, x: 0, y: y + max(0, (value.height - small.height) / 2))
             canvas.drawText(text, font: value, in: Rect(x: 0, y: y, width: width, height: value.height), alignment: .right)
-            drawPausedBattery(model)
         } else {
             let digits = fonts.digits(.large)
             // The code in the text font, leaving the timer its room at the right.
             let wordFont = model.pairingCode == nil ? title : small
             canvas.drawText(word, font: wordFont, x: geometry.px(2), y: (banner.height - wordFont.height) / 2, on: false)
-            canvas.drawText(text, font: small, in: Rect(x: 0, y: geometry.px(2), width: width - geometry.px(2), height: small.height),
+            // The battery's gauge at the banner's right end, the timer left of it.
+            let room = model.battery == nil ? width - geometry.px(2) : drawPausedBattery(model, banner: banner, word: 0)
+            text.clear()
+            text.append(clockMs: model.timerMs)
+            canvas.drawText(text, font: small, in: Rect(x: 0, y: geometry.px(2), width: room, height: small.height),
                             alignment: .right, on: false)
             text.clear()
             text.append(clockMs: model.elapsedMs)

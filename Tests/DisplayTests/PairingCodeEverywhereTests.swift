@@ -3,41 +3,6 @@ import Display
 @testable import Screens
 import Testing
 
-/// Ink on a framebuffer as its 8-connected blobs' bounding boxes: the drawn elements (a glyph,
-/// a rule, a filled box) as a test sees them.
-enum InkBlobs {
-    static func boxes(_ f: Framebuffer) -> [Rect] {
-        var seen = [Bool](repeating: false, count: f.width * f.height)
-        var out: [Rect] = []
-        var stack: [(Int, Int)] = []
-        for y0 in 0..<f.height {
-            for x0 in 0..<f.width where f[x0, y0] && !seen[y0 * f.width + x0] {
-                var minX = x0, maxX = x0, minY = y0, maxY = y0
-                seen[y0 * f.width + x0] = true
-                stack.append((x0, y0))
-                while let (x, y) = stack.popLast() {
-                    minX = min(minX, x); maxX = max(maxX, x); minY = min(minY, y); maxY = max(maxY, y)
-                    for dy in -1...1 {
-                        for dx in -1...1 {
-                            let nx = x + dx, ny = y + dy
-                            guard nx >= 0, ny >= 0, nx < f.width, ny < f.height, f[nx, ny], !seen[ny * f.width + nx] else { continue }
-                            seen[ny * f.width + nx] = true
-                            stack.append((nx, ny))
-                        }
-                    }
-                }
-                out.append(Rect(x: minX, y: minY, width: maxX - minX + 1, height: maxY - minY + 1))
-            }
-        }
-        return out
-    }
-
-    static func overlaps(_ a: Rect, _ b: Rect) -> Bool {
-        let o = a.intersection(b)
-        return o.width > 0 && o.height > 0
-    }
-}
-
 /// A companion's pairing code when the unit is not idle (issue 27: "only when idle or as a
 /// small dismissable badge") covers nothing: on every screen of the catalogue (countdown,
 /// running pages with and without radar and course, the summary pages, the discard
@@ -103,12 +68,6 @@ struct PairingCodeEverywhereTests {
         #expect(failures.isEmpty, "\(failures.count) of \(checked) screens:\n\(failures.prefix(40).joined(separator: "\n"))")
     }
 
-    static func ink(_ f: Framebuffer) -> Int {
-        var n = 0
-        for y in 0..<f.height { for x in 0..<f.width where f[x, y] { n += 1 } }
-        return n
-    }
-
     /// Summary pages keep every row above the code on every panel that showed them without it.
     @Test(arguments: [(128, 64), (400, 240), (128, 128)])
     func theSummaryKeepsItsRows(width: Int, height: Int) throws {
@@ -125,11 +84,7 @@ struct PairingCodeEverywhereTests {
             r.canvas.clear()
             r.drawBelowPairingCode(m)
             // Every row whole: the same ink, only closer together.
-            #expect(Self.ink(r.canvas) == Self.ink(plain), "\(width)x\(height) page \(page + 1)")
+            #expect(InkBlobs.ink(r.canvas) == InkBlobs.ink(plain), "\(width)x\(height) page \(page + 1)")
         }
     }
-}
-
-extension Rect {
-    func contains(x px: Int, y py: Int) -> Bool { px >= x && px < maxX && py >= y && py < maxY }
 }
