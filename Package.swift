@@ -134,7 +134,7 @@ let package = Package(
         .testTarget(name: "TrainingTests", dependencies: ["TestSupport", "Training", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "SensorsTests", dependencies: ["Positioning", "TestSupport", "Sensors", "RideModel"], exclude: ["Corpus"], swiftSettings: swift6),
         // The display and the screens drawn on it (goldens: Tests/DisplayTests/Goldens).
-        .testTarget(name: "DisplayTests", dependencies: ["AppCore", "BoardHardware", "Display", "Positioning", "RideModel", "Screens"], exclude: ["Goldens"], swiftSettings: swift6),
+        .testTarget(name: "DisplayTests", dependencies: ["AppCore", "Battery", "BoardHardware", "Display", "Positioning", "RideModel", "Screens"], exclude: ["Goldens"], swiftSettings: swift6),
         .testTarget(name: "JournalTests", dependencies: ["TestSupport", "AppCore", "BoardIO", "Device", "DeviceAdapters", "Journal", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "RideFilesTests", dependencies: ["TestSupport", "AppCore", "RideFiles", "RideModel"], swiftSettings: swift6),
         .testTarget(name: "ConfigurationTests", dependencies: ["TestSupport", "Configuration"], swiftSettings: swift6),
