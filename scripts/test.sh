@@ -159,23 +159,17 @@ if [ "$arm64_ok" = started ] && arm64_wait; then
     export BIKE_ARM64_RELEASE="$PWD/.build/release-arm64"
 fi
 # The arm64 guests (the aarch64 release on Debian's arm64 kernel, the package, the same answers)
-# run beside the others, in a second pytest: each TCG guest keeps one core busy, and the machine
-# has two. Their output: .build/vm-arm64.log (its failures are shown here).
+# run after the others, in their own pytest. (Run beside them, one pytest each, the two sets of
+# guests loaded the 2-core machine to 8 and the timing bounds of the amd64 tests failed: stop 34.)
 arm64_tests="arm64 or package or same_answers"
-echo "test.sh: VM tests (Tests/vm/run), the arm64 ones beside them (-k '$arm64_tests', log: .build/vm-arm64.log)"
+echo "test.sh: VM tests (Tests/vm/run), then the arm64 ones (-k '$arm64_tests')"
 vm_started=$SECONDS
-BIKE_BIN="$(swift build --show-bin-path)" setsid bash Tests/vm/run -k "$arm64_tests" > .build/vm-arm64.log 2>&1 &
-arm64_vm_pid=$!
 vm_status=0
 BIKE_BIN="$(swift build --show-bin-path)" bash Tests/vm/run -k "not ($arm64_tests)" || vm_status=$?
-echo "test.sh: the VM tests but the arm64 ones took $((SECONDS - vm_started)) s (status $vm_status); waiting for the arm64 ones"
+echo "test.sh: the VM tests but the arm64 ones took $((SECONDS - vm_started)) s (status $vm_status)"
+arm64_started=$SECONDS
 arm64_vm_status=0
-wait "$arm64_vm_pid" || arm64_vm_status=$?
-arm64_vm_pid=
-echo "test.sh: arm64 VM tests: status $arm64_vm_status: $(grep -E '(passed|failed|error).* in [0-9.]+s' .build/vm-arm64.log | tail -n 1)"
-if [ "$arm64_vm_status" != 0 ]; then
-    sed -n '/^=* FAILURES =*$/,$p; /^=* ERRORS =*$/,$p' .build/vm-arm64.log | grep -vE '^vm: \[' | tail -n 150 >&2
-    grep -E '^(FAILED|ERROR) ' .build/vm-arm64.log >&2 || true
-fi
+BIKE_BIN="$(swift build --show-bin-path)" bash Tests/vm/run -k "$arm64_tests" || arm64_vm_status=$?
+echo "test.sh: the arm64 VM tests took $((SECONDS - arm64_started)) s (status $arm64_vm_status)"
 echo "test.sh: VM tests took $((SECONDS - vm_started)) s"
 [ "$vm_status" = 0 ] && [ "$arm64_vm_status" = 0 ] || exit 1

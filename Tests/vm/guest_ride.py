@@ -190,6 +190,10 @@ def kill_drill() -> None:
     wait_for(lambda: ride_state() == "running", 10, "the recovered ride running")
     press(START)
     wait_for(lambda: ride_state() == "paused", 15, "paused after the kill")
+    # The pause acts on the press, so "paused" can be read a few ms after the release: a next
+    # press that soon is one bounce of the first (debounce_ms = 30), its release never settles
+    # and the core sees no new press. A rider's hand lifts for longer than that.
+    time.sleep(0.3)
     press(START, hold_s=1.8)
     try:
         wait_for(lambda: ride_state() == "ended", 20, "the recovered ride ended by a long press")
