@@ -108,8 +108,7 @@ arm64_wait() {
     arm64_pid=
     return "$status"
 }
-arm64_vm_pid=
-trap '[ -z "$vm_prepare_pid" ] || kill -- -"$vm_prepare_pid" 2>/dev/null || true; [ -z "$arm64_pid" ] || kill -- -"$arm64_pid" 2>/dev/null || true; [ -z "$arm64_vm_pid" ] || kill -- -"$arm64_vm_pid" 2>/dev/null || true' EXIT
+trap '[ -z "$vm_prepare_pid" ] || kill -- -"$vm_prepare_pid" 2>/dev/null || true; [ -z "$arm64_pid" ] || kill -- -"$arm64_pid" 2>/dev/null || true' EXIT
 vm_prepare host
 if [ "$(id -u)" = 0 ] && [ "$(uname -m)" = x86_64 ]; then
     arm64_start prepare 3600 prepare
