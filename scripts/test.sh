@@ -135,7 +135,7 @@ if [ "$status" -ne 0 ]; then
 fi
 
 echo "test.sh: oracle tests (pytest)"
-BIKE_BIN="$(swift build --show-bin-path)" .venv/bin/python -m pytest -q Tests/oracle
+BIKE_BIN="$(swift build --show-bin-path)" .venv/bin/python -m pytest -q --durations=15 Tests/oracle
 
 # --- The sensor bridge's own tests (board/bridge/tests: framing, replay, faked radios).
 # The installed system around it (board/install.sh, the units, power cuts, storage faults, the

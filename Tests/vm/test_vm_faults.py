@@ -226,6 +226,7 @@ def latency_run(k):
         "rides": z["undated_before"], "library": z["library"], "undated_before": z["undated_before"], "dated_s": z["dated_s"], "undated_after": z["undated_after"],
         "presses": len(z["page_ms"]), "missed": z["page_ms"].count(None), "page_max_ms": max(dated_ms, default=None),
         "page_p99_ms": percentile(dated_ms, 99) if dated_ms else None,
+        "page_p50_ms": percentile(dated_ms, 50) if dated_ms else None,
         # The loop's figures are the process's since it started: a handler's maximum belongs to
         # the dating only where it grew during it (the app's bridge.packet once took 1.09 s before
         # the dating began, at load ~5, and was blamed on it).
@@ -356,4 +357,16 @@ def test_setting_the_clock_with_rides_waiting_does_not_stall_the_buttons(latency
     slowest = max(((n, v) for n, v in r["handlers_max_us"].items() if n in dating), key=lambda kv: kv[1], default=("none grew", 0))
     assert slowest[1] < turn_bound, (slowest, turn_bound, r)
     assert r["handlers_max_us"].get("wallclock", 0) < turn_bound, r
-    assert r["page_max_ms"] <= max(save["page_max_ms"] or 0, save["loop_turn_max_after_us"] / 1000) + 200, r
+    # The presses the rider feels. The typical press during the dating is as quick as on the plain
+    # card (the median: a dating inside one handler, as before issue 27, leaves most presses
+    # waiting seconds). The slowest is bounded by the slowest the same guest showed without any
+    # dating (the plain card's 25 presses, its save's, its longest turn), plus 200 ms; when the
+    # host was loaded (a plain-card turn of 200 ms or more: the guest's vCPUs wait for the host)
+    # plus that turn again: CI runs at load ~8 saw one press of 1,635 ms among some 20, against a
+    # save's slowest of a few presses, with every dating handler under its bound.
+    assert r["page_p50_ms"] <= plain["page_p50_ms"] + 200, (plain["page_p50_ms"], r)
+    plain_turn_ms = max(plain["loop_turn_max_us"], save["loop_turn_max_after_us"]) / 1000
+    host_loaded = plain_turn_ms >= 200
+    slowest_plain_ms = max(plain["page_max_ms"], save["page_max_ms"] or 0, plain_turn_ms)
+    page_bound = slowest_plain_ms + (plain_turn_ms if host_loaded else 200)
+    assert r["page_max_ms"] <= page_bound, (page_bound, "loaded host" if host_loaded else "quiet host", plain, r)
