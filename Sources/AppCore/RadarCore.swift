@@ -39,6 +39,9 @@ public struct RadarAlerting: Sendable, Hashable {
     var clearSince: MonotonicInstant?
     /// Vehicle beeps not sounded for the gap.
     public private(set) var beepsHeldBack: UInt64 = 0
+    /// Vehicle beeps sounded and road-clear beeps sounded since the app started (`ctl status`).
+    public private(set) var vehicleBeeps: UInt64 = 0
+    public private(set) var clearBeeps: UInt64 = 0
 
     public init() {}
 
@@ -57,7 +60,7 @@ public struct RadarAlerting: Sendable, Hashable {
         if n > known || jumped {
             clearSince = nil
             let beep = lastVehicleBeepAt.map { now.milliseconds(since: $0) >= Self.vehicleBeepGapMs } ?? true
-            if beep { lastVehicleBeepAt = now } else { beepsHeldBack &+= 1 }
+            if beep { lastVehicleBeepAt = now; vehicleBeeps &+= 1 } else { beepsHeldBack &+= 1 }
             return .vehicles(arrived: max(1, n - known), beep: beep)
         }
         if n == 0 && inView > 0 { clearSince = now }
@@ -69,6 +72,7 @@ public struct RadarAlerting: Sendable, Hashable {
     public mutating func tick(at now: MonotonicInstant) -> Outcome {
         guard let since = clearSince, now.milliseconds(since: since) >= Self.clearHoldMs else { return .nothing }
         clearSince = nil
+        clearBeeps &+= 1
         return .clear
     }
 

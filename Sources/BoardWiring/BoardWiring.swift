@@ -316,6 +316,7 @@ public final class BoardWiring {
         w.beginObject("live")
         for m in [Metric.heartRate, .power, .speed, .cadence] { w.number(m.description, screen[m], decimals: 2) }
         w.endObject()
+        writeRadar(into: &w)
         for c in components { c.writeStatus(into: &w) }
         // Every paired sensor: its state and last battery level (`bikecomputer sensors`).
         w.beginArray("paired")
@@ -357,6 +358,41 @@ public final class BoardWiring {
         var base = report.json()
         base.removeLast() // "}"
         return base + "," + String(w.text.dropFirst())
+    }
+
+    /// `radar`: the rear radar as the screen has it (the radar role's state, the column's
+    /// vehicles: none while it is not connected, which the column draws as WAIT, OLD or LOST,
+    /// never as a clear road), the beeps the core sounded since start, and the ride's counts.
+    func writeRadar(into w: inout JSONWriter) {
+        let core = runtime.core
+        let picture = core.screen.radar
+        w.beginObject("radar")
+        w.string("state", core.screen.sensor(.radar).description)
+        w.beginArray("vehicles")
+        for i in 0..<picture.count {
+            let t = picture[i]
+            w.beginObject()
+            w.number("range_m", t.rangeM, decimals: 1)
+            w.number("closing_speed_mps", t.closingSpeedMps, decimals: 2)
+            w.string("threat", t.threat.description)
+            w.endObject()
+        }
+        w.endArray()
+        let alerting = core.radarAlerting
+        w.int("vehicle_beeps", Int64(clamping: alerting.vehicleBeeps))
+        w.int("clear_beeps", Int64(clamping: alerting.clearBeeps))
+        w.int("beeps_held_back", Int64(clamping: alerting.beepsHeldBack))
+        if let ride = core.builder?.radar {
+            w.beginObject("ride")
+            w.int("vehicles", Int64(ride.vehicles))
+            w.int("alerts", Int64(ride.alerts))
+            w.string("max_threat", ride.maxThreat.description)
+            w.number("max_closing_speed_mps", ride.maxClosingSpeedMps, decimals: 2)
+            w.endObject()
+        } else {
+            w.raw("ride", "null")
+        }
+        w.endObject()
     }
 
     // MARK: Shutdown and measurement

@@ -1,5 +1,6 @@
 import AppCore
 import BoardIO
+import Control
 import Device
 import RideModel
 
@@ -39,6 +40,15 @@ public final class BuzzerComponent: BoardComponent, AlertOutputPort {
     public var isPresent: Bool { line != nil }
 
     public func start(_ board: BoardWiring) throws { loop = board.loop }
+
+    /// `buzzer`: its line's state, the patterns started and the failed writes.
+    public func writeStatus(into w: inout JSONWriter) {
+        w.beginObject("buzzer")
+        w.string("state", state)
+        w.int("patterns", Int64(clamping: pulses))
+        w.int("write_errors", Int64(clamping: writeErrors))
+        w.endObject()
+    }
 
     public func pulse(for alert: Alert, at now: MonotonicInstant) {
         guard loop != nil, line != nil else { return }

@@ -55,6 +55,8 @@ import Testing
         for t in stride(from: Int64(10_000), to: 12_500, by: 125) { h.picture(at: t, []) }
         #expect(h.clearBeeps == 1 && h.vehicleBeeps == 1, "\(h.alerts)")
         #expect(h.alerts.last == .roadClear && Alert.roadClear.beep != Alert.vehicleBehind(.approaching).beep)
+        // `ctl status` → radar counts the beeps the core sounded.
+        #expect(h.core.radarAlerting.vehicleBeeps == 1 && h.core.radarAlerting.clearBeeps == 1)
     }
 
     @Test func trafficGivesNoBeepStorm() {
@@ -70,6 +72,7 @@ import Testing
         #expect(h.vehicleBeeps <= 60 * 1000 / Int(RadarAlerting.vehicleBeepGapMs) + 1 && h.vehicleBeeps >= 10, "\(h.vehicleBeeps) beeps")
         #expect(h.clearBeeps == 0)
         #expect(h.core.radarAlerting.beepsHeldBack > 0)
+        #expect(h.core.radarAlerting.vehicleBeeps == UInt64(h.vehicleBeeps) && h.core.radarAlerting.clearBeeps == 0)
     }
 
     @Test func aLostRadarShowsNoVehiclesAndNeverBeeps() {
