@@ -32,6 +32,10 @@
 # PANEL=sharp-ls027 draws on the 400x240 memory LCD's pipeline instead of the 128x64 OLED's
 # (`[display] type`; the measurement's probe link counts its SPI transactions); the figures add
 # the frames drawn and the app's CPU per frame.
+# RADAR=1 adds a Garmin Varia rear radar (docs/sensors.md, "Rear radar"): its notifications at
+# 8 Hz (the ANT+ radar's channel rate; a Varia notifies at most that often), a vehicle coming up
+# from 140 m every 20 s, at 36 and 54 km/h in turn; the latency figures add the radar's own
+# (a radar frame -> the radar column's page on the bus).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-300}
@@ -86,6 +90,8 @@ transport = "ble"
 role = "cadence"
 ble_address = "C0:FF:EE:00:00:04"
 
+$(if [ "${RADAR:-0}" = 1 ]; then printf '[[sensor]]\ntransport = "ble"\nrole = "radar"\nble_address = "C0:FF:EE:00:00:05"\n'; fi)
+
 [storage]
 data_dir = "$tmp/data"
 
@@ -108,9 +114,10 @@ if [ "${GPS:-0}" = 1 ]; then
     sleep 1
 fi
 # The recording: the same payload layouts as Simulator/Sources/Simulation/SensorPayloads.swift.
-"$python" - "$seconds" >"$tmp/ride.jsonl" <<'PY'
+"$python" - "$seconds" "${RADAR:-0}" >"$tmp/ride.jsonl" <<'PY'
 import json, sys, math
 end_ms = (int(sys.argv[1]) + 30) * 1000
+radar = sys.argv[2] == "1"
 def le16(v): return [v & 0xff, (v >> 8) & 0xff]
 def le32(v): return le16(v & 0xffff) + le16((v >> 16) & 0xffff)
 wheel = crank = 0.0
@@ -133,6 +140,17 @@ for t in range(0, end_ms + 1, 250):
     out.append((t + 60, "C0:FF:EE:00:00:02", "2a63", le16(0x23) + le16(int(p)) + [100] + le16(int(crank) & 0xffff) + le16(crank_t)))
     out.append((t + 170, "C0:FF:EE:00:00:03", "2a5b", [1] + le32(int(wheel)) + le16(wheel_t)))
     out.append((t + 210, "C0:FF:EE:00:00:04", "2a5b", [2] + le16(int(crank) & 0xffff) + le16(crank_t)))
+# The radar: a frame every 125 ms (header: sequence nibble, 0x2 whole frame; then track, range m,
+# km/h per vehicle); a vehicle from 140 m every 20 s, 36 or 54 km/h, until it passes.
+for k, t in enumerate(range(0, end_ms + 1, 125) if radar else []):
+    behind = []
+    for n in range(t // 20000 + 1):
+        kmh = 36 if n % 2 == 0 else 54
+        r = 140 - kmh / 3.6 * (t - n * 20000) / 1000
+        if 0 < r <= 140:
+            behind.append((r, n % 255 + 1, kmh))
+    body = [b for r, track, kmh in sorted(behind)[:6] for b in (track, max(1, round(r)), kmh)]
+    out.append((t + 30, "C0:FF:EE:00:00:05", "3203", [(k & 0x0F) << 4 | 0x2] + body))
 for t, addr, uuid, b in sorted(out):
     print(json.dumps({"t_ms": t, "ble": addr, "uuid": uuid, "hex": bytes(b).hex()}))
 PY
@@ -253,6 +271,9 @@ if not text:
 j = json.loads(text[-1])
 fs = j.get("from_send") or j.get("from_send_us") or {}
 print("latency notification -> page on the bus:", json.dumps(fs), "  (target p99 <= 50 ms)")
+if "radar" in j:
+    r = j["radar"]
+    print(f"latency radar frame -> radar column's page on the bus ({r['frames']} radar frames):", json.dumps(r["from_send_us"]))
 PY
     app= bridge=
 fi
