@@ -6,13 +6,37 @@ import Testing
 
 /// LittleFS-style linear power-cut sweep: the scripted ride runs through the app core and the
 /// flash journal on simulated flash; power is cut at write 1, 2, 3, ... (dropping, tearing, or
-/// losing everything unsynced); then the device "boots", recovers and finishes the ride.
+/// losing everything unsynced); then the device "boots", recovers and finishes the ride. One
+/// test per way of cutting, so the four sweeps run side by side (the sweep was swift test's
+/// longest test by far: one thread for the whole run while the other core waited).
 struct PowerCutSweepTests {
     static let segmentBytes = 8 * 1024
     static let script = Script.inputs(seconds: 200)
-    nonisolated(unsafe) static var checkedRebuilds = 0
-    nonisolated(unsafe) static var cutsRepaired = 0
-    nonisolated(unsafe) static var segmentsSetAside = 0
+
+    /// What one sweep exercised (the paths its cuts went through).
+    struct Tally {
+        var checkedRebuilds = 0
+        var cutsRepaired = 0
+        var segmentsSetAside = 0
+    }
+
+    /// The ways power is cut at write n: the write dropped, torn after some bytes, everything
+    /// not yet synced lost, or that and the write torn.
+    enum Sweep: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case drop, tear, loseUnsynced, loseUnsyncedAndTear
+
+        func mode(_ n: Int) -> SimulatedFlash.CutMode {
+            switch self {
+            case .drop: .dropWrite
+            case .tear: .tearWrite(keepBytes: 1 + (n * 37) % 60)
+            case .loseUnsynced: .loseUnsynced
+            case .loseUnsyncedAndTear: .loseUnsyncedAndTear(keepBytes: 1 + (n * 13) % 40)
+            }
+        }
+
+        var tears: Bool { self == .tear || self == .loseUnsyncedAndTear }
+        var testDescription: String { rawValue }
+    }
 
     struct Outcome {
         var writes = 0
@@ -30,12 +54,8 @@ struct PowerCutSweepTests {
         return (rig, nil)
     }
 
-    static func modes(_ n: Int) -> [SimulatedFlash.CutMode] {
-        [.dropWrite, .tearWrite(keepBytes: 1 + (n * 37) % 60), .loseUnsynced, .loseUnsyncedAndTear(keepBytes: 1 + (n * 13) % 40)]
-    }
-
     /// Checks one cut; returns the loss window (ms of 1 Hz samples lost) or records an issue.
-    static func check(cutAt n: Int, mode: SimulatedFlash.CutMode) -> Int64 {
+    static func check(cutAt n: Int, mode: SimulatedFlash.CutMode, tally: inout Tally) -> Int64 {
         let id = "cut at write \(n), \(mode)"
         let flash = SimulatedFlash(segmentBytes: segmentBytes)
         flash.cutAtWrite = n
@@ -53,8 +73,8 @@ struct PowerCutSweepTests {
         let prefix = recovered
         // Boot: the device clock restarts.
         let boot = Rig(flash: flash, seed: 43, deviceNow: ms(500))
-        if boot.report.repairs.contains(where: { $0.contains("cut at byte") }) { cutsRepaired += 1 }
-        segmentsSetAside += boot.report.segmentsSetAside.count
+        if boot.report.repairs.contains(where: { $0.contains("cut at byte") }) { tally.cutsRepaired += 1 }
+        tally.segmentsSetAside += boot.report.segmentsSetAside.count
         // Everything synced is back, in order, and nothing was invented.
         #expect(isPrefix(prefix, of: appended), "\(id): recovered records are not a prefix of the appended ones")
         #expect(prefix.count >= synced, "\(id): \(synced) records were synced, only \(prefix.count) recovered")
@@ -73,7 +93,7 @@ struct PowerCutSweepTests {
         // Nothing lost: the rebuilt builder has the live one's events, laps, totals and extremes.
         if prefix.count == rig.durableCount, let durable = rig.durableCore, let live = durable.builder,
            let back = boot.core.builder, boot.core.state != .ended {
-            checkedRebuilds += 1
+            tally.checkedRebuilds += 1
             let events = back.events.filter { $0.kind != .gap }
             #expect(events == live.events, "\(id): events differ")
             #expect(back.laps.count == live.laps.count, "\(id): laps differ")
@@ -172,7 +192,7 @@ struct PowerCutSweepTests {
         return loss
     }
 
-    @Test func linearSweepOverEveryWriteAndCutMode() {
+    @Test(arguments: Sweep.allCases) func linearSweepOverEveryWrite(_ sweep: Sweep) {
         let full = SimulatedFlash(segmentBytes: Self.segmentBytes)
         let (rig, cut) = Self.runUntilCut(full)
         #expect(cut == nil)
@@ -181,17 +201,21 @@ struct PowerCutSweepTests {
         #expect(writes > 100, "the script should make many writes, made \(writes)")
         #expect(rig.journal.writer.counters.segmentsCreated >= 2, "the script should rotate segments")
         var worstLoss: Int64 = 0
+        var tally = Tally()
         for n in 1...(writes + 1) {
-            for mode in Self.modes(n) {
-                worstLoss = max(worstLoss, Self.check(cutAt: n, mode: mode))
-            }
+            worstLoss = max(worstLoss, Self.check(cutAt: n, mode: sweep.mode(n), tally: &tally))
         }
         #expect(worstLoss <= 1000, "worst loss window \(worstLoss) ms")
-        #expect(Self.checkedRebuilds > writes, "rebuilds compared with the live core: \(Self.checkedRebuilds)")
-        // Torn writes were cut off, and torn segment headers set aside (the paths were exercised).
-        #expect(Self.cutsRepaired > writes / 2, "\(Self.cutsRepaired) torn tails cut")
-        #expect(Self.segmentsSetAside > 0)
-        print("power-cut sweep: \(writes) writes × 4 modes, worst loss window \(worstLoss) ms of 1 Hz samples, \(Self.checkedRebuilds) rebuilds compared, \(Self.cutsRepaired) torn tails cut, \(Self.segmentsSetAside) torn segment headers set aside")
+        // Most cuts lose nothing durable: the rebuilt ride is compared with the live core's.
+        // (Measured: 205-210 of 217 cuts, each way.)
+        #expect(tally.checkedRebuilds > writes * 3 / 4, "\(sweep): rebuilds compared with the live core: \(tally.checkedRebuilds)")
+        if sweep.tears {
+            // Torn writes were cut off, and torn segment headers set aside (the paths were exercised:
+            // 213 torn tails and 2 headers of 217 cuts, each tearing way).
+            #expect(tally.cutsRepaired > writes / 2, "\(sweep): \(tally.cutsRepaired) torn tails cut")
+            #expect(tally.segmentsSetAside > 0, "\(sweep): no torn segment header set aside")
+        }
+        print("power-cut sweep (\(sweep)): \(writes) writes, worst loss window \(worstLoss) ms of 1 Hz samples, \(tally.checkedRebuilds) rebuilds compared, \(tally.cutsRepaired) torn tails cut, \(tally.segmentsSetAside) torn segment headers set aside")
     }
 
     /// Cuts power twice in one ride: during the ride and again soon after recovery.
