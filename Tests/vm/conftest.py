@@ -102,6 +102,33 @@ def arches_selected(request, module: str, arches=("amd64", "arm64")) -> list[str
     return [a for a in arches if any(f"[{a}]" in i or f"[{a}-" in i or f"-{a}]" in i for i in ids)]
 
 
+def launch_per_arch(request, module: str, launch) -> dict:
+    """Starts `launch(request, arch)` for each architecture of `module`'s tests that this run
+    selected; {arch: the guest, or the exception that stopped its start (its tests raise it)}."""
+    started: dict = {}
+    for arch in arches_selected(request, module):
+        try:
+            started[arch] = launch(request, arch)
+        except BaseException as e:  # noqa: BLE001 - reported by that architecture's tests
+            started[arch] = e
+    return started
+
+
+def arch_guest_result(guests: dict, module: str, arch: str) -> vmlib.Result:
+    """The finished guest of `module` for `arch` (started with launch_per_arch)."""
+    started = guests.get(module)
+    if started is None:
+        pytest.fail(f"no guest was started for {module}", pytrace=False)
+    if isinstance(started, BaseException):
+        raise started
+    run = started.get(arch)
+    if run is None:
+        pytest.fail(f"no {arch} guest was started for {module}", pytrace=False)
+    if isinstance(run, BaseException):
+        raise run
+    return run.wait()
+
+
 def guest_result(guests: dict, module: str) -> vmlib.Result:
     run = guests.get(module)
     if run is None:

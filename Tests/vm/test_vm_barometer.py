@@ -12,7 +12,7 @@ import json
 import pytest
 
 import vmlib
-from conftest import arches_selected, launcher, prepared
+from conftest import arch_guest_result, launch_per_arch, launcher, prepared
 
 # BST-BMP280-DS001 §3.12: dig_T1…dig_P9 little-endian, then adc_P = 415148, adc_T = 519888.
 CALIBRATION = [0x70, 0x6B, 0x43, 0x67, 0x18, 0xFC, 0x7D, 0x8E, 0x43, 0xD6, 0xD0, 0x0B,
@@ -65,24 +65,12 @@ step nobus {bc} barometer --bus /dev/i2c-99 --count 1
 
 @launcher("test_vm_barometer", order=6)
 def launch(request) -> dict:
-    started: dict = {}
-    for arch in arches_selected(request, "test_vm_barometer"):
-        try:
-            started[arch] = _launch(request, arch)
-        except BaseException as e:  # noqa: BLE001 - reported by that architecture's tests
-            started[arch] = e
-    return started
+    return launch_per_arch(request, "test_vm_barometer", _launch)
 
 
 @pytest.fixture(scope="module", params=["amd64", "arm64"])
 def run(guests, request):
-    started = guests.get("test_vm_barometer")
-    if started is None or isinstance(started, BaseException):
-        raise started or AssertionError("no guest was started for test_vm_barometer")
-    one = started[request.param]
-    if isinstance(one, BaseException):
-        raise one
-    result = one.wait()
+    result = arch_guest_result(guests, "test_vm_barometer", request.param)
     assert result.ok, result.describe()
     return result
 

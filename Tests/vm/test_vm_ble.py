@@ -1,11 +1,12 @@
 """BLE end to end on a real BlueZ stack, in the VM (Debian's kernel has Bluetooth only as
-modules; this machine's does not have it at all): hci_vhci with five virtual controllers
+modules; this machine's does not have it at all): hci_vhci with six virtual controllers
 (btvirt), dbus-daemon and bluetoothd; the project's simulated sensors (Tests/vm/ble/sim_sensors.py:
 heart rate with RR, cycling power with wheel and crank data, speed and cadence, each with a
-battery, values from a recorded ride; and a device that advertises cycling power without the
-measurement) as GATT servers through BlueZ's D-Bus API on four of them; on the fifth, the
-bridge as a board runs it (`python -m bikebridge --config`, its venv from
-board/bridge/requirements.txt) forwarding to the real `bikecomputer run`.
+battery, values from a recorded ride; a device that advertises cycling power without the
+measurement; a Garmin Varia rear radar sending vehicles on command) as GATT servers through
+BlueZ's D-Bus API on five of them; on the sixth, the bridge as a board runs it (`python -m
+bikebridge --config`, its venv from board/bridge/requirements.txt) forwarding to the real
+`bikecomputer run`, whose buttons and buzzer are gpio-sim lines.
 
 Tests/vm/ble/guest_ble.py rides in the guest and records; the tests below check the record.
 What this cannot show (radio range, real bonding, LE Secure Connections, which fail under QEMU
@@ -24,7 +25,7 @@ import sys
 import pytest
 
 import vmlib
-from conftest import guest_result, launcher, prepared
+from conftest import GUEST_SETUP, guest_result, launcher, prepared
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "ble"))
 import btvirt  # noqa: E402
@@ -71,17 +72,20 @@ def launch(request):
     if os.environ.get("BLE_RUN"):
         return None
     amd64 = request.getfixturevalue("amd64")
+    modules = request.getfixturevalue("amd64_modules")
     swift_bin = request.getfixturevalue("swift_bin")
     prepared("the BLE packages on the host", vmlib.ensure_packages, HOST_PACKAGES)
     venv = prepared("the bridge's venv", bridge_venv)
     ride = prepared("the ride values", ride_values)
     btvirt_bin = prepared("btvirt (built from BlueZ's source)", btvirt.build)
-    vm = prepared("the amd64 guest", vmlib.Machine, amd64, BLE_MODULES, [])
-    script = f"""
-set -u
+    # gpio-sim (GUEST_SETUP) for the app's buttons and buzzer line: the radar's beeps on a line.
+    vm = prepared("the amd64 guest", vmlib.Machine, amd64, [*BLE_MODULES, "i2c-dev"], modules)
+    script = GUEST_SETUP + f"""
+simchip ble 4 || exit 92
 mount -t tmpfs tmpfs /host/var/lib/bluetooth || {{ echo "no /var/lib/bluetooth on the host: install bluez"; exit 93; }}
 inhost /usr/bin/python3 Tests/vm/ble/guest_ble.py --bin {swift_bin / 'bikecomputer'} --venv {venv} --out /run/vm \\
-    --repo {vmlib.REPO} --ride {ride} --record-s {RECORD_S} --measure-s {MEASURE_S} --btvirt {btvirt_bin}
+    --repo {vmlib.REPO} --ride {ride} --record-s {RECORD_S} --measure-s {MEASURE_S} --btvirt {btvirt_bin} \\
+    --chip $CHIP --sim $SIM
 """
     return vm.start(script, timeout_s=400 + RECORD_S + MEASURE_S, name="ble")
 
@@ -148,6 +152,11 @@ def app_socket_count(c: dict, address: str, char: str) -> int:
     """Notifications the app read itself from the socket the bridge handed it (this app process)."""
     return sum(v["values"] for v in c["app"].get("socket_values", [])
                if v["sensor"] == f"ble:{address}" and v["characteristic"] == char)
+
+
+def all_socket_values(c: dict) -> int:
+    """Values the app read itself from every socket the bridge handed it (this app process)."""
+    return sum(v["values"] for v in c["app"].get("socket_values", []))
 
 
 def delivered(a: dict, b: dict, address: str, char: str) -> int:
@@ -232,8 +241,8 @@ def test_every_notification_sent_reaches_the_bridge_and_every_frame_the_app(ble_
         # received, plus every value the app read from a socket. Heartbeats are left out: the
         # bridge sends one a second while idle, and one may fall between the two readings.
         frames_out = (cp[b]["bridge"]["sent"] - cp[b]["bridge"]["heartbeats"]) - (cp[a]["bridge"]["sent"] - cp[a]["bridge"]["heartbeats"])
-        socket_values = sum(app_socket_count(cp[b], r["addresses"][n], c) - app_socket_count(cp[a], r["addresses"][n], c)
-                            for n, c in list(CHARS.items()) + [("hr", "2a19")])
+        # (Every socket's: the measurements', the batteries', the radar's.)
+        socket_values = all_socket_values(cp[b]) - all_socket_values(cp[a])
         frames_in = (cp[b]["app"]["frames"] - cp[b]["app"]["heartbeats"]) - (cp[a]["app"]["frames"] - cp[a]["app"]["heartbeats"])
         # A frame handing a socket over is taken (or given back) by the link, not the decoder.
         frames_in += sum(cp[b]["app"][k] - cp[a]["app"][k] for k in ("sockets_accepted", "sockets_returned"))
@@ -423,9 +432,9 @@ def test_pairing_from_the_shell_writes_the_config_and_the_sensors_connect(ble_ri
     before, after = r["config_before"], r["config_after_pairing"]
     assert after.startswith(before), "the file before pairing is kept byte for byte"
     added = after[len(before):]
-    for n in ("hr", "power", "csc", "broken"):
+    for n in ("hr", "power", "csc", "broken", "radar"):
         assert f'ble_address = "{r["addresses"][n]}"' in added, added
-    assert added.count("[[sensor]]") == 4
+    assert added.count("[[sensor]]") == 5
     # Without --role and --name, `pair` took the kind and the advertised name the search found.
     for f in r["found"]["found"]:
         assert f'name = "{f["name"]}"' in added, added
@@ -448,3 +457,72 @@ def test_forgetting_stops_its_values(ble_ride):
     assert not late, f"power values recorded after the power meter was forgotten: {late[:5]}"
     listed = {s["sensor"] for s in r["sensors_after_forget"]["sensors"]}
     assert f"ble:{r['addresses']['power']}" not in listed
+
+
+# ---------------------------------------------------------------------------------- rear radar
+
+def test_a_search_finds_the_varia_and_pairing_makes_it_the_radar(ble_ride):
+    """The simulated Varia (radar service 6a4e3200-…, its own name) is found by the search as a
+    radar and, paired without --role, connects as the radar role (RDR)."""
+    _, r = ble_ride
+    sensor = f"ble:{r['addresses']['radar']}"
+    found = {f["sensor"]: f for f in r["found"]["found"]}
+    assert sensor in found, f"the Varia not found: {sorted(found)}"
+    assert found[sensor]["kind"] == "radar" and found[sensor]["name"] == "RTL515", found[sensor]
+    listed = {s["sensor"]: s for s in r["sensors_list"]["sensors"]}
+    assert listed[sensor]["role"] == "radar", listed[sensor]
+
+
+def test_each_vehicle_reaches_the_radar_column_and_the_buzzer_once(ble_ride):
+    """Two vehicles from 60 m behind, 36 and 54 km/h: each is in the app's radar column within
+    3 s of its first frame (what the screen draws: the picture and the role's state), nearest
+    first with its closing speed and threat; each gives exactly one vehicle beep and one ride
+    vehicle, the fast one a fast-approach threat; once each has passed, a road-clear beep. The
+    buzzer line (gpio-sim) pulsed: the vehicle patterns' short pulses and the long clear one."""
+    result, r = ble_ride
+    phase_ok(r, "radar")
+    x = r["radar"]
+    before, after = x["before"]["radar"], x["after"]["radar"]
+    assert before["state"] == "connected" and before["vehicles"] == [], before
+    assert len(x["vehicles"]) == 2, x
+    for v, (kmh, threat) in zip(x["vehicles"], [(36, "approaching"), (54, "fast_approach")]):
+        assert v["seen_after_s"] < 3.0, v
+        shown = v["column"]["radar"]["vehicles"]
+        assert len(shown) == 1 and 0 < shown[0]["range_m"] <= 60, v["column"]
+        assert shown[0]["closing_speed_mps"] == pytest.approx(kmh / 3.6, abs=0.3), shown
+        assert shown[0]["threat"] == threat, shown
+        # It passes at 60 m / its speed, give or take a frame and the status polls.
+        assert 60 / (kmh / 3.6) - 1.0 <= v["passed_after_s"] <= 60 / (kmh / 3.6) + 3.0, v
+    # One beep per vehicle (none held back: they are 8 s apart), one road-clear beep after each.
+    assert after["vehicle_beeps"] - before["vehicle_beeps"] == 2, (before, after)
+    assert after["clear_beeps"] - before["clear_beeps"] == 2, (before, after)
+    assert after["beeps_held_back"] == before["beeps_held_back"], (before, after)
+    ride0, ride1 = before["ride"], after["ride"]
+    assert ride1["vehicles"] - ride0["vehicles"] == 2 and ride1["alerts"] - ride0["alerts"] == 2, (ride0, ride1)
+    assert ride1["max_threat"] == "fast_approach", ride1
+    # The buzzer: every pattern started (2 vehicles, 2 clear), and on the line a long clear pulse
+    # after each vehicle passed and at least one short pulse while it came.
+    patterns = x["after"]["buzzer"]["patterns"] - x["before"]["buzzer"]["patterns"]
+    assert patterns == 4, (x["before"]["buzzer"], x["after"]["buzzer"])
+    # A late timer only lengthens a pulse (under TCG the 80 ms ones were seen at 120-330 ms), so
+    # a pulse of 550 ms or more is a road-clear one (600 ms).
+    pulses = x["buzzer_pulses"]
+    long_ones = [p for p in pulses if p[1] >= 0.55]
+    short_ones = [p for p in pulses if p[1] < 0.55]
+    assert len(long_ones) == 2, f"two road-clear beeps (600 ms) on the line: {pulses}"
+    assert short_ones and short_ones[0][0] < long_ones[0][0] < short_ones[-1][0] < long_ones[1][0], \
+        f"vehicle beeps before each road-clear one: {pulses}"
+
+
+def test_a_lost_radar_is_never_a_clear_road_and_comes_back(ble_ride):
+    """The Varia switched off: the radar role is lost within the data source's lost time and the
+    column has no vehicles but the lost state (the screen draws LOST, never an empty road); on
+    again it reconnects by itself; its battery level reaches `ctl status`."""
+    _, r = ble_ride
+    phase_ok(r, "radar lost and back")
+    lost = r["radar_lost"]
+    assert lost["after_s"] < 15, lost
+    assert lost["status"]["radar"]["state"] in ("lost", "searching") and lost["status"]["radar"]["vehicles"] == [], lost
+    back = r["radar_back"]
+    assert back["after_s"] < 60 and back["status"]["radar"]["state"] == "connected", back
+    assert r["radar_battery"]["battery_percent"] == 33, r["radar_battery"]

@@ -1,8 +1,11 @@
 """`bikecomputer run` with a Sharp memory LCD (`[display] type = "sharp-ls027"`), the real
-binary on Debian's amd64 kernel: the panel is the project's memlcd-sim module, an SPI controller
-whose device is bound to spidev (Tests/vm/guest_memlcd.py drives it in the guest; this test
-checks what it recorded). The kernel's memory must equal, byte for byte, what
-SharpMemoryEmulator holds for the same screen value (screen-oracle)."""
+binary on Debian's amd64 kernel and, with the aarch64 release (scripts/release-arm64.sh: the
+binary that ships), on Debian's arm64 kernel under qemu-system-aarch64: the panel is the
+project's memlcd-sim module, an SPI controller whose device is bound to spidev
+(Tests/vm/guest_memlcd.py drives it in the guest, on the arm64 Debian system's python3 there;
+this test checks what it recorded). The kernel's memory must equal, byte for byte, what
+SharpMemoryEmulator holds for the same screen value (screen-oracle, the x86 build: so the arm64
+pictures are the x86 ones too)."""
 from __future__ import annotations
 
 import json
@@ -10,21 +13,24 @@ import pathlib
 
 import pytest
 
+import arm64_system
 import vmlib
-from conftest import GUEST_SETUP, guest_result, launcher, prepared
+from conftest import GUEST_SETUP, arch_guest_result, launch_per_arch, launcher, prepared
 from test_vm_run import oracle as screen_oracle
 
+SETUP = GUEST_SETUP + """
+simchip memlcd 8 || exit 92
+modprobe memlcd-sim present=0 || exit 93
+M=/sys/kernel/debug/memlcd-sim
+"""
 
-@launcher("test_vm_memlcd", order=2)
-def launch(request) -> vmlib.GuestRun:
+
+def _launch_amd64(request) -> vmlib.GuestRun:
     amd64 = request.getfixturevalue("amd64")
     modules = request.getfixturevalue("amd64_modules")
     swift_bin = request.getfixturevalue("swift_bin")
     vm = prepared("the amd64 guest", vmlib.Machine, amd64, [], modules)
-    script = GUEST_SETUP + f"""
-simchip memlcd 8 || exit 92
-modprobe memlcd-sim present=0 || exit 93
-M=/sys/kernel/debug/memlcd-sim
+    script = SETUP + f"""
 inhost /usr/bin/python3 Tests/vm/guest_memlcd.py --bin {swift_bin / 'bikecomputer'} --debugfs $M --bus $(cat $M/bus) \\
     --chip $CHIP --sim $SIM --out /run/vm
 dmesg | grep -iE "memlcd|bug|oops|warn" | head -20
@@ -32,9 +38,29 @@ dmesg | grep -iE "memlcd|bug|oops|warn" | head -20
     return vm.start(script, timeout_s=300, name="memlcd")
 
 
-@pytest.fixture(scope="module")
-def run(guests):
-    result = guest_result(guests, "test_vm_memlcd")
+def _launch_arm64(request) -> vmlib.GuestRun:
+    arm64 = request.getfixturevalue("arm64")
+    modules = request.getfixturevalue("arm64_modules")
+    release = request.getfixturevalue("arm64_release")
+    image = prepared("the arm64 Debian system", arm64_system.image, arm64, modules)
+    vm = prepared("the arm64 guest", vmlib.Machine, arm64, ["virtio_blk", "crc32c_generic", "ext4"], modules,
+                  qemu_args=arm64_system.rootfs_drive(image))
+    script = SETUP + arm64_system.IN_ROOTFS + f"""
+inrootfs /usr/bin/python3 /host{vmlib.REPO}/Tests/vm/guest_memlcd.py --bin /host{release / 'bikecomputer'} --debugfs $M \\
+    --bus $(cat $M/bus) --chip $CHIP --sim $SIM --out /out
+dmesg | grep -iE "memlcd|bug|oops|warn" | head -20
+"""
+    return vm.start(script, timeout_s=600, name="memlcd-arm64")
+
+
+@launcher("test_vm_memlcd", order=2)
+def launch(request) -> dict:
+    return launch_per_arch(request, "test_vm_memlcd", lambda r, arch: (_launch_amd64 if arch == "amd64" else _launch_arm64)(r))
+
+
+@pytest.fixture(scope="module", params=["amd64", "arm64"])
+def run(guests, request):
+    result = arch_guest_result(guests, "test_vm_memlcd", request.param)
     record_file = result.outdir / "memlcd.json"
     record = json.loads(record_file.read_text()) if record_file.exists() else None
     assert result.ok and record is not None and not record["errors"], \
@@ -92,7 +118,11 @@ def test_vcom_resumes_after_a_stalled_loop(run):
     s = r["vcom_stall"]
     after = [e for e in s["log"] if e[0] > s["continued_ns"]]
     assert after, "VCOM changes after the loop continued"
-    assert (after[0][0] - s["continued_ns"]) / 1e6 <= 750, f"the first within a duty period of waking: {(after[0][0] - s['continued_ns']) / 1e6} ms"
+    # The first change within a duty period (500 ms) of the loop's first turn after waking, and
+    # that turn within 750 ms of SIGCONT: the process is runnable at once, but a loaded host (the
+    # VM tests' guests side by side) may not run it at once (stop 35's CI: 1,180 ms at load ~4).
+    # A VCOM timer lost in the stall would leave the panel without VCOM for good.
+    assert (after[0][0] - s["continued_ns"]) / 1e6 <= 1250, f"the first within a duty period of waking: {(after[0][0] - s['continued_ns']) / 1e6} ms"
     assert all(g <= 1000 for g in gaps_ms(after)), f"then at its rate again: {gaps_ms(after)}"
 
 

@@ -17,7 +17,7 @@ import pytest
 
 import arm64_system
 import vmlib
-from conftest import GUEST_SETUP, arches_selected, launcher, prepared
+from conftest import GUEST_SETUP, arch_guest_result, launch_per_arch, launcher, prepared
 
 ACTIVE_CONTRAST = 127  # guest_ride.py's [display] contrast
 
@@ -52,28 +52,12 @@ inrootfs /usr/bin/python3 /host{vmlib.REPO}/Tests/vm/guest_ride.py --bin /host{r
 
 @launcher("test_vm_run", order=0)
 def launch(request) -> dict:
-    started: dict = {}
-    for arch, fn in [("amd64", _launch_amd64), ("arm64", _launch_arm64)]:
-        if arch not in arches_selected(request, "test_vm_run"):
-            continue
-        try:
-            started[arch] = fn(request)
-        except BaseException as e:  # noqa: BLE001 - reported by that architecture's tests
-            started[arch] = e
-    return started
+    return launch_per_arch(request, "test_vm_run", lambda r, arch: (_launch_amd64 if arch == "amd64" else _launch_arm64)(r))
 
 
 @pytest.fixture(scope="module", params=["amd64", "arm64"])
 def ride(guests, request):
-    started = guests.get("test_vm_run")
-    if started is None:
-        pytest.fail("no guest was started for test_vm_run", pytrace=False)
-    if isinstance(started, BaseException):
-        raise started
-    run = started[request.param]
-    if isinstance(run, BaseException):
-        raise run
-    result = run.wait()
+    result = arch_guest_result(guests, "test_vm_run", request.param)
     record_file = result.outdir / "ride.json"
     record = json.loads(record_file.read_text()) if record_file.exists() else None
     assert result.ok and record is not None and not record["errors"], \

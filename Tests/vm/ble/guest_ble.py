@@ -9,7 +9,9 @@ notifications, the journal): all three sensors connect and their values reach th
 battery level changes and reaches `ctl status`; malformed notifications are counted, nothing
 crashes; the heart-rate strap disappears (lost within the documented time) and comes back on
 its own; bluetoothd restarts mid-ride; the app restarts mid-ride; a search finds the three
-sensors; CPU shares of bluetoothd, bridge and app while recording. At checkpoints the sensors
+sensors and a Varia radar; the radar's vehicles reach the app's radar column (`ctl status` →
+`radar`, what the screen draws) and its buzzer (a gpio-sim line), the radar is lost and back,
+its battery; CPU shares of bluetoothd, bridge and app while recording. At checkpoints the sensors
 hold their notifications for a moment so the counters on the three sides can be read at rest.
 """
 from __future__ import annotations
@@ -27,6 +29,8 @@ import time
 p = argparse.ArgumentParser()
 for name in ["bin", "venv", "out", "repo", "ride", "btvirt"]:
     p.add_argument(f"--{name}", required=True)
+p.add_argument("--chip", required=True, help="the gpio-sim chip: the buttons on lines 0-2, the buzzer on line 3")
+p.add_argument("--sim", required=True, help="the chip's gpio-sim sysfs directory")
 p.add_argument("--record-s", type=float, default=20.0)
 p.add_argument("--measure-s", type=float, default=0.0,
                help="after the CPU window, capture HCI (btmon) and D-Bus (dbus-monitor) this long: bytes per hop")
@@ -45,7 +49,9 @@ procs: dict = {}
 t0 = time.monotonic()
 
 # Controllers made by btvirt, in order: hci0 is the bike computer's, the others the sensors'.
-SENSORS = {"hr": "/org/bluez/hci1", "power": "/org/bluez/hci2", "csc": "/org/bluez/hci3", "broken": "/org/bluez/hci4"}
+SENSORS = {"hr": "/org/bluez/hci1", "power": "/org/bluez/hci2", "csc": "/org/bluez/hci3", "broken": "/org/bluez/hci4",
+           "radar": "/org/bluez/hci5"}
+BUZZER = 3  # the gpio-sim line of [buttons] buzzer_pin
 
 
 def now() -> float:
@@ -209,7 +215,44 @@ def clock_synchronised() -> None:
 
 def start_app() -> None:
     start("app", [BIN, "run", "--config", str(WORK / "config.toml"), "--data-dir", str(WORK / "data"),
-                  "--no-display", "--no-buttons", "--ride-active-file", str(WORK / "ride-active")])
+                  "--no-display", "--ride-active-file", str(WORK / "ride-active")])
+
+
+class BuzzerWatch:
+    """The buzzer's gpio-sim line read every 2 ms on a thread: each pulse's start and length (s,
+    on the monotonic clock). A short pulse (80 ms) can be missed when the guest's vCPU waits for
+    the host longer than that; what was seen is what is reported."""
+
+    def __init__(self) -> None:
+        import threading
+        self.pulses: list = []
+        self.stop_flag = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        path = f"{a.sim}/sim_gpio{BUZZER}/value"
+        high_since = None
+        while not self.stop_flag.is_set():
+            with open(path) as f:
+                high = f.read().strip() == "1"
+            t = time.monotonic()
+            if high and high_since is None:
+                high_since = t
+            elif not high and high_since is not None:
+                self.pulses.append([round(high_since - t0, 3), round(t - high_since, 3)])
+                high_since = None
+            time.sleep(0.002)
+
+    def stop(self) -> list:
+        self.stop_flag.set()
+        self.thread.join(timeout=5)
+        return self.pulses
+
+
+def radar_status() -> dict:
+    st = status()
+    return {"radar": st["radar"], "role": roles(st)["RDR"], "buzzer": st.get("buzzer")}
     wait_for(status, 30, "the app's control socket answers", 0.2)
 
 
@@ -244,6 +287,13 @@ path = "{WORK}/bridge.sock"   # the bridge's socket
 [control]
 socket = "{WORK}/control.sock"
 
+[buttons]
+chip = "{a.chip}"
+pins = [0, 1, 2]
+active_low = true
+bias = "pull-up"
+buzzer_pin = {BUZZER}
+
 [training]
 auto_pause = false
 """)
@@ -260,7 +310,7 @@ auto_pause = false
     found = sensors_json("scan", "--seconds", "6")
     record["found"] = found
     note("search", found=[(f["sensor"], f.get("name")) for f in found["found"]])
-    for n in ("hr", "power", "csc", "broken"):
+    for n in ("hr", "power", "csc", "broken", "radar"):
         # The role from the search (what it advertised), except for one named with --role.
         out = sensors_cmd("pair", f"ble:{addresses[n]}", *(("--role", "power") if n == "broken" else ()))
         record.setdefault("pair_output", {})[n] = out
@@ -306,6 +356,43 @@ auto_pause = false
         wait_for(lambda: roles(status())["HR"]["battery_percent"] == 42, 10, "the new HR battery level in ctl status")
         record["battery_change_s"] = round(time.monotonic() - t, 3)
         note("battery change seen", after_s=record["battery_change_s"])
+
+    with phase("radar"):
+        # Two vehicles come up from 60 m behind, one after the other: 36 km/h (approaching: two
+        # short beeps) and 54 km/h (fast, over the 40 km/h rule: three); each passes the rider,
+        # and once the road has been clear for 2 s a long beep says so.
+        wait_for(lambda: radar_status()["role"]["state"] == "connected", 60, "the radar connected")
+        before = radar_status()
+        buzz = BuzzerWatch()
+        vehicles = []
+        try:
+            for kmh in (36, 54):
+                v = sim(f"vehicle radar {kmh} 60")
+                seen = wait_for(lambda: radar_status()["radar"]["vehicles"] and time.monotonic(), 15,
+                                f"the {kmh} km/h vehicle in the radar column", 0.05)
+                column = radar_status()
+                passed = wait_for(lambda: not radar_status()["radar"]["vehicles"] and time.monotonic(), 20,
+                                  f"the {kmh} km/h vehicle past", 0.05)
+                clears = column["radar"]["clear_beeps"]
+                wait_for(lambda: radar_status()["radar"]["clear_beeps"] > clears, 10, "the road-clear beep")
+                vehicles.append({"sent": v, "seen_after_s": round(seen - v["t_us"] / 1e6, 3), "column": column,
+                                 "passed_after_s": round(passed - v["t_us"] / 1e6, 3), "after": radar_status()})
+                note("radar vehicle", kmh=kmh, seen_after_s=vehicles[-1]["seen_after_s"])
+            time.sleep(1.0)  # the long beep's 600 ms
+        finally:
+            record["radar"] = {"before": before, "vehicles": vehicles, "after": radar_status(), "buzzer_pulses": buzz.stop()}
+
+    with phase("radar lost and back"):
+        hidden = sim("hide radar")["t_us"]
+        lost = wait_for(lambda: radar_status()["role"]["state"] in ("lost", "searching") and time.monotonic(), 30, "the radar lost")
+        record["radar_lost"] = {"after_s": round(lost - hidden / 1e6, 3), "status": radar_status()}
+        shown = sim("show radar")["t_us"]
+        back = wait_for(lambda: radar_status()["role"]["state"] == "connected" and time.monotonic(), 60, "the radar back")
+        record["radar_back"] = {"after_s": round(back - shown / 1e6, 3), "status": radar_status()}
+        sim("battery radar 33")
+        wait_for(lambda: radar_status()["role"]["battery_percent"] == 33, 10, "the radar's battery in ctl status")
+        record["radar_battery"] = radar_status()["role"]
+        note("radar lost and back", lost_after_s=record["radar_lost"]["after_s"], back_after_s=record["radar_back"]["after_s"])
 
     with phase("bad input"):
         for sensor, kind in (("hr", "truncated"), ("power", "truncated"), ("csc", "truncated"), ("hr", "short"),

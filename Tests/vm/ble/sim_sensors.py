@@ -5,7 +5,8 @@ Runs inside the BLE test VM (Tests/vm/test_vm_ble.py, Tests/vm/ble/guest_ble.py)
 bridge's venv python (dbus-fast, the D-Bus library bleak itself uses):
 
     python sim_sensors.py --ride RIDE.json --control SOCK --log SENT.jsonl \
-        hr=/org/bluez/hci1 power=/org/bluez/hci2 csc=/org/bluez/hci3 broken=/org/bluez/hci4
+        hr=/org/bluez/hci1 power=/org/bluez/hci2 csc=/org/bluez/hci3 broken=/org/bluez/hci4 \
+        radar=/org/bluez/hci5
 
 Sensors (each also offers Battery 0x180F / 0x2A19, read + notify):
 - hr:     Heart Rate 0x180D: 0x2A37 (u8 HR, contact detected, RR intervals) at 1 Hz, 0x2A38.
@@ -13,6 +14,11 @@ Sensors (each also offers Battery 0x180F / 0x2A19, read + notify):
 - csc:    Cycling Speed and Cadence 0x1816: 0x2A5B (wheel and crank data) at 4 Hz, 0x2A5C.
 - broken: advertises Cycling Power 0x1818 but its service has no 0x2A63 (only 0x2A65): a device
           the bridge must count and log, not crash on.
+- radar:  a Garmin Varia: its radar service 6a4e3200-667b-11e3-949a-0800200c9a66, notifications on
+          6a4e3203-… at 4 Hz (docs/sensors.md, "Rear radar": a header byte, sequence in the high
+          nibble and 0x2 in the low one for a whole frame, then per vehicle its track id, range in
+          m and closing speed in km/h); a clear road (the header alone) until `vehicle` commands
+          send vehicles up from behind, each closing at its speed until it passes the rider.
 
 Every notification sent is one JSON line in the log: {"t_us": CLOCK_MONOTONIC µs, "s": sensor,
 "u": "2a37", "hex": value, "v": {the values it encodes}}; "bad": true for malformed ones.
@@ -23,6 +29,8 @@ The control socket (Unix stream) takes one command per line and answers one JSON
                               stop) / on again and advertise
   battery NAME PERCENT        set the battery level (notified to a subscriber)
   bad NAME truncated|short    send one malformed measurement notification
+  vehicle NAME KMH [RANGE_M]  (radar) a vehicle comes up from RANGE_M behind (60) at KMH; its
+                              track id, speed and when it passes are in the answer
   hold / resume               stop sending measurements / go on (the test reads counters at rest)
   quit
 The sensors re-register with bluetoothd whenever it restarts (org.bluez's owner changes).
@@ -47,6 +55,21 @@ def uuid16(u: int) -> str:
     return f"0000{u:04x}-0000-1000-8000-00805f9b34fb"
 
 
+def varia_uuid(u: int) -> str:
+    """A UUID of Garmin's Varia radar family (service 0x3200, targets characteristic 0x3203)."""
+    return f"6a4e{u:04x}-667b-11e3-949a-0800200c9a66"
+
+
+def uuid_text(u) -> str:
+    """A 16-bit SIG UUID as its 128-bit text; a 128-bit one (text) as it is."""
+    return u if isinstance(u, str) else uuid16(u)
+
+
+def uuid_key(u) -> str:
+    """How the log and the status name a characteristic: 4 hex digits (2a37; 3203 for Garmin's)."""
+    return u[4:8] if isinstance(u, str) else f"{u:04x}"
+
+
 def mono_us() -> int:
     return time.monotonic_ns() // 1000
 
@@ -61,7 +84,7 @@ class Service(ServiceInterface):
 
     @dbus_property(access=PropertyAccess.READ)
     def UUID(self) -> "s":
-        return uuid16(self.uuid)
+        return uuid_text(self.uuid)
 
     @dbus_property(access=PropertyAccess.READ)
     def Primary(self) -> "b":
@@ -77,7 +100,7 @@ class Characteristic(ServiceInterface):
 
     @dbus_property(access=PropertyAccess.READ)
     def UUID(self) -> "s":
-        return uuid16(self.uuid)
+        return uuid_text(self.uuid)
 
     @dbus_property(access=PropertyAccess.READ)
     def Service(self) -> "o":
@@ -123,7 +146,7 @@ class Advertisement(ServiceInterface):
 
     @dbus_property(access=PropertyAccess.READ)
     def ServiceUUIDs(self) -> "as":
-        return [uuid16(u) for u in self.uuids]
+        return [uuid_text(u) for u in self.uuids]
 
     @dbus_property(access=PropertyAccess.READ)
     def LocalName(self) -> "s":
@@ -138,7 +161,7 @@ class Advertisement(ServiceInterface):
         path and expects the object itself in the answer (dbus-fast's answer lists only the
         objects below a path, so the simulator answers this call itself)."""
         return {self.path: {"org.bluez.LEAdvertisement1": {
-            "Type": Variant("s", "peripheral"), "ServiceUUIDs": Variant("as", [uuid16(u) for u in self.uuids]),
+            "Type": Variant("s", "peripheral"), "ServiceUUIDs": Variant("as", [uuid_text(u) for u in self.uuids]),
             "LocalName": Variant("s", self.name)}}}
 
 
@@ -179,10 +202,12 @@ class Ride:
 # ------------------------------------------------------------------------------ sensors
 
 class Sensor:
-    NAMES = {"hr": "BikeSim HRM", "power": "BikeSim PWR", "csc": "BikeSim CSC", "broken": "BikeSim Broken"}
-    SERVICES = {"hr": 0x180D, "power": 0x1818, "csc": 0x1816, "broken": 0x1818}
-    PERIOD_S = {"hr": 1.0, "power": 0.25, "csc": 0.25, "broken": 1.0}
-    BATTERY = {"hr": 81, "power": 64, "csc": 47, "broken": 90}
+    NAMES = {"hr": "BikeSim HRM", "power": "BikeSim PWR", "csc": "BikeSim CSC", "broken": "BikeSim Broken",
+             "radar": "RTL515"}  # a Varia's own name: with the 128-bit UUID the advertisement holds 29 of 31 bytes
+    SERVICES = {"hr": 0x180D, "power": 0x1818, "csc": 0x1816, "broken": 0x1818, "radar": varia_uuid(0x3200)}
+    PERIOD_S = {"hr": 1.0, "power": 0.25, "csc": 0.25, "broken": 1.0, "radar": 0.25}
+    BATTERY = {"hr": 81, "power": 64, "csc": 47, "broken": 90, "radar": 73}
+    RADAR_CHAR = varia_uuid(0x3203)
 
     def __init__(self, sim: "Simulator", name: str, adapter: str):
         self.sim, self.name, self.adapter = sim, name, adapter
@@ -200,6 +225,10 @@ class Sensor:
         self.crank = Revolutions(1024)
         self.next_beat_s = 0.0
         self.beat_s = 0.0
+        # radar: the vehicles coming up ({track, kmh, range_m, at_s}), the frame sequence.
+        self.vehicles: list = []
+        self.tracks = 0
+        self.sequence = 0
 
     def _build(self) -> None:
         svc = Service(f"{self.root}/service0", self.SERVICES[self.name])
@@ -222,6 +251,8 @@ class Sensor:
             char(0x2A5C, ["read"], struct.pack("<H", 0x03))  # wheel and crank data
         elif self.name == "broken":
             char(0x2A65, ["read"], struct.pack("<I", 0x08))  # the feature, but no measurement
+        elif self.name == "radar":
+            char(self.RADAR_CHAR, ["notify"])
         bat = Service(f"{self.root}/service1", 0x180F)
         self.objects.append(bat)
         char(0x2A19, ["read", "notify"], bytes([self.battery_percent]), svc=bat)
@@ -267,13 +298,14 @@ class Sensor:
         await self.set_powered(True)
         await self.call("org.bluez.LEAdvertisingManager1", "RegisterAdvertisement", "oa{sv}", [self.adv.path, {}])
 
-    def send(self, uuid: int, value: bytes, values: dict, bad: bool = False) -> None:
+    def send(self, uuid, value: bytes, values: dict, bad: bool = False) -> None:
         c = self.chars.get(uuid)
         if c is None or self.hidden:
             return
         if c.notify(value):
-            self.sent[f"{uuid:04x}"] = self.sent.get(f"{uuid:04x}", 0) + 1
-            entry = {"t_us": mono_us(), "s": self.name, "u": f"{uuid:04x}", "hex": value.hex(), "v": values}
+            key = uuid_key(uuid)
+            self.sent[key] = self.sent.get(key, 0) + 1
+            entry = {"t_us": mono_us(), "s": self.name, "u": key, "hex": value.hex(), "v": values}
             if bad:
                 entry["bad"] = True
             self.sim.log(entry)
@@ -311,6 +343,26 @@ class Sensor:
             value = struct.pack("<BIHHH", 0x03, int(self.wheel.revs) & 0xFFFFFFFF, self.wheel.event_ticks(),
                                 int(self.crank.revs) & 0xFFFF, self.crank.event_ticks())
             self.send(0x2A5B, value, {"speed": speed, "cadence": cadence})
+        elif self.name == "radar":
+            self.radar_frame()
+
+    def add_vehicle(self, kmh: float, range_m: float) -> dict:
+        """A vehicle comes up from `range_m` behind, closing at `kmh` until it passes (range 0)."""
+        self.tracks = self.tracks % 255 + 1
+        at_s = time.monotonic() - self.sim.started
+        v = {"track": self.tracks, "kmh": kmh, "range_m": range_m, "at_s": at_s, "passes_s": at_s + range_m / (kmh / 3.6)}
+        self.vehicles.append(v)
+        return dict(v, t_us=mono_us())
+
+    def radar_frame(self) -> None:
+        """One whole frame: the vehicles still behind, nearest first (at most 6: one notification)."""
+        now_s = time.monotonic() - self.sim.started
+        self.vehicles = [v for v in self.vehicles if now_s < v["passes_s"]]
+        behind = sorted(((v["track"], v["range_m"] - v["kmh"] / 3.6 * (now_s - v["at_s"]), v["kmh"]) for v in self.vehicles),
+                        key=lambda x: x[1])[:6]
+        self.sequence = (self.sequence + 1) & 0x0F
+        value = bytes([self.sequence << 4 | 0x2]) + b"".join(bytes([t, max(1, min(255, round(r))), round(k)]) for t, r, k in behind)
+        self.send(self.RADAR_CHAR, value, {"vehicles": [[t, round(r, 1), k] for t, r, k in behind]})
 
     def bad(self, kind: str) -> None:
         """One malformed measurement: `truncated` (the flags announce more than is there) or
@@ -349,7 +401,7 @@ class Sensor:
 
     def status(self) -> dict:
         return {"address": self.address, "hidden": self.hidden, "registered": self.registered,
-                "subscribed": {f"{u:04x}": c.notifying for u, c in self.chars.items() if "notify" in c.flags},
+                "subscribed": {uuid_key(u): c.notifying for u, c in self.chars.items() if "notify" in c.flags},
                 "sent": dict(self.sent), "battery": self.battery_percent}
 
 
@@ -431,6 +483,11 @@ class Simulator:
         if cmd == "bad":
             self.sensors[args[0]].bad(args[1])
             return {"ok": True}
+        if cmd == "vehicle":
+            s = self.sensors[args[0]]
+            if s.name != "radar":
+                return {"error": f"{s.name} is not a radar"}
+            return {"ok": True, **s.add_vehicle(float(args[1]), float(args[2]) if len(args) > 2 else 60.0)}
         if cmd in ("hold", "resume"):
             self.held = cmd == "hold"
             return {"ok": True}
@@ -463,7 +520,7 @@ def main() -> None:
     ap.add_argument("--ride", required=True, help="JSON with per-second values: {\"seconds\": [{hr, power, cadence, speed}]}")
     ap.add_argument("--control", required=True, help="Unix socket for commands")
     ap.add_argument("--log", required=True, help="JSON lines, one per notification sent")
-    ap.add_argument("adapters", nargs="+", help="NAME=ADAPTER_PATH, NAME one of hr, power, csc, broken")
+    ap.add_argument("adapters", nargs="+", help="NAME=ADAPTER_PATH, NAME one of hr, power, csc, broken, radar")
     a = ap.parse_args()
     adapters = dict(x.split("=", 1) for x in a.adapters)
     unknown = set(adapters) - set(Sensor.NAMES)
