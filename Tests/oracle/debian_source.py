@@ -11,7 +11,10 @@ system's apt sources and caches are never changed, and extracts the members a te
     for fit in root.rglob("*.fit"): ...
 
 - Everything is cached in `.build/debian-src/PACKAGE/` (the downloaded files, and the extracted
-  members under `files/`); a second call reads the cache without the network.
+  members under `files/`: every call adds the members it selects, so two tests that select
+  different members of one package both find theirs); a second call reads the cache without the
+  network. Calls from several processes (pytest-xdist's workers) take turns on the cache's
+  lock file.
 - apt checks the downloaded files against the hashes of the suite's signed Sources index.
 - `SourceUnavailable` says why a package could not be had (no apt-get, the archive not
   reachable, no such package in any of the suites tried, no tarball, no matching member);
@@ -22,6 +25,8 @@ the package, or whose files are gone from the mirror (404), gives way to the nex
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import pathlib
 import shutil
@@ -166,20 +171,41 @@ def version(package: str, cache: pathlib.Path = CACHE) -> str | None:
     return have[-1].name[len(package) + 1:].split(".orig.tar.")[0].split(".tar.")[0]
 
 
+@contextlib.contextmanager
+def _locked(cache: pathlib.Path):
+    """One process at a time fetches or extracts (an flock on the cache's .lock: the suites'
+    private apt lists are shared by every package)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def extract(package: str, select: Callable[[str], bool], suites: Iterable[str] = SUITES,
             cache: pathlib.Path = CACHE) -> pathlib.Path:
     """Extracts the regular files of `package`'s upstream tarball whose path (without the
     tarball's top directory) `select` accepts into .build/debian-src/PACKAGE/files/ and returns
-    that directory. Raises SourceUnavailable when nothing matches."""
+    that directory (which may hold members other calls selected too: it only grows while the
+    tarball stays the same). Raises SourceUnavailable when nothing matches."""
+    with _locked(cache):
+        return _extract(package, select, suites, cache)
+
+
+def _extract(package: str, select: Callable[[str], bool], suites: Iterable[str], cache: pathlib.Path) -> pathlib.Path:
     tarball = source_tarball(package, suites, cache)
     out = cache / package / "files"
     stamp = out / f".from-{tarball.name}"
-    if stamp.exists():
-        chosen = [p for p in out.rglob("*") if p.is_file() and not p.name.startswith(".from-")]
-        if chosen and all(select(str(p.relative_to(out))) for p in chosen):
-            return out
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    index = out / f".selected-{tarball.name}"  # every member extracted so far, one per line
+    if not stamp.exists():  # nothing yet, or from another tarball
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+    have = set(index.read_text().splitlines()) if index.exists() else set()
+    if stamp.exists() and any(select(n) for n in have):
+        # Once a call's selection was extracted it is there whole: a selection is a test's fixed set.
+        return out
     count = 0
     try:
         with tarfile.open(tarball) as tf:
@@ -203,10 +229,12 @@ def extract(package: str, select: Callable[[str], bool], suites: Iterable[str] =
                 assert src is not None
                 with src, open(target, "wb") as dst:
                     shutil.copyfileobj(src, dst)
+                have.add(rel)
     except (tarfile.TarError, OSError) as e:
         raise SourceUnavailable(f"{tarball}: cannot be read ({e}); delete {cache / package} to fetch it again")
     if count == 0:
         raise SourceUnavailable(f"{tarball.name} holds no member the test asked for")
+    index.write_text("".join(f"{n}\n" for n in sorted(have)))
     stamp.touch()
     return out
 

@@ -19,6 +19,7 @@ import io
 import json
 import math
 import subprocess
+from xml.sax.saxutils import escape as xml_escape
 
 import fitdecode
 import fitparse
@@ -48,12 +49,14 @@ def recorded(fit_path):
     return out
 
 
-def course_with_detours(points):
-    """A GPX track of every recorded position, each detour's stretch moved SHIFT_M to the left of
-    its chord (so the rider on the recorded track is SHIFT_M from it)."""
+def course_with_detours(points, detours=DETOURS, name=COURSE_NAME):
+    """A GPX track of every recorded position ((t, lat, lon, distance m)), each detour's stretch
+    (distances along the track, m) moved SHIFT_M to the left of its chord (so the rider on the
+    recorded track is SHIFT_M from it). No detours: the ride's own track as its course.
+    (Tests/oracle/nav_alarm_table.py makes its courses with it too.)"""
     g = Geodesic.WGS84
     out = []
-    for lo, hi in DETOURS:
+    for lo, hi in detours:
         a = min(points, key=lambda p: abs(p[3] - lo))
         b = min(points, key=lambda p: abs(p[3] - hi))
         chord = g.Inverse(a[1], a[2], b[1], b[2])["azi1"]
@@ -66,7 +69,7 @@ def course_with_detours(points):
                 lat, lon = moved["lat2"], moved["lon2"]
         pts.append(f'<trkpt lat="{lat:.7f}" lon="{lon:.7f}"/>')
     return (f'<?xml version="1.0" encoding="UTF-8"?>\n<gpx version="1.1" creator="test_course_ride_fit">'
-            f"<trk><name>{COURSE_NAME}</name><trkseg>" + "".join(pts) + "</trkseg></trk></gpx>\n")
+            f"<trk><name>{xml_escape(name)}</name><trkseg>" + "".join(pts) + "</trkseg></trk></gpx>\n")
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@
 # --callgrind-frames N` twice (same setup and warm-up, N1 and N2 measured frames), and
 # (I2 - I1) / (frames2 - frames1) is the per-frame figure, setup cancelled out. Here bikebench
 # is the aarch64 release build (bash scripts/release-arm64.sh product bikebench: Debian's Swift
-# 6.2.3, -O, the Swift runtime static, glibc from the sysroot) and the instructions are the guest
+# 6.2.3, -O, fully static as the release) and the instructions are the guest
 # instructions Debian's qemu-aarch64 (qemu-user, TCG) executes, counted by a small plugin
 # (scripts/bench/qemu-insn.c). Debian ships QEMU with plugin support but no plugins and no plugin
 # header: the header is taken from Debian's source package of the installed QEMU (downloaded
@@ -33,7 +33,8 @@ if [ ! -e "$src/qemu-plugin.h" ]; then
     echo "arm64-insn.sh: QEMU's plugin header from Debian's qemu $source_version source package"
     apt_dir=$(realpath -m "$ARM/qemu-src/apt")
     mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache" "$src"
-    mirror=$(grep -ohE 'https?://[^ ]+/debian/?( |$)' /etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null | head -n 1 | tr -d ' ')
+    # (grep exits 2 when /etc/apt/sources.list is absent, as on a deb822-only system: not an error here.)
+    mirror=$({ grep -ohE 'https?://[^ ]+/debian/?( |$)' /etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null || true; } | head -n 1 | tr -d ' ')
     mirror=${mirror:-http://deb.debian.org/debian}
     security=${mirror%/debian}/debian-security
     printf 'deb-src %s bookworm main\ndeb-src %s bookworm-updates main\ndeb-src %s bookworm-security main\n' \
