@@ -340,14 +340,16 @@ package() {
     echo "$key" > "$OUT/.packaged"
 }
 
-# product NAME: one more product for aarch64 (not stripped; fully static like the release's:
-# linked against the sysroot's shared glibc, lld looked for /lib/ld-linux-aarch64.so.1, which
-# the sysroot does not have), e.g. bikebench for the instruction counts of docs/performance.md
-# (scripts/bench/arm64-insn.sh). Prints its path last.
+# product NAME: one more product for aarch64 (not stripped; the Swift runtime static, glibc
+# shared — bikebench interposes malloc, which a static libc.a refuses as a duplicate — run with
+# qemu-aarch64 -L on the sysroot), e.g. bikebench for the instruction counts of
+# docs/performance.md (scripts/bench/arm64-insn.sh). Prints its path last. The sysroot gets
+# /lib -> usr/lib as a merged-/usr system has it: glibc's libc.so script names
+# /lib/ld-linux-aarch64.so.1, which lld looks for inside the sysroot.
 product() {
     local p=$1 t=$SECONDS flags bin
     flags=$(build_flags)
-    flags+=" -Xswiftc -static-executable"
+    [ -e "$SYSROOT/lib" ] || ln -s usr/lib "$SYSROOT/lib"
     say "swift build $p for aarch64 (log: $LOGS/build-$p.log)"
     run "build-$p.log" "swift build --product $p for aarch64" chroot_run "cd '$REPO' && swift build $flags --product $p"
     bin=$(chroot_run "cd '$REPO' && swift build $flags --show-bin-path" 2>/dev/null | tail -n 1)

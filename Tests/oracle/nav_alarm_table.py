@@ -120,21 +120,22 @@ def judge(points: list, detours: list, periods: list, course: list) -> dict:
     """Each detour's alarm (the first period starting in its window), the false ones, delays."""
     found, used = [], set()
     for lo, hi in detours:
-        if off_fixes(points, course, lo, hi) < 3:
-            found.append("n/a")
-            continue
         enter = next(t for t, _, _, d in points if d >= lo)
         leave = next((t for t, _, _, d in points if d >= hi), points[-1][0])
         hit = next((i for i, p in enumerate(periods) if i not in used
                     and enter - ALARM_WINDOW_BEFORE_S <= p["start_elapsed_s"] <= leave + ALARM_WINDOW_AFTER_S), None)
         if hit is None:
-            found.append(None)
+            # No alarm: right where the rider never left the course's roads (a lap or an
+            # out-and-back passes there: the follower, which knows where along the course the
+            # rider is, may still alarm then, and then it counts above), else missed.
+            found.append("n/a" if off_fixes(points, course, lo, hi) < 3 else None)
             continue
         used.add(hit)
         p = periods[hit]
         found.append({"delay_s": round(p["alarm_elapsed_s"] - p["start_elapsed_s"], 1) if p.get("alarm_elapsed_s") is not None else None,
                       "cleared": p.get("end_elapsed_s") is not None, "max_distance_m": p.get("max_distance_m")})
     return {"detours": found, "false": [p for i, p in enumerate(periods) if i not in used]}
+
 
 
 def rides() -> list[tuple[str, pathlib.Path]]:

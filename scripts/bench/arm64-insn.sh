@@ -5,7 +5,7 @@
 # --callgrind-frames N` twice (same setup and warm-up, N1 and N2 measured frames), and
 # (I2 - I1) / (frames2 - frames1) is the per-frame figure, setup cancelled out. Here bikebench
 # is the aarch64 release build (bash scripts/release-arm64.sh product bikebench: Debian's Swift
-# 6.2.3, -O, fully static as the release) and the instructions are the guest
+# 6.2.3, -O, the Swift runtime static, glibc from the sysroot) and the instructions are the guest
 # instructions Debian's qemu-aarch64 (qemu-user, TCG) executes, counted by a small plugin
 # (scripts/bench/qemu-insn.c). Debian ships QEMU with plugin support but no plugins and no plugin
 # header: the header is taken from Debian's source package of the installed QEMU (downloaded
