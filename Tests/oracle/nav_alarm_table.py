@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -44,38 +43,23 @@ DETOUR_SHARE, DETOUR_MAX_M = 0.10, 1_500.0
 ALARM_WINDOW_BEFORE_S, ALARM_WINDOW_AFTER_S = 30.0, 60.0
 
 
-def positions(path: pathlib.Path) -> tuple[list, str | None]:
+def positions(unit: dict) -> list:
     """(t s from the first timer start, or from the first record without one; lat; lon; distance
-    m) of every record with a position and a distance, and what stopped the decoding of a
-    damaged file."""
-    import fitdecode
-    start, recs, error = None, [], None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            with fitdecode.FitReader(str(path), check_crc=fitdecode.CrcCheck.DISABLED) as reader:
-                for f in reader:
-                    if not isinstance(f, fitdecode.FitDataMessage):
-                        continue
-                    if f.name == "event" and start is None and f.get_value("event", fallback=None) == "timer" \
-                            and f.get_value("event_type", fallback=None) == "start":
-                        start = f.get_value("timestamp", fallback=None)
-                    elif f.name == "record":
-                        v = {x.name: x.value for x in f.fields}
-                        if None in (v.get("timestamp"), v.get("position_lat"), v.get("position_long"), v.get("distance")):
-                            continue
-                        recs.append(v)
-        except Exception as e:  # a damaged file: what came before
-            error = f"{type(e).__name__}: {e}"
+    m) of every record with a position and a distance, from what test_real_recordings.unit_file
+    decoded (a damaged file: the records before the damage)."""
+    recs = [r for r in unit["records"]
+            if None not in (r.get("timestamp"), r.get("position_lat"), r.get("position_long"), r.get("distance"))]
     if not recs:
-        return [], error
+        return []
+    start = unit.get("timer_start")
+
     def secs(t) -> float:  # a datetime, or raw seconds since the FIT epoch (1989-12-31) in some files
         return t.timestamp() if hasattr(t, "timestamp") else float(t) + 631065600
 
     t0 = secs(start if start is not None else recs[0]["timestamp"])
     lat = lambda x: x * SEMI if isinstance(x, int) else x  # noqa: E731 - semicircles, or degrees already
     return [(secs(r["timestamp"]) - t0, lat(r["position_lat"]), lat(r["position_long"]), float(r["distance"]))
-            for r in recs], error
+            for r in recs]
 
 
 def replay(bikesim: pathlib.Path, ride: pathlib.Path, course_text: str, work: pathlib.Path) -> dict:
@@ -161,11 +145,12 @@ def main() -> int:
     rows, report = [], []
     all_rides = rides()
     for k, (name, path) in enumerate(all_rides, 1):
-        why = trr.classify(trr.unit_file(path))
+        unit = trr.unit_file(path)
+        why = trr.classify(unit)
         if why is not None and "pool swim" not in why:
             print(f"[{k}/{len(all_rides)}] {name}: {why}: left out", file=sys.stderr)
             continue
-        points, error = positions(path)
+        points, error = positions(unit), unit["error"]
         if len(points) < 10:
             print(f"[{k}/{len(all_rides)}] {name}: {len(points)} positions: not a ride along a course, left out", file=sys.stderr)
             continue

@@ -183,6 +183,9 @@ def unit_file(path):
                 for frame in reader:
                     if not isinstance(frame, fitdecode.FitDataMessage):
                         continue
+                    if frame.name == "event" and out.get("timer_start") is None \
+                            and frame.get_value("event", fallback=None) == "timer" and frame.get_value("event_type", fallback=None) == "start":
+                        out["timer_start"] = frame.get_value("timestamp", fallback=None)
                     if frame.name == "file_id":
                         out["type"] = frame.get_value("type", fallback=None)
                         out["manufacturer"] = frame.get_value("manufacturer", fallback=None)

@@ -114,14 +114,19 @@ def launch_per_arch(request, module: str, launch) -> dict:
     return started
 
 
-def arch_guest_result(guests: dict, module: str, arch: str) -> vmlib.Result:
-    """The finished guest of `module` for `arch` (started with launch_per_arch)."""
+def _started(guests: dict, module: str):
+    """What `module`'s launcher started (a guest, or {arch: guest}); its failure to start raised."""
     started = guests.get(module)
     if started is None:
         pytest.fail(f"no guest was started for {module}", pytrace=False)
     if isinstance(started, BaseException):
         raise started
-    run = started.get(arch)
+    return started
+
+
+def arch_guest_result(guests: dict, module: str, arch: str) -> vmlib.Result:
+    """The finished guest of `module` for `arch` (started with launch_per_arch)."""
+    run = _started(guests, module).get(arch)
     if run is None:
         pytest.fail(f"no {arch} guest was started for {module}", pytrace=False)
     if isinstance(run, BaseException):
@@ -130,12 +135,7 @@ def arch_guest_result(guests: dict, module: str, arch: str) -> vmlib.Result:
 
 
 def guest_result(guests: dict, module: str) -> vmlib.Result:
-    run = guests.get(module)
-    if run is None:
-        pytest.fail(f"no guest was started for {module}", pytrace=False)
-    if isinstance(run, BaseException):
-        raise run
-    return run.wait()
+    return _started(guests, module).wait()
 
 
 # Shell for the guest: load the simulated hardware and make gpio-sim chips.
