@@ -261,12 +261,46 @@ def companion_view() -> dict:
     return r
 
 
+USB_UNITS = ("bikecomputer-usb-image.service", "bikecomputer-usb-refresh.service")
+
+
+def usb_units_idle() -> bool:
+    """Neither USB unit running nor a job of theirs queued, and the drive on the image that is there.
+
+    A refresh unit whose job waits for the image unit (Requires + After) is still "inactive", and
+    while the image unit has renamed a new image over the old one the LUN names the old file
+    "(deleted)" until the refresh re-inserts it: neither alone says the units are done."""
+    if any(show(u, "ActiveState")["ActiveState"] not in ("inactive", "failed") for u in USB_UNITS):
+        return False
+    jobs = run("systemctl", "list-jobs", "--no-legend", "--plain", check=False)
+    if any(u in jobs for u in USB_UNITS):
+        return False
+    lun = pathlib.Path(f"{GADGET_LUN}/file")
+    return not lun.exists() or not lun.read_text().strip().endswith("(deleted)")
+
+
+def wait_usb_settled(what: str, timeout_s: float = 120, quiet_s: float = 2.0) -> None:
+    """Until the USB units have been idle for `quiet_s` (a path trigger lands within it)."""
+    since = [None]
+
+    def settled():
+        now = time.monotonic()
+        if not usb_units_idle():
+            since[0] = None
+            return False
+        since[0] = since[0] or now
+        return now - since[0] >= quiet_s
+    g.wait_for(settled, timeout_s, what, poll_s=0.25)
+
+
 def wait_refreshed(want: str, what: str, timeout_s: float = 120) -> list[str]:
-    """Until the refresh unit has rebuilt the image with `want` in it and is inactive again."""
+    """Until the image has `want` in it and the USB units are idle again."""
     def done():
         files = image_files(str(IMAGE)) if IMAGE.exists() else []
-        return files if any(want in f for f in files) and show("bikecomputer-usb-refresh.service", "ActiveState")["ActiveState"] in ("inactive", "failed") else None
-    return g.wait_for(done, timeout_s, what, poll_s=0.5)
+        return files if any(want in f for f in files) and usb_units_idle() else None
+    files = g.wait_for(done, timeout_s, what, poll_s=0.5)
+    wait_usb_settled(what, timeout_s)
+    return image_files(str(IMAGE))
 
 
 def scenario(measure_only: bool) -> None:
@@ -357,6 +391,8 @@ def scenario(measure_only: bool) -> None:
     lk["secret_on_drive"] = marker.encode() in device_bytes(disk)
     lk["fake_in_image"] = any(fake in f for f in image_files(str(IMAGE)))
     # A link in place of the image itself: the root step refuses it, the drive keeps its image.
+    # (Each planted link triggered a rebuild: the drive is read once the last one is done.)
+    wait_usb_settled("the USB units idle after the links' rebuilds")
     before = pathlib.Path(f"{GADGET_LUN}/file").read_text().strip()
     run("ln", "-sf", "/etc/shadow", str(DATA / "usb" / "planted.img"), user="bike")
     p = subprocess.run(["/usr/local/lib/bikecomputer/usb-gadget.sh", "refresh", str(DATA / "usb" / "planted.img")],

@@ -246,13 +246,15 @@ def test_latency_on_a_stalling_card_is_measured(latency):
 
 
 # The most the journal's segment creation, sync submission and compaction may cost the loop on
-# the 200 ms/write card: a quarter of one stalled write; on a loaded host (the plain card's own
-# longest turn >= 200 ms, where a TCG guest's handlers that touch no card took 0.2-1.2 s) half
-# of one, which a cost that waited for a whole card write still exceeds. The journal's pwrite
-# keeps the bound of one stalled write: it has waited for the card 73 and 140 ms in loaded runs
-# (docs/performance.md "Latency under a stalling card", open).
+# the 200 ms/write card: a quarter of one stalled write on a quiet host. On a loaded host (the
+# plain card's own longest turn >= 200 ms, where a TCG guest's handlers that touch no card took
+# 0.2-1.6 s) it is one stalled write, which a cost that waited for the card meets or exceeds:
+# there the plain card's own sync submission (a card that never stalls) has taken 62 ms and the
+# delayed card's 137 ms (stop 35's CI, whose half-a-write bound failed on load alone). The
+# journal's pwrite keeps the bound of one stalled write: it has waited for the card 73 and 140 ms
+# in loaded runs (docs/performance.md "Latency under a stalling card", open).
 JOURNAL_LOOP_COST_MAX_US = 50_000
-JOURNAL_LOOP_COST_LOADED_MAX_US = 100_000
+JOURNAL_LOOP_COST_LOADED_MAX_US = 200_000
 JOURNAL_WRITE_MAX_US = 200_000
 
 
@@ -288,10 +290,15 @@ def test_no_button_waits_for_a_sync(latency):
     plain_turn_ms = plain["loop_turn_max_us"] / 1000
     p99_bound = plain["page_p99_ms"] + plain_turn_ms if host_loaded else max(plain["page_p99_ms"], plain_turn_ms) + 100
     assert delay["page_p99_ms"] <= p99_bound, (p99_bound, latency)
+    # The longest turn: on a quiet host within 100 ms of the plain card's. On a loaded host the
+    # longest turn is the load's, not the card's: stop 36 saw 692 ms on the delayed card in
+    # bridge.packet (which touches the card only through the journal's write, 4.8 ms at most in
+    # that run) against the plain card's 534 ms; there it is held to twice the plain card's.
     loaded = "" if not host_loaded else (
         f" (the host was loaded: the plain card's own longest turn was "
         f"{plain['loop_turn_max_us'] // 1000} ms; see handlers_max_us)")
-    assert delay["loop_turn_max_us"] < max(200_000, plain["loop_turn_max_us"] + 100_000), f"{latency}{loaded}"
+    turn_bound = 2 * plain["loop_turn_max_us"] if host_loaded else max(200_000, plain["loop_turn_max_us"] + 100_000)
+    assert delay["loop_turn_max_us"] < turn_bound, f"{latency}{loaded}"
 
 
 def test_the_end_of_a_ride_does_not_wait_for_the_card(latency):
