@@ -12,8 +12,8 @@ public struct FollowerSettings: Sendable, Hashable {
     public var alongSlackM = 30.0
     /// A segment pointing more than 90° away from the rider's heading costs this much.
     public var headingPenaltyM = 20.0
-    /// Off course: farther than this from the course for `offCourseFixes` consecutive fixes,
-    /// while moving.
+    /// Off course: farther than this from the course for `offCourseFixes` consecutive fixes (or
+    /// two that span the time those take at 1 Hz), while moving.
     public var offCourseDistanceM = 50.0
     public var offCourseFixes = 3
     /// Back on course: within this for `onCourseFixes` consecutive fixes, moving forward.
@@ -38,8 +38,14 @@ public struct FollowerSettings: Sendable, Hashable {
     public var acquireDistanceM = 50.0
     /// The heading is the direction of the last displacement of at least this much.
     public var headingStepM = 8.0
-    /// Fixes further apart than this are not consecutive (the fix was lost between them).
+    /// Fixes further apart than this are not consecutive (the fix was lost between them), for a
+    /// receiver that gives a fix every second. A source whose fixes come further apart as a rule
+    /// (a recording that kept a position every 4-6 s) is lost only after `fixLostIntervals` of its
+    /// own usual interval, and always after `fixLostMaxMs`: without that, every gap reset the
+    /// counts of far fixes and a detour on such a recording never alarmed.
     public var fixLostMs: Int64 = 3_000
+    public var fixLostIntervals: Int64 = 5 // halves: 2.5 intervals
+    public var fixLostMaxMs: Int64 = 15_000
     /// Cues: the first word between `cueFirstMinM` and `cueFirstMaxM` before (30 s at the
     /// current speed, clamped), the approach at `cueApproachM` or `cueApproachS` before
     /// (whichever is further), "now" within `cueNowM`; passed `cuePassedM` beyond it.
@@ -138,7 +144,10 @@ public struct CourseFollower: Sendable {
     var nearFixes = 0
     var backFixes = 0
     var backStartAlong = 0.0
-    var forwardFixes = 0
+    /// The source's usual interval between fixes, ms: the last one when shorter, else rising by
+    /// half the difference per fix (a unit's smart recording: 1-8 s, longer on straight roads);
+    /// 0 before the second fix.
+    var usualIntervalMs: Int64 = 0
     /// The period being built: first fix beyond the distance (or backwards), alarm, max distance.
     var pendingStartMs: Int64?
     var periodStartMs: Int64 = 0
@@ -174,16 +183,34 @@ public struct CourseFollower: Sendable {
     /// No position at `atMs` (a record without a fix): past `fixLostMs` the view says the GPS is
     /// lost; the counters of consecutive fixes start again (a lost fix is never "off course").
     public mutating func noFix(at atMs: Int64) {
-        guard let last = lastFix, atMs - last.atMs > settings.fixLostMs else { return }
+        guard let last = lastFix, atMs - last.atMs > fixLostAfterMs else { return }
         view.gpsLost = true
         resetCounters()
+    }
+
+    /// How long without a fix the fix is lost: `fixLostMs`, or 2.5 of the source's usual
+    /// intervals when its fixes come further apart, at most `fixLostMaxMs`.
+    var fixLostAfterMs: Int64 {
+        let own = usualIntervalMs * settings.fixLostIntervals / 2
+        return min(max(settings.fixLostMs, own), max(settings.fixLostMs, settings.fixLostMaxMs))
+    }
+
+    /// One interval between two fixes into `usualIntervalMs` (after it was judged by the usual
+    /// interval before it). A gap beyond `fixLostMaxMs` is left out; a shorter lost fix's gap
+    /// raises it by half, and the next 1 s interval brings it back.
+    mutating func noteInterval(_ dtMs: Int64) {
+        guard dtMs > 0, dtMs <= settings.fixLostMaxMs else { return }
+        if usualIntervalMs > 0, dtMs > usualIntervalMs {
+            usualIntervalMs += (dtMs - usualIntervalMs + 1) / 2
+        } else {
+            usualIntervalMs = dtMs
+        }
     }
 
     mutating func resetCounters() {
         farFixes = 0
         nearFixes = 0
         backFixes = 0
-        forwardFixes = 0
         jumpFixes = 0
         jumpAlong = nil
         if state == .onCourse { pendingStartMs = nil }
@@ -203,7 +230,8 @@ public struct CourseFollower: Sendable {
             let o = plane.offset(latDeg: last.latDeg, lonDeg: last.lonDeg)
             step = (o.east * o.east + o.north * o.north).squareRoot()
             dtMs = fix.atMs - last.atMs
-            if dtMs > settings.fixLostMs { resetCounters() }
+            if dtMs > fixLostAfterMs { resetCounters() }
+            noteInterval(dtMs)
         }
         let speed = fix.speedMps ?? (dtMs > 0 ? step * 1000 / Double(dtMs) : 0)
         let moving = speed >= settings.movingSpeedMps
@@ -314,7 +342,7 @@ public struct CourseFollower: Sendable {
                 if considerJump(plane, step: step, &events) { return }
             }
             guard alarms, moving else { break }
-            if farFixes >= settings.offCourseFixes {
+            if farFixes >= settings.offCourseFixes || farLongEnough(at: fix.atMs) {
                 startPeriod(at: fix.atMs, distance: nearestM, wrongWay: false)
                 state = .offCourse
                 events.offCourse = true
@@ -359,6 +387,15 @@ public struct CourseFollower: Sendable {
             state = .finished
             events.finished = true
         }
+    }
+
+    /// Two far fixes in a row that span the time `offCourseFixes` take at 1 Hz (2 s): a source
+    /// whose fixes come every few seconds alarms as soon as a 1 Hz receiver would, not three of
+    /// its own intervals later; a single bad fix still never alarms. (`pendingStartMs` is the
+    /// first far fix's time while `farFixes` counts.)
+    func farLongEnough(at atMs: Int64) -> Bool {
+        guard farFixes >= 2, let first = pendingStartMs else { return false }
+        return atMs - first >= Int64(settings.offCourseFixes - 1) * 1_000
     }
 
     mutating func startPeriod(at atMs: Int64, distance: Double, wrongWay: Bool) {

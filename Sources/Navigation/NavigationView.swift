@@ -94,7 +94,8 @@ public struct NavigationView: Sendable, Hashable {
     /// The course being followed (nil: none loaded).
     public var course: Course?
     public var state: NavigationState = .acquiring
-    /// No fix for `FollowerSettings.fixLostMs`: the figures are the last known ones.
+    /// No fix for `FollowerSettings.fixLostMs` (or 2.5 of a sparser source's usual intervals): the
+    /// figures are the last known ones.
     public var gpsLost = false
     /// The rider's place on the course, m from its start (nil before the first lock).
     public var alongM: Double?

@@ -50,6 +50,85 @@ import Testing
         #expect(log.events.contains { $0.events.finished })
     }
 
+    /// The same detour from a source that gives a position every 5 s (a recording that kept one
+    /// every few seconds, replayed: the 1 Hz records between have none): the far fixes 5 s
+    /// apart are consecutive, and two of them span more than the 2 s three take at 1 Hz, so it
+    /// alarms at the second, once, and clears; the view never says the GPS is lost once it has
+    /// seen the interval. (Before, every gap over 3 s restarted the count and such a
+    /// ride's detour never alarmed: fit-sample.fit from gpsbabel, docs/navigation.md.)
+    @Test func aDetourAlarmsWhenTheFixesComeEveryFiveSeconds() throws {
+        let course = try Drawn.course([(0, 0), (0, 4_000)])
+        let ride = Drawn.ride([(0, 0), (0, 1_000), (400, 1_000), (400, 1_600), (0, 1_600), (0, 4_000)], speed: 4, noise: 3)
+        var log = FollowLog(course)
+        var kept: [NavigationFix] = []
+        for f in ride {
+            guard f.atMs % 5_000 == 0 else {
+                log.follower.noFix(at: f.atMs)
+                // (until the second fix the follower cannot know the interval: lost after 3 s)
+                #expect(f.atMs < 5_000 || !log.follower.view.gpsLost, "GPS lost at \(f.atMs) ms with a fix every 5 s")
+                continue
+            }
+            kept.append(f)
+            let e = log.follower.update(f)
+            if !e.isEmpty { log.events.append((f.atMs, e)) }
+        }
+        #expect(log.offCourseAlarms.count == 1)
+        #expect(log.wrongWayAlarms.isEmpty)
+        let firstBeyond = try #require(kept.first { abs(Drawn.origin.offset(latDeg: $0.latDeg, lonDeg: $0.lonDeg).east) > 50 }).atMs
+        let alarm = try #require(log.offCourseAlarms.first)
+        #expect(alarm == firstBeyond + 5_000, "alarm \(alarm - firstBeyond) ms after leaving")
+        let period = try #require(log.periods.first)
+        #expect(log.periods.count == 1 && period.endMs > alarm && period.startMs == firstBeyond)
+        #expect(log.events.contains { $0.events.finished })
+    }
+
+    /// A source whose fixes come every 5 s with single fixes 120 m off the road (a bad fix
+    /// each, far apart): never an alarm — the two-fix rule needs two far fixes in a row.
+    @Test func singleBadFixesFromASparseSourceNeverAlarm() throws {
+        let course = try Drawn.course([(0, 0), (0, 4_000)])
+        let ride = Drawn.ride([(0, 0), (0, 4_000)], speed: 5, noise: 3)
+        var log = FollowLog(course)
+        var bad = 0
+        for f in ride {
+            guard f.atMs % 5_000 == 0 else {
+                log.follower.noFix(at: f.atMs)
+                continue
+            }
+            var g = f
+            if f.atMs % 30_000 == 0 && f.atMs > 0 {
+                let o = Drawn.origin.offset(latDeg: f.latDeg, lonDeg: f.lonDeg)
+                (g.latDeg, g.lonDeg) = Drawn.latLon(o.east + 120, o.north)
+                bad += 1
+            }
+            let e = log.follower.update(g)
+            if !e.isEmpty { log.events.append((f.atMs, e)) }
+        }
+        #expect(bad >= 20)
+        #expect(log.alarms.isEmpty, "\(log.alarms)")
+        #expect(log.events.contains { $0.events.finished })
+    }
+
+    /// A source whose fixes come every 5 s that then stops for 20 s: lost after 2.5 of its
+    /// intervals (12.5 s), not after the 1 Hz receiver's 3 s, and found again at the next fix.
+    @Test func aSparseSourceIsLostAfterItsOwnIntervals() throws {
+        let course = try Drawn.course([(0, 0), (0, 4_000)])
+        let ride = Drawn.ride([(0, 0), (0, 4_000)], speed: 4, noise: 2)
+        var follower = CourseFollower(course: course)
+        var lostAt: Int64?
+        for f in ride where f.atMs <= 120_000 {
+            if f.atMs % 5_000 != 0 || (f.atMs > 60_000 && f.atMs < 80_000) {
+                follower.noFix(at: f.atMs)
+                // (before the second fix: the 1 Hz receiver's 3 s, the interval not yet seen)
+                if follower.view.gpsLost && lostAt == nil && f.atMs > 5_000 { lostAt = f.atMs }
+                continue
+            }
+            _ = follower.update(f)
+            #expect(!follower.view.gpsLost)
+        }
+        let lost = try #require(lostAt)
+        #expect(lost == 73_000, "lost at \(lost) ms")
+    }
+
     /// The course moved 300 m aside for 1.5 km, the rider staying on the straight road: the
     /// period's farthest distance is how far the rider was from the course (300 m at most), not
     /// the distance to the place the matcher preferred (found by the replay of the Edge 500 ride
