@@ -109,7 +109,8 @@ public struct AppCore: Sendable {
     public var effectsDropped: UInt64 { outbox.overwrittenCount }
     /// Samples ignored because their quantity is disabled.
     public internal(set) var disabledSamples: UInt64 = 0
-    /// 1 Hz records not taken because a tick came late.
+    /// The ride's 1 Hz records not taken because a tick came late (the loop held up past a whole
+    /// second); from the ride's start (`ctl status` `records_skipped`).
     public internal(set) var recordsSkipped: UInt64 = 0
     /// Journaled events the builder refused while replaying (never expected: the live core
     /// refuses them first); their lifecycle change was not applied either.
@@ -504,6 +505,7 @@ public struct AppCore: Sendable {
         // The first record is at the start instant itself: the distance ridden in the first
         // second is counted from it.
         nextRecordInstant = start
+        recordsSkipped = 0
         for i in liveValues.indices { liveValues[i].recordedAt = LiveValue.neverRecorded }
         journal(.header(h))
         journalTrainingAtStart()

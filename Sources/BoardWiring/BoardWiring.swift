@@ -311,6 +311,8 @@ public final class BoardWiring {
         w.string("course", core.course?.name)
         // The lap the screen shows: it changes only once the lap is durable (ConfirmationGate).
         w.int("lap", Int64(runtime.lapNumberShown))
+        // The ride's 1 Hz records a late tick skipped (counted, not made up: docs/statistics.md).
+        w.int("records_skipped", Int64(clamping: core.recordsSkipped))
         w.bool("recovered", recoveredRide != nil || screen.recovered)
         w.string("recovered_ride", recoveredRide?.description)
         w.beginObject("live")

@@ -68,6 +68,33 @@ struct RideFigureTests {
         #expect(samples(p, .heartRate).contains { $0 == (6_000, 130) }, "\(samples(p, .heartRate))")
     }
 
+    /// A loop held up 2.9 s: the first input after it (a frame of 8.9 s) takes the record of
+    /// 8 s; the ones due at 6 and 7 s are skipped and counted (not made up); the count is the
+    /// ride's (`ctl status` `records_skipped`) and starts again with the next ride.
+    @Test func recordsALateTickSkippedAreCountedPerRide() throws {
+        func instants(_ h: Harness) -> Set<Int64> {
+            Set(h.records.compactMap { if case .sample(let s) = $0, s.quantity == .heartRate { s.instant.milliseconds } else { nil } })
+        }
+        var h = Harness()
+        h.startRide()
+        Self.ride(&h, from: 3_000, to: 6_000) { _ in [(.heartRate, 120)] }
+        #expect(h.core.recordsSkipped == 0)
+        h.sample(.heartRate, 125, at: 8_900)
+        h.tick(9_400)
+        #expect(h.core.recordsSkipped == 2)
+        let taken = instants(h)
+        // (the record of 8 s has no heart rate: the frame of 8.9 s is later than it)
+        #expect(taken.isSuperset(of: [3_000, 4_000, 5_000, 9_000]) && taken.isDisjoint(with: [6_000, 7_000, 8_000]), "\(taken.sorted())")
+        Self.ride(&h, from: 9_500, to: 12_000) { _ in [(.heartRate, 120)] }
+        #expect(h.core.recordsSkipped == 2)
+        h.command(.end, at: 12_000)
+        h.command(.dismiss, at: 12_500)
+        h.command(.start, at: 13_000)
+        h.tick(14_000); h.tick(15_000); h.tick(16_000)
+        #expect(h.core.state == .running)
+        #expect(h.core.recordsSkipped == 0, "a new ride starts its own count")
+    }
+
     /// A table filled by markers (a script, a companion): markers are refused with a clear reply
     /// before the last places; when even pauses no longer fit, a pause is refused and BOTH the
     /// screen and the ride's timer keep running; the end always works.

@@ -674,10 +674,11 @@ def long_press_end() -> int:
 def end_ride() -> dict:
     if status()["state"] != "paused":
         press_until(START, "paused", "paused before the end")
-    final_timer = status()["timer_ms"]
+    st = status()
+    final_timer, skipped = st["timer_ms"], st.get("records_skipped")
     holds = long_press_end()
     record.setdefault("long_press_holds", []).append(holds)
-    return {"final_timer_ms": final_timer, "holds": holds}
+    return {"final_timer_ms": final_timer, "records_skipped": skipped, "holds": holds}
 
 
 def fit_files() -> list[str]:

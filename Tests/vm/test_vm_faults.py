@@ -164,8 +164,13 @@ def check_the_ride_file_holds_everything(faults, name):
     r = case(faults, name)
     assert r["files_after_heal"], "no ride file"
     fit = sf.fit_records(result.outdir / f"{name}.fit")
-    # One record a second while running: the file covers the whole ride, fault included.
-    assert fit["records"] * 1000 >= r["end"]["final_timer_ms"] - 2000, (fit["records"], r["end"])
+    # One record a second while running: the file covers the whole ride, fault included. A
+    # second the loop was held up past (a loaded host: stop 36's CI had 3 in a 20 s ride) is
+    # skipped and counted, not made up (AppCore.takeDueRecord); the count says which.
+    skipped = r["end"]["records_skipped"]
+    assert skipped is not None, r["end"]
+    assert (fit["records"] + skipped) * 1000 >= r["end"]["final_timer_ms"] - 2000, (fit["records"], r["end"])
+    assert skipped <= 5, f"more than 5 records of a 20 s ride skipped: the loop was held up for whole seconds {r['end']}"
 
 
 @pytest.mark.parametrize("name", HEALS_IN_THE_UNIT)
