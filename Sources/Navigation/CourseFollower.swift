@@ -44,7 +44,7 @@ public struct FollowerSettings: Sendable, Hashable {
     /// own usual interval, and always after `fixLostMaxMs`: without that, every gap reset the
     /// counts of far fixes and a detour on such a recording never alarmed.
     public var fixLostMs: Int64 = 3_000
-    public var fixLostIntervals: Int64 = 5 // halves: 2.5 intervals
+    public var fixLostIntervals = 2.5
     public var fixLostMaxMs: Int64 = 15_000
     /// Cues: the first word between `cueFirstMinM` and `cueFirstMaxM` before (30 s at the
     /// current speed, clamped), the approach at `cueApproachM` or `cueApproachS` before
@@ -191,7 +191,7 @@ public struct CourseFollower: Sendable {
     /// How long without a fix the fix is lost: `fixLostMs`, or 2.5 of the source's usual
     /// intervals when its fixes come further apart, at most `fixLostMaxMs`.
     var fixLostAfterMs: Int64 {
-        let own = usualIntervalMs * settings.fixLostIntervals / 2
+        let own = Int64(Double(usualIntervalMs) * settings.fixLostIntervals)
         return min(max(settings.fixLostMs, own), max(settings.fixLostMs, settings.fixLostMaxMs))
     }
 

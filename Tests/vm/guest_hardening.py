@@ -297,8 +297,8 @@ def wait_refreshed(want: str, what: str, timeout_s: float = 120) -> list[str]:
     """Until the image has `want` in it and the USB units are idle again."""
     def done():
         files = image_files(str(IMAGE)) if IMAGE.exists() else []
-        return files if any(want in f for f in files) and usb_units_idle() else None
-    files = g.wait_for(done, timeout_s, what, poll_s=0.5)
+        return files if any(want in f for f in files) else None
+    g.wait_for(done, timeout_s, what, poll_s=0.5)
     wait_usb_settled(what, timeout_s)
     return image_files(str(IMAGE))
 
