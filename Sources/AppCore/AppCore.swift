@@ -167,6 +167,9 @@ public struct AppCore: Sendable {
     var navigation = NavigationCore()
     /// Ride instants = device instants + this (non-zero after recovery from a crash).
     public internal(set) var instantOffsetMs: Int64 = 0
+    /// The newest instant (ride time) of any input handled: a button's action is never dated
+    /// before it (`actionInstant`).
+    var newestInputInstant = MonotonicInstant(milliseconds: .min)
     /// The unit's battery (nil: no gauge configured), docs/power.md.
     public internal(set) var battery: BatteryMonitor?
     /// Phone times accepted and refused (`ControlCommand.phoneTime`).
@@ -247,7 +250,21 @@ public struct AppCore: Sendable {
         case .battery(let r, _): handleBattery(r, at: now)
         }
         refreshScreen(at: now)
+        newestInputInstant = max(newestInputInstant, now)
         assert(brokenInvariant == nil, "after \(input): \(brokenInvariant ?? "")")
+    }
+
+    /// When a button's press acts: at the instant it settled, unless the core has already handled
+    /// something later. A settle instant is the kernel's edge plus the debounce time, so it can be
+    /// older than a tick or frame the loop read first when a turn came late (a slow card, a loaded
+    /// CPU); acting at it would put the ride's lap or pause before a record already taken, which
+    /// the ride refuses (out of order), and the press would be lost. The hold's length is still
+    /// measured between the edges themselves.
+    func actionInstant(_ settled: MonotonicInstant) -> MonotonicInstant {
+        var t = max(settled, newestInputInstant)
+        if let last = lifecycle.lastTransition { t = max(t, last) }
+        if let b = builder { t = max(t, b.orderFloor) }
+        return t
     }
 
     /// The next instant (device time) at which the core needs a tick: countdown steps, the next
@@ -296,6 +313,7 @@ public struct AppCore: Sendable {
 
     mutating func handleButton(_ b: Button, _ edge: ButtonEvent.Edge, at now: MonotonicInstant) {
         let i = Int(b.rawValue)
+        let acting = actionInstant(now)
         switch edge {
         case .down:
             guard holds[i].downAt == nil else { return } // repeated down without up: ignore
@@ -310,12 +328,12 @@ public struct AppCore: Sendable {
                 }
             }
             holds[i] = ButtonHold(downAt: now, longPressFired: false, actedOnDown: !hasLongPressMeaning(b))
-            if holds[i].actedOnDown { shortPress(b, at: now) }
+            if holds[i].actedOnDown { shortPress(b, at: acting) }
         case .up:
             guard let down = holds[i].downAt else { return }
             holds[i].downAt = nil
             if holds[i].longPressFired || holds[i].actedOnDown { return }
-            if now.milliseconds(since: down) >= longPressMs(b) { longPress(b, at: now) } else { shortPress(b, at: now) }
+            if now.milliseconds(since: down) >= longPressMs(b) { longPress(b, at: acting) } else { shortPress(b, at: acting) }
         }
     }
 
@@ -325,7 +343,7 @@ public struct AppCore: Sendable {
             guard let down = holds[i].downAt, !holds[i].longPressFired, !holds[i].actedOnDown,
                   now.milliseconds(since: down) >= longPressMs(b) else { continue }
             holds[i].longPressFired = true
-            longPress(b, at: down.advanced(byMs: longPressMs(b)))
+            longPress(b, at: actionInstant(down.advanced(byMs: longPressMs(b))))
         }
     }
 
@@ -420,7 +438,7 @@ public struct AppCore: Sendable {
             return .refused(error.description)
         }
         if let kind = event, let b = builder, let refusal = b.check(kind, at: now) {
-            showOverlay(.rideTableFull, at: now)
+            if refusal == .capacityReached { showOverlay(.rideTableFull, at: now) }
             return .refused(refusal == .capacityReached
                             ? "\(action) refused: the ride's event table is full (\(b.events.count) events); end the ride to save it"
                             : "\(action) refused: \(refusal)")

@@ -22,7 +22,8 @@
 ///
 /// Nothing on SPI answers: a panel that lost its supply (its memory then drifts) cannot be
 /// noticed. So every `rewritePeriodMs` every line is written again, a slice of lines at each
-/// VCOM flip (24 lines of 240 every 500 ms), which puts a reset panel right within that time.
+/// VCOM flip (24 lines of 240 every 500 ms; more after a late flip, for the time it came late),
+/// which puts a reset panel right within that time.
 public struct SharpMemoryDriver: PanelDriver {
     /// Panel sizes this driver knows.
     public struct Model: Sendable, Hashable {
@@ -92,6 +93,8 @@ public struct SharpMemoryDriver: PanelDriver {
     public let linesPerStep: Int
     /// The next line the rolling rewrite marks.
     var rewriteNext = 0
+    /// When the rolling rewrite last queued a slice (nil: not yet).
+    var lastRewriteAtMs: Int64?
 
     public init(model: Model = .ls027b7dh01, linesPerStep: Int = SharpMemoryDriver.linesPerFlushStepMax, vcom: VcomSource = .serial) {
         precondition(linesPerStep >= 1 && linesPerStep <= Self.linesPerFlushStepMax, "1...\(Self.linesPerFlushStepMax) lines per step")
@@ -156,10 +159,14 @@ public struct SharpMemoryDriver: PanelDriver {
         vcom.toggle()
         vcomToggles += 1
         vcomPending = vcomSource == .serial
-        // The rolling rewrite: the next slice of lines goes out again.
+        // The rolling rewrite: the next slice of lines goes out again, as many as the time since
+        // the last slice is owed (24 of 240 for a duty on time), so a loop that comes late (a
+        // stalled card, a loaded CPU) still rewrites every line within the period.
+        let sinceMs = max(Self.vcomPeriodMs, nowMs - (lastRewriteAtMs ?? nowMs))
+        lastRewriteAtMs = nowMs
         if isOn {
-            let slice = Int((Int64(height) * Self.vcomPeriodMs + Self.rewritePeriodMs - 1) / Self.rewritePeriodMs)
-            for _ in 0..<slice {
+            let owed = (Int64(height) * sinceMs + Self.rewritePeriodMs - 1) / Self.rewritePeriodMs
+            for _ in 0..<Int(min(Int64(height), owed)) {
                 Self.set(&shownValid, rewriteNext, false)
                 Self.set(&pendingLines, rewriteNext, true)
                 rewriteNext = (rewriteNext + 1) % height

@@ -277,6 +277,10 @@ public struct RideBuilder: Sendable {
         if !canRecord(kind) { throw .capacityReached }
     }
 
+    /// The earliest instant an event is accepted at (the last event's and the time-weighted
+    /// figures' instant): an event dated before it is out of order.
+    public var orderFloor: MonotonicInstant { max(events.last?.instant ?? advancedTo, advancedTo) }
+
     /// Whether `kind` at `instant` would be accepted now (no side effect).
     public func check(_ kind: RideEvent.Kind, at instant: MonotonicInstant) -> BuilderRejection? {
         switch kind {

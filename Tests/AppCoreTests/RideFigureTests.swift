@@ -95,6 +95,39 @@ struct RideFigureTests {
         #expect(h.core.recordsSkipped == 0, "a new ride starts its own count")
     }
 
+    /// A press the loop reads after a later tick (a turn held up by a slow card or a loaded CPU:
+    /// the VM's flakey-card ride): it settled at 6.9 s, the tick of 7 s had already taken the
+    /// record and brought the ride's figures to 7 s. The lap and the pause still happen, at the
+    /// newest instant handled, and no "RIDE FULL" is shown (before: both refused as out of order
+    /// and the rider told the ride was full).
+    @Test func aPressReadAfterALaterTickStillActs() throws {
+        var h = Harness()
+        func press(_ b: Button, _ ms: Int64) {
+            h.feed(.button(ButtonEvent(b, .down, at: MonotonicInstant(milliseconds: ms))))
+            h.feed(.button(ButtonEvent(b, .up, at: MonotonicInstant(milliseconds: ms + 80))))
+        }
+        h.startRide()
+        Self.ride(&h, from: 3_000, to: 6_000) { _ in [(.power, 200)] }
+        h.tick(7_000)
+        let lapsBefore = try #require(h.core.builder).laps.count
+        press(.lap, 6_900)
+        let builder = try #require(h.core.builder)
+        #expect(builder.laps.count == lapsBefore + 1, "the lap of 6.9 s was refused")
+        #expect(builder.events.last?.kind == .lap && builder.events.last?.instant == MonotonicInstant(milliseconds: 7_000))
+        h.sample(.power, 210, at: 7_250)
+        h.tick(7_500)
+        press(.startPause, 7_400)
+        #expect(h.core.state == .paused)
+        #expect(h.core.builder?.events.last?.instant == MonotonicInstant(milliseconds: 7_500))
+        #expect(h.core.screen.overlay != .rideTableFull)
+        // A press dated in order still acts at its own instant (a resume: on its release).
+        h.tick(8_000)
+        press(.startPause, 8_200)
+        #expect(h.core.state == .running && h.core.builder?.events.last?.instant == MonotonicInstant(milliseconds: 8_280))
+        let journaled = h.records.compactMap { if case .event(let e) = $0 { e.kind } else { nil } }
+        #expect(journaled.suffix(3) == [.lap, .pause, .resume])
+    }
+
     /// A table filled by markers (a script, a companion): markers are refused with a clear reply
     /// before the last places; when even pauses no longer fit, a pause is refused and BOTH the
     /// screen and the ride's timer keep running; the end always works.

@@ -97,6 +97,39 @@ struct SharpMemoryTests {
         #expect(at - 10_000 <= SharpMemoryDriver.rewritePeriodMs, "within \(SharpMemoryDriver.rewritePeriodMs) ms: \(at - 10_000)")
     }
 
+    /// The same with a loop that comes late to every duty (a turn each 1.3 s: a stalled card, a
+    /// loaded CPU; the VM's loaded run took over 6 s): each late duty rewrites the lines of the
+    /// time it owes, so the panel is right within the period plus one late turn (before: 24
+    /// lines a turn, 13 s).
+    @Test func aLateLoopStillRewritesEveryLineWithinThePeriod() throws {
+        var driver = SharpMemoryDriver(model: .ls027b7dh01, linesPerStep: 8)
+        var link = SPIDisplayLink(port: SharpMemoryEmulator(model: .ls027b7dh01))
+        try driver.start(bus: &link)
+        var fb = Framebuffer(width: 400, height: 240)
+        _ = fb.drawText("4:05:06", font: .digitsHuge2x, x: 10, y: 60)
+        driver.present(&fb)
+        try driver.flushAll(bus: &link)
+        let turnMs: Int64 = 1_300
+        var t: Int64 = 10_000
+        driver.refreshIfDue(atMs: t)
+        t += turnMs
+        driver.refreshIfDue(atMs: t)
+        try driver.flushAll(bus: &link)
+        link.port.powerLoss()
+        let lost = t
+        var repairedAt: Int64?
+        let togglesBefore = driver.vcomToggles
+        while repairedAt == nil, t <= lost + 3 * SharpMemoryDriver.rewritePeriodMs {
+            t += turnMs
+            driver.refreshIfDue(atMs: t)
+            try driver.flushAll(bus: &link)
+            if link.port.panelImage().bytes == fb.bytes { repairedAt = t }
+        }
+        let at = try #require(repairedAt, "repaired")
+        #expect(at - lost <= SharpMemoryDriver.rewritePeriodMs + turnMs, "within \(SharpMemoryDriver.rewritePeriodMs + turnMs) ms: \(at - lost)")
+        #expect(driver.vcomToggles - togglesBefore == Int((at - lost) / turnMs), "one flip a turn: VCOM is not made up")
+    }
+
     /// After a link error the next steps clear the panel and send every line.
     @Test func reinitializeClearsAndResendsEverything() throws {
         var driver = SharpMemoryDriver(model: .ls013b7dh03)
