@@ -58,6 +58,21 @@ if [ ! -x .venv/bin/python ] || ! cmp -s "$req" .venv/requirements.installed; th
     cp "$req" .venv/requirements.installed
 fi
 
+# Each stage's wall time and how busy the machine's CPUs were during it (all processes, the
+# background builds included, from /proc/stat): where CI's time goes (docs/testing.md "Timings").
+stage_name= stage_at=0 stage_busy=0 stage_total=0
+cpu_ticks() { awk '/^cpu /{ busy = $2 + $3 + $4 + $7 + $8; print busy, busy + $5 + $6 }' /proc/stat; }
+stage() {  # stage "NAME": ends the previous stage (its line), starts NAME; no argument: ends it
+    local now busy total
+    now=$SECONDS
+    read -r busy total < <(cpu_ticks)
+    if [ -n "$stage_name" ] && [ "$total" -gt "$stage_total" ]; then
+        echo "test.sh: [stage] $stage_name: $((now - stage_at)) s, CPUs $(( 100 * (busy - stage_busy) / (total - stage_total) ))% busy ($(nproc) CPUs)"
+    fi
+    stage_name=${1:-} stage_at=$now stage_busy=$busy stage_total=$total
+    [ -z "$stage_name" ] || echo "test.sh: $stage_name"
+}
+
 echo "test.sh: module graph (Package.swift = the imports = the module headers)"
 python3 scripts/check-imports.py || { echo "test.sh: scripts/check-imports.py failed: fix Package.swift or the imports (docs/architecture.md)" >&2; exit 1; }
 
@@ -117,7 +132,7 @@ else
     echo "test.sh: $BIKE_ARM64_RELEASE_ERROR; its VM tests will fail with this reason" >&2
 fi
 
-echo "test.sh: building"
+stage "building"
 swift build 2>&1 | tail -n 3
 vm_prepare_wait
 vm_prepare image "$(swift build --show-bin-path)"
@@ -125,7 +140,7 @@ arm64_ok=no
 if [ -n "$arm64_pid" ]; then
     arm64_wait && arm64_start release 5400 && arm64_ok=started
 fi
-echo "test.sh: swift test"
+stage "swift test"
 swift test 2>&1 | tee .build/swift-test.log | grep -E "error:|✘|Test run with|Executed [0-9]+ tests" || true
 status=${PIPESTATUS[0]}
 if [ "$status" -ne 0 ]; then
@@ -134,18 +149,18 @@ if [ "$status" -ne 0 ]; then
     exit "$status"
 fi
 
-echo "test.sh: oracle tests (pytest)"
+stage "oracle tests (pytest)"
 BIKE_BIN="$(swift build --show-bin-path)" .venv/bin/python -m pytest -q --durations=15 Tests/oracle
 
 # --- The sensor bridge's own tests (board/bridge/tests: framing, replay, faked radios).
 # The installed system around it (board/install.sh, the units, power cuts, storage faults, the
 # clock) is tested in the VM below (Tests/vm/test_vm_system.py and the rest of issue 17's files).
-echo "test.sh: bridge tests (board/bridge/tests)"
+stage "bridge tests (board/bridge/tests)"
 .venv/bin/python -m pytest -q -p no:cacheprovider board/bridge/tests
 
 # --- Coverage-guided fuzzing (docs/testing.md, "Fuzzing", issue 27): libFuzzer on every parser of
 # outside input, BIKE_FUZZ_SECONDS (20) each from the committed corpus; a crash fails the run.
-echo "test.sh: fuzzing (scripts/fuzz.sh, ${BIKE_FUZZ_SECONDS:-20} s per target)"
+stage "fuzzing (scripts/fuzz.sh, ${BIKE_FUZZ_SECONDS:-20} s per target)"
 bash scripts/fuzz.sh "${BIKE_FUZZ_SECONDS:-20}"
 
 # --- The board on a real kernel (docs/testing.md): Debian's own kernel booted in QEMU (TCG)
@@ -161,7 +176,7 @@ fi
 # run after the others, in their own pytest. (Run beside them, one pytest each, the two sets of
 # guests loaded the 2-core machine to 8 and the timing bounds of the amd64 tests failed: stop 34.)
 arm64_tests="arm64 or package or same_answers"
-echo "test.sh: VM tests (Tests/vm/run), then the arm64 ones (-k '$arm64_tests')"
+stage "VM tests (Tests/vm/run), then the arm64 ones (-k '$arm64_tests')"
 vm_started=$SECONDS
 vm_status=0
 BIKE_BIN="$(swift build --show-bin-path)" bash Tests/vm/run -k "not ($arm64_tests)" || vm_status=$?
@@ -171,4 +186,5 @@ arm64_vm_status=0
 BIKE_BIN="$(swift build --show-bin-path)" bash Tests/vm/run -k "$arm64_tests" || arm64_vm_status=$?
 echo "test.sh: the arm64 VM tests took $((SECONDS - arm64_started)) s (status $arm64_vm_status)"
 echo "test.sh: VM tests took $((SECONDS - vm_started)) s"
+stage
 [ "$vm_status" = 0 ] && [ "$arm64_vm_status" = 0 ] || exit 1

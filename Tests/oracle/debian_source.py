@@ -172,9 +172,9 @@ def version(package: str, cache: pathlib.Path = CACHE) -> str | None:
 
 
 @contextlib.contextmanager
-def _locked(cache: pathlib.Path):
-    """One process at a time fetches or extracts (an flock on the cache's .lock: the suites'
-    private apt lists are shared by every package)."""
+def locked(cache: pathlib.Path):
+    """One process at a time fetches or extracts into `cache` (an flock on its .lock: here the
+    suites' private apt lists are shared by every package; pypi_sdist locks its own cache)."""
     cache.mkdir(parents=True, exist_ok=True)
     with open(cache / ".lock", "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
@@ -190,7 +190,7 @@ def extract(package: str, select: Callable[[str], bool], suites: Iterable[str] =
     tarball's top directory) `select` accepts into .build/debian-src/PACKAGE/files/ and returns
     that directory (which may hold members other calls selected too: it only grows while the
     tarball stays the same). Raises SourceUnavailable when nothing matches."""
-    with _locked(cache):
+    with locked(cache):
         return _extract(package, select, suites, cache)
 
 

@@ -15,6 +15,8 @@ import sys
 import tarfile
 from typing import Callable
 
+from debian_source import locked
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CACHE = pathlib.Path(os.environ.get("PYPI_SDIST_CACHE", REPO / ".build" / "pypi-sdist"))
 MEMBERS_MAX = 2_000
@@ -26,7 +28,13 @@ class SourceUnavailable(Exception):
 
 
 def extract(name: str, version: str, select: Callable[[str], bool]) -> pathlib.Path:
-    """The directory holding the selected members of NAME==VERSION's sdist (relative paths kept)."""
+    """The directory holding the selected members of NAME==VERSION's sdist (relative paths kept).
+    One process at a time downloads or extracts (the oracle tests run in two workers)."""
+    with locked(CACHE):
+        return _extract(name, version, select)
+
+
+def _extract(name: str, version: str, select: Callable[[str], bool]) -> pathlib.Path:
     base = CACHE / f"{name}-{version}"
     files = base / "files"
     done = base / ".extracted"
