@@ -65,6 +65,17 @@ class App:
                 return obj
         raise AssertionError(f"no {what} within {timeout_s} s; app said: {self.all[-10:]} {self.proc.stderr.read() if self.proc.poll() is not None else ''}")
 
+    def settle(self, quiet_s: float, limit_s: float = 120.0) -> None:
+        """Waits until the app has said nothing new for `quiet_s`: gpsd has handed on everything
+        fed, but a loaded host (the suite in two workers beside a build) can leave the app
+        seconds behind it, and stopping it then loses the reports still on their way."""
+        deadline = time.monotonic() + limit_s
+        seen = -1
+        while len(self.all) != seen:
+            assert time.monotonic() < deadline, f"the app still printing {limit_s} s after the feed ended ({len(self.all)} lines)"
+            seen = len(self.all)
+            time.sleep(quiet_s)
+
     def stop(self) -> dict:
         self.proc.terminate()
         self.proc.wait(timeout=10)
@@ -117,7 +128,7 @@ def follow(bikecomputer, log: pathlib.Path, cycle_s: float = 0.0, settle_s: floa
         app.wait_for(lambda o: o.get("event") == "connected", what="connection to gpsd")
         time.sleep(0.3)  # the WATCH is in effect
         feeder.feed()
-        time.sleep(settle_s)
+        app.settle(settle_s)
         return app, app.stop()
     finally:
         if app.proc.poll() is None:
