@@ -8,8 +8,12 @@ library (python3-gps: gps.fake), under the test's control. Run with Debian's /us
 2. waits for a line on standard input (the test sends it once the app has connected and is
    watching, so no sentence is fed before a client can see its report);
 3. adds the log as a fake GPS on a pty, waits for gpsd to open it, then writes one sentence or
-   binary packet every CYCLE_S seconds, printing "fed N" at the end;
-4. waits for a second line on standard input (or end of input), then stops gpsd.
+   binary packet every CYCLE_S seconds: all of them for "go", printing "fed N"; for "feed K",
+   the next K, printing "fed N" (N so far, "done" after it at the end), and waits for the next
+   line: the test feeds a chunk at a time and waits for the app to catch up in between, since
+   gpsd drops a client that falls a socket buffer behind (a "short write"), and a replay far
+   faster than real time on a loaded host would lose reports that way;
+4. waits for a line on standard input (or end of input), then stops gpsd.
 
 gpsfake's command line cannot do step 2 (it feeds at once, and gpsd discards what reached the
 pty before it opened it) nor stop without a client of its own; this keeps its packet splitting
@@ -27,7 +31,8 @@ def main() -> int:
     session.spawn()
     print(f"listening {port}", flush=True)
     try:
-        if not sys.stdin.readline():
+        command = sys.stdin.readline().split()
+        if not command:
             return 0
         name = session.gps_add(log, speed=115200, oneshot=True)
         fake = session.fakegpslist[name]
@@ -35,12 +40,22 @@ def main() -> int:
         # wait until it has, as gpsfake itself does before feeding.
         time.sleep(1.5)
         count = len(fake.testload.sentences)
-        for _ in range(count):
-            fake.read()  # whatever gpsd wrote to the "receiver" (probes)
-            fake.feed()
-            if cycle_s > 0:
-                time.sleep(cycle_s)
-        print(f"fed {count}", flush=True)
+        fed = 0
+        while command and command[0] in ("go", "feed"):
+            want = count - fed if command[0] == "go" else min(int(command[1]), count - fed)
+            for _ in range(want):
+                fake.read()  # whatever gpsd wrote to the "receiver" (probes)
+                fake.feed()
+                if cycle_s > 0:
+                    time.sleep(cycle_s)
+            fed += want
+            if command[0] == "go":
+                print(f"fed {fed}", flush=True)
+                break
+            print(f"fed {fed}" + (" done" if fed == count else ""), flush=True)
+            command = sys.stdin.readline().split()
+        else:
+            return 0
         sys.stdin.readline()
     finally:
         session.cleanup()

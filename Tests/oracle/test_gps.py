@@ -88,6 +88,11 @@ class App:
         return [o for o in self.all if o.get("event") == kind]
 
 
+# Sentences fed before the test waits for the app to catch up (Feeder.feed with caught_up): about
+# 200 of the Edge 500's epochs, well inside the socket buffers between gpsd and the app.
+CHUNK_SENTENCES = 500
+
+
 class Feeder:
     """A real gpsd on `port`, fed `log` through a pty once told to go."""
 
@@ -98,15 +103,29 @@ class Feeder:
         line = self.proc.stdout.readline()
         assert line.startswith("listening"), f"gpsd did not start: {line!r} {self.proc.stderr.read()[-2000:]}"
 
-    def feed(self, timeout_s: float = 300) -> int:
-        self.proc.stdin.write("go\n")
+    def _say(self, command: str, timeout_s: float) -> list[str]:
+        """Sends a command; its "fed N [done]" answer, split."""
+        self.proc.stdin.write(command + "\n")
         self.proc.stdin.flush()
         result: list[str] = []
         t = threading.Thread(target=lambda: result.append(self.proc.stdout.readline()), daemon=True)
         t.start()
         t.join(timeout_s)
         assert result and result[0].startswith("fed"), f"feeding did not finish: {result} {self.proc.stderr.read()[-2000:] if self.proc.poll() is not None else ''}"
-        return int(result[0].split()[1])
+        return result[0].split()
+
+    def feed(self, timeout_s: float = 300, caught_up=None, chunk: int = CHUNK_SENTENCES) -> int:
+        """Feeds the whole log: at once, or with `caught_up` (a function that waits until the app
+        has taken what it was fed), `chunk` sentences at a time with that wait in between."""
+        if caught_up is None:
+            return int(self._say("go", timeout_s)[1])
+        deadline = time.monotonic() + timeout_s
+        while True:
+            answer = self._say(f"feed {chunk}", max(1.0, deadline - time.monotonic()))
+            if answer[-1] == "done":
+                return int(answer[1])
+            caught_up()
+            assert time.monotonic() < deadline, f"feeding did not finish within {timeout_s} s ({answer[1]} fed)"
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -127,7 +146,7 @@ def follow(bikecomputer, log: pathlib.Path, cycle_s: float = 0.0, settle_s: floa
     try:
         app.wait_for(lambda o: o.get("event") == "connected", what="connection to gpsd")
         time.sleep(0.3)  # the WATCH is in effect
-        feeder.feed()
+        feeder.feed(caught_up=lambda: app.settle(0.1))
         app.settle(settle_s)
         return app, app.stop()
     finally:
@@ -492,7 +511,16 @@ def test_a_ride_through_gpsd_in_bikecomputer_run(bikecomputer, shared, tmp_path)
         app.wait_for(lambda s: s["state"] == "running", timeout=10, what="the ride running")
         feeder = Feeder(rest_log, port, 0.0)  # ... and a new one starts
         app.wait_for(lambda s: s["gps"]["connects"] == 2, timeout=15, what="the app reconnected to the new gpsd")
-        feeder.feed()
+
+        def caught_up(limit_s: float = 60.0) -> None:
+            """The app's fix count stopped growing (it took what gpsd was fed)."""
+            deadline, seen = time.monotonic() + limit_s, -1
+            while (n := app.status()["gps"]["fixes"]) != seen:
+                assert time.monotonic() < deadline, f"the app still taking fixes {limit_s} s after a chunk ({n})"
+                seen = n
+                time.sleep(0.15)
+
+        feeder.feed(caught_up=caught_up)
         status = app.wait_for(lambda s: s["gps"]["fixes"] >= len([e for e in epochs if e.has_fix]) - 3, timeout=30,
                               what="every fix taken")
         assert status["gps"]["fix"] == "3D" and status["gps"]["bad_reports"] == 0, status["gps"]
