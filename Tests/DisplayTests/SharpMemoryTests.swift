@@ -70,17 +70,26 @@ struct SharpMemoryTests {
         #expect(link.port.emulator.malformed == 0)
     }
 
-    /// A panel that lost its supply (nothing on SPI says so) shows the frame again within the
-    /// rewrite period, with no change to the picture, VCOM flips only.
-    @Test func aPanelThatLostItsSupplyIsRightWithinTheRewritePeriod() throws {
+    /// A 400×240 panel started and showing what `draw` draws, flushed.
+    static func shown(_ draw: (inout Framebuffer) -> Void) throws
+        -> (SharpMemoryDriver, SPIDisplayLink<SharpMemoryEmulator, NoDataCommandLine>, Framebuffer) {
         var driver = SharpMemoryDriver(model: .ls027b7dh01, linesPerStep: 8)
         var link = SPIDisplayLink(port: SharpMemoryEmulator(model: .ls027b7dh01))
         try driver.start(bus: &link)
         var fb = Framebuffer(width: 400, height: 240)
-        _ = fb.drawText("1:02:03", font: .digitsHuge2x, x: 10, y: 10)
-        fb.fill(Rect(x: 0, y: 120, width: 400, height: 3))
+        draw(&fb)
         driver.present(&fb)
         try driver.flushAll(bus: &link)
+        return (driver, link, fb)
+    }
+
+    /// A panel that lost its supply (nothing on SPI says so) shows the frame again within the
+    /// rewrite period, with no change to the picture, VCOM flips only.
+    @Test func aPanelThatLostItsSupplyIsRightWithinTheRewritePeriod() throws {
+        var (driver, link, fb) = try Self.shown { fb in
+            _ = fb.drawText("1:02:03", font: Font.digitsHuge2x, x: 10, y: 10)
+            fb.fill(Rect(x: 0, y: 120, width: 400, height: 3))
+        }
         #expect(link.port.panelImage().bytes == fb.bytes)
         var t: Int64 = 10_000
         driver.refreshIfDue(atMs: t)
@@ -102,13 +111,7 @@ struct SharpMemoryTests {
     /// time it owes, so the panel is right within the period plus one late turn (before: 24
     /// lines a turn, 13 s).
     @Test func aLateLoopStillRewritesEveryLineWithinThePeriod() throws {
-        var driver = SharpMemoryDriver(model: .ls027b7dh01, linesPerStep: 8)
-        var link = SPIDisplayLink(port: SharpMemoryEmulator(model: .ls027b7dh01))
-        try driver.start(bus: &link)
-        var fb = Framebuffer(width: 400, height: 240)
-        _ = fb.drawText("4:05:06", font: .digitsHuge2x, x: 10, y: 60)
-        driver.present(&fb)
-        try driver.flushAll(bus: &link)
+        var (driver, link, fb) = try Self.shown { fb in _ = fb.drawText("4:05:06", font: Font.digitsHuge2x, x: 10, y: 60) }
         let turnMs: Int64 = 1_300
         var t: Int64 = 10_000
         driver.refreshIfDue(atMs: t)
