@@ -158,7 +158,7 @@ public final class EpollEventLoop: EventLoop {
         }
         if core.fireDueTimers(nowNs: cbs_monotonic_ns()) { capped = true }
         if capped { core.stats.turnsCapped += 1 }
-        core.stats.turnMaxNs = max(core.stats.turnMaxNs, cbs_monotonic_ns() &- turnStart)
+        core.stats.recordTurn(cbs_monotonic_ns() &- turnStart)
     }
 
     private static func readiness(_ events: UInt32) -> IOReadiness {

@@ -59,6 +59,10 @@ public struct EventLoopStats: Sendable {
     public internal(set) var timerLatenessMaxNs: UInt64 = 0
     /// The longest single turn (all handlers of one wake-up), in nanoseconds.
     public internal(set) var turnMaxNs: UInt64 = 0
+    /// Per threshold of `EventLoopLimits.slowTurnThresholdsMs` (same order), the turns at least
+    /// that long: a turn of 250 ms counts under 50, 100 and 200. One worst turn may be the host
+    /// (a descheduled CPU); a card that stalls the loop makes one at every write it waits for.
+    public internal(set) var turnsAtLeast: [UInt64] = Array(repeating: 0, count: EventLoopLimits.slowTurnThresholdsMs.count)
 
     var indexByName: [String: Int] = [:]
 
@@ -80,6 +84,19 @@ public struct EventLoopStats: Sendable {
         indexByName[slotKey] = handlers.count
         handlers.append(HandlerTimings(name: slotKey))
         return handlers.count - 1
+    }
+
+    /// One whole turn's length: the longest turn, and the counts of slow ones (no allocation).
+    mutating func recordTurn(_ ns: UInt64) {
+        turnMaxNs = max(turnMaxNs, ns)
+        for (i, ms) in EventLoopLimits.slowTurnThresholdsMs.enumerated() where ns >= ms &* 1_000_000 {
+            turnsAtLeast[i] &+= 1
+        }
+    }
+
+    /// `(threshold ms, turns at least that long)` for each of `EventLoopLimits.slowTurnThresholdsMs`.
+    public var slowTurns: [(ms: UInt64, turns: UInt64)] {
+        EventLoopLimits.slowTurnThresholdsMs.enumerated().map { ($0.element, turnsAtLeast[$0.offset]) }
     }
 
     mutating func record(slot: Int, _ ns: UInt64) {

@@ -296,7 +296,7 @@ public final class BoardWiring {
         let report = StatusReport(
             state: core.state, timerMs: screen.timerMs, distanceM: screen[.distance],
             sensors: SensorRole.allCases.map { SensorStatus($0, screen.sensor($0), batteryPercent: screen.sensorBatteryPercent[Int($0.rawValue)]) },
-            loopTurns: stats.turns, loopTurnMaxUs: stats.turnMaxNs / 1000,
+            loopTurns: stats.turns, loopTurnMaxUs: stats.turnMaxNs / 1000, loopSlowTurns: stats.slowTurns.map { .init(ms: $0.ms, turns: $0.turns) },
             handlers: stats.handlers.map {
                 StatusReport.HandlerLatency(name: $0.name, calls: $0.calls, windowMaxUs: $0.windowMaxNs / 1000, windowP99Us: $0.windowP99Ns / 1000)
             },

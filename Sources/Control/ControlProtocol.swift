@@ -321,6 +321,8 @@ public struct StatusReport: Sendable, Hashable {
     public var sensors: [SensorStatus]
     public var loopTurns: UInt64
     public var loopTurnMaxUs: UInt64
+    /// `(threshold ms, turns at least that long)`, the loop's slow turns (`turns_at_least_ms`).
+    public var loopSlowTurns: [SlowTurns]
     public var handlers: [HandlerLatency]
     public var journal: JournalHealth
     public var uptimeMs: Int64
@@ -329,17 +331,25 @@ public struct StatusReport: Sendable, Hashable {
     public var commit = ProjectVersion.commit
 
     public init(state: SessionState, timerMs: Int64, distanceM: Double? = nil, sensors: [SensorStatus] = [],
-                loopTurns: UInt64 = 0, loopTurnMaxUs: UInt64 = 0, handlers: [HandlerLatency] = [],
-                journal: JournalHealth = JournalHealth(condition: .ok), uptimeMs: Int64 = 0) {
+                loopTurns: UInt64 = 0, loopTurnMaxUs: UInt64 = 0, loopSlowTurns: [SlowTurns] = [],
+                handlers: [HandlerLatency] = [], journal: JournalHealth = JournalHealth(condition: .ok), uptimeMs: Int64 = 0) {
         self.state = state
         self.timerMs = timerMs
         self.distanceM = distanceM
         self.sensors = sensors
         self.loopTurns = loopTurns
         self.loopTurnMaxUs = loopTurnMaxUs
+        self.loopSlowTurns = loopSlowTurns
         self.handlers = handlers
         self.journal = journal
         self.uptimeMs = uptimeMs
+    }
+
+    /// The loop's turns at least `ms` long (`EventLoopLimits.slowTurnThresholdsMs`).
+    public struct SlowTurns: Hashable, Sendable {
+        public let ms: UInt64
+        public let turns: UInt64
+        public init(ms: UInt64, turns: UInt64) { self.ms = ms; self.turns = turns }
     }
 
     /// The report as one line of JSON.
@@ -364,6 +374,9 @@ public struct StatusReport: Sendable, Hashable {
         w.beginObject("loop")
         w.int("turns", Int64(clamping: loopTurns))
         w.int("turn_max_us", Int64(clamping: loopTurnMaxUs))
+        w.beginObject("turns_at_least_ms")
+        for s in loopSlowTurns { w.int(String(s.ms), Int64(clamping: s.turns)) }
+        w.endObject()
         w.beginArray("handlers")
         for h in handlers {
             w.beginObject()

@@ -1,5 +1,5 @@
 import TestSupport
-import BoardIO
+@testable import BoardIO
 import Foundation
 import Testing
 
@@ -172,6 +172,32 @@ struct EpollEventLoopTests {
         #expect(fast.percentileNs(50) < 1_000_000, "an empty handler's median was \(fast.percentileNs(50)) ns")
         #expect(loop.stats.slowestHandler?.name == "slow")
         #expect(loop.stats.turnMaxNs >= 8_000_000)
+    }
+
+    /// The loop counts its slow turns per threshold: a turn counts under every threshold it
+    /// reaches and none above; the thresholds come back in order with their counts.
+    @Test func slowTurnsAreCountedPerThreshold() throws {
+        let loop = try EpollEventLoop()
+        var left = 3
+        loop.scheduleRepeating("busy", everyMs: 5) {
+            guard left > 0 else { return }
+            left -= 1
+            let t0 = MonotonicClock.nowNs
+            while MonotonicClock.nowNs - t0 < 55_000_000 {} // 55 ms: over 50, under 100
+        }
+        let start = loop.nowMs
+        while loop.nowMs - start < 400 { try loop.runOnce(maxWaitMs: 20) }
+        let slow = loop.stats.slowTurns
+        #expect(slow.map(\.ms) == EventLoopLimits.slowTurnThresholdsMs)
+        #expect(slow[0].turns == 3, "turns of at least 50 ms: \(slow)")
+        // A turn can only be longer than its handler: on a loaded host one may pass 100 ms.
+        #expect(slow[1].turns <= 3 && slow.dropFirst(2).allSatisfy { $0.turns <= slow[1].turns })
+        var stats = EventLoopStats()
+        stats.recordTurn(250_000_000)
+        stats.recordTurn(1_000_000_000)
+        stats.recordTurn(49_999_999)
+        #expect(stats.slowTurns.map(\.turns) == [2, 2, 2, 1, 1])
+        #expect(stats.turnMaxNs == 1_000_000_000)
     }
 
     @Test func descriptorsWakerAndInterest() throws {

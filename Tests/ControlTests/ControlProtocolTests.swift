@@ -66,7 +66,7 @@ struct ControlProtocolTests {
         let report = StatusReport(
             state: .running, timerMs: 3_723_000, distanceM: 12_345.6,
             sensors: [SensorStatus(.heartRate, .connected, batteryPercent: 80), SensorStatus(.power, .lost)],
-            loopTurns: 99, loopTurnMaxUs: 2_500,
+            loopTurns: 99, loopTurnMaxUs: 2_500, loopSlowTurns: [.init(ms: 50, turns: 7), .init(ms: 200, turns: 2)],
             handlers: [.init(name: "bridge \"socket\"", calls: 10, windowMaxUs: 900, windowP99Us: 400)],
             journal: .init(condition: .low, unsyncedRecords: 3, lastSyncAgoMs: 420, writeErrors: 1),
             uptimeMs: 5_000)
@@ -82,6 +82,8 @@ struct ControlProtocolTests {
         #expect(sensors[1]["state"] as? String == "lost")
         let loop = try #require(json["loop"] as? [String: Any])
         #expect(loop["turn_max_us"] as? Int == 2_500)
+        let slow = try #require(loop["turns_at_least_ms"] as? [String: Any])
+        #expect(slow["50"] as? Int == 7 && slow["200"] as? Int == 2 && slow.count == 2)
         let handlers = try #require(loop["handlers"] as? [[String: Any]])
         #expect(handlers[0]["name"] as? String == "bridge \"socket\"")
         #expect(handlers[0]["p99_us"] as? Int == 400)

@@ -213,7 +213,7 @@ def latency_run(k):
         ms = [m for m in x["page_ms"] if m is not None]
         report[label] = {"presses": len(x["page_ms"]), "missed": x["page_ms"].count(None),
                          "page_p50_ms": percentile(ms, 50), "page_p99_ms": percentile(ms, 99), "page_max_ms": max(ms),
-                         "loop_turn_max_us": x["loop"]["turn_max_us"],
+                         "loop_turn_max_us": x["loop"]["turn_max_us"], "turns_at_least_ms": x["loop"]["turns_at_least_ms"],
                          "handlers_max_us": {h["name"]: h["max_us"] for h in x["loop"]["handlers"]},
                          "journal_sync": x.get("journal_sync")}
         y = record[f"save_{label}"]
@@ -276,34 +276,46 @@ def test_no_button_waits_for_a_sync(latency):
     # the open and preallocation run in the kernel's io_uring worker), a compaction's unlink;
     # each well under one stalled write (200 ms). Before the creation left the loop, its
     # open + posix_fallocate took up to 285 ms on this card. And the write into the page cache.
-    host_loaded = plain["loop_turn_max_us"] >= 200_000
+    # The host is loaded when the plain card's own longest turn, or a delayed-card handler that
+    # never touches the card, took a stalled write's length.
+    no_card = {n: v for n, v in delay["handlers_max_us"].items() if n in NO_CARD_HANDLERS}
+    host_loaded = plain["loop_turn_max_us"] >= 200_000 or max(no_card.values(), default=0) >= 200_000
     cost_max = JOURNAL_LOOP_COST_LOADED_MAX_US if host_loaded else JOURNAL_LOOP_COST_MAX_US
     for cost in ["slowest_submit_us", "slowest_create_us", "slowest_remove_us"]:
         assert cost in sync, (cost, sync)
         assert sync[cost] < cost_max, (cost, cost_max, "loaded host" if host_loaded else "quiet host", sync)
     assert sync.get("slowest_write_us", 10**9) < JOURNAL_WRITE_MAX_US, sync
-    # A 200 ms stall per write must not reach the buttons: the delayed card's p99 within 100 ms of
-    # the plain card's, and no loop turn as long as one stalled write. Under TCG on a loaded host
-    # the plain card's own loop (which never touches the card) has shown turns of 0.45-0.82 s; the
-    # bounds then stand on what the same guest showed without the stall (the journal's own costs
-    # above, and the io_uring mode, still hold absolutely).
-    # At load 20-30 the p99 of 25 presses (their slowest) is the load's: 959 ms on the delayed
-    # card against 807 ms on the plain one, whose handlers that never touch the card took up to
-    # 0.5 s (bridge.packet, control.client) while the journal's own costs on the delayed card
-    # stayed under 42 ms. There the slowest press may meet one more turn as long as the plain
-    # card's longest; what the card costs the loop is bounded by the journal's figures above.
+    # A 200 ms stall per write must not reach the loop. A sync (or any write) waited for in the
+    # loop makes a turn of at least one stalled write at each sync the card stalls, about one a
+    # second (18 in this ride); the host's own noise (a TCG guest's CPU descheduled while sibling
+    # guests run) makes a few on either card, and one worst turn says nothing of which: the
+    # longest turn was the bound until stop 37, and failed both ways on noise alone (a 289 ms
+    # turn in core.deadline on the delayed card against the plain card's 115 ms at load 1; the
+    # plain card's 677 ms against the delayed card's 151 ms). So the count: the delayed card's
+    # turns of >= 200 ms exceed the plain card's by fewer than half its syncs.
+    slow_plain = plain["turns_at_least_ms"]["200"]
+    slow_delay = delay["turns_at_least_ms"]["200"]
+    assert slow_delay - slow_plain < sync["syncs_begun"] / 2, (
+        f"{slow_delay} turns of >= 200 ms on the delayed card against {slow_plain} on the plain one "
+        f"over {sync['syncs_begun']} syncs: {latency}")
+    # The presses: on a quiet host the delayed card's slowest (p99 of 25) within 100 ms of the
+    # plain card's slowest or its longest turn. On a loaded host (the plain card's longest turn, or
+    # a delayed-card handler that never touches the card, >= 200 ms) the slowest of 25 presses is
+    # the load's — stop 37's CI: 1,201 ms on the delayed card, whose bridge.packet took 827 ms,
+    # against the plain card's 585 ms slowest press plus longest turn — and the median is the
+    # figure: within 100 ms of the plain card's. A sync in the loop would delay one press in five
+    # by up to 200 ms; the slow-turn count above is what catches it under load.
     plain_turn_ms = plain["loop_turn_max_us"] / 1000
-    p99_bound = plain["page_p99_ms"] + plain_turn_ms if host_loaded else max(plain["page_p99_ms"], plain_turn_ms) + 100
-    assert delay["page_p99_ms"] <= p99_bound, (p99_bound, latency)
-    # The longest turn: on a quiet host within 100 ms of the plain card's. On a loaded host the
-    # longest turn is the load's, not the card's: stop 36 saw 692 ms on the delayed card in
-    # bridge.packet (which touches the card only through the journal's write, 4.8 ms at most in
-    # that run) against the plain card's 534 ms; there it is held to twice the plain card's.
-    loaded = "" if not host_loaded else (
-        f" (the host was loaded: the plain card's own longest turn was "
-        f"{plain['loop_turn_max_us'] // 1000} ms; see handlers_max_us)")
-    turn_bound = 2 * plain["loop_turn_max_us"] if host_loaded else max(200_000, plain["loop_turn_max_us"] + 100_000)
-    assert delay["loop_turn_max_us"] < turn_bound, f"{latency}{loaded}"
+    if host_loaded:
+        assert delay["page_p50_ms"] <= plain["page_p50_ms"] + 100, ("loaded host", no_card, latency)
+    else:
+        p99_bound = max(plain["page_p99_ms"], plain_turn_ms) + 100
+        assert delay["page_p99_ms"] <= p99_bound, (p99_bound, latency)
+
+
+# The loop's handlers that write nothing to the card: one of them taking a stalled write's length
+# (200 ms) on the delayed card is the host's load, not the card.
+NO_CARD_HANDLERS = {"gpio.buttons", "buttons.debounce", "display.flush", "control.accept", "bridge.accept", "control.sweep"}
 
 
 def test_the_end_of_a_ride_does_not_wait_for_the_card(latency):
