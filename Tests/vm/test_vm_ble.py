@@ -265,6 +265,17 @@ def test_a_bluetoothd_restart_loses_at_most_what_was_in_flight(ble_ride):
     assert r["bridge_final"]["ble"]["bluetoothd_restarts"] == 1
 
 
+def longest_turn_ms(r: dict) -> float:
+    """How far before a notification was sent the app may date it: one loop turn (its instant is
+    the turn's, taken when epoll returned; a packet that arrives during the turn is read in it).
+    TURN_MS, or the app's longest turn as `ctl status` gave it at the checkpoints and at the end
+    when longer: on a loaded host a turn is longer (stop 38's CI: a value dated 106 ms before it
+    was sent, in a guest whose handlers took up to 1.2 s elsewhere in the run)."""
+    turns = [c.get("app_loop", {}).get("turn_max_us") or 0 for c in r.get("checkpoints", [])]
+    turns.append(((r.get("final_status") or {}).get("loop") or {}).get("turn_max_us") or 0)
+    return max(TURN_MS, max(turns) / 1000)
+
+
 def test_the_values_in_the_ride_are_the_ones_sent(ble_ride):
     """Every 4 Hz power value in the ride's journal is the power of the notification that
     carried it (the last one sent before the app recorded it); every RR interval is one sent;
@@ -286,13 +297,14 @@ def test_the_values_in_the_ride_are_the_ones_sent(ble_ride):
     # In order: each value in the ride is the next one sent (a notification may be recorded
     # after the following one was sent: the chain sensor -> bluetoothd -> bridge -> app queues).
     # The app's instant is its loop turn's (taken when epoll returned; packets that arrive during
-    # the turn are read in it): up to TURN_MS before the notification was sent.
+    # the turn are read in it): up to one turn before the notification was sent (longest_turn_ms).
+    turn_ms = longest_turn_ms(r)
     lags = []
     k = 0
     for v, t in series:
-        while k < len(power) and power_ms[k] <= t + TURN_MS and power[k]["v"]["power"] != v:
+        while k < len(power) and power_ms[k] <= t + turn_ms and power[k]["v"]["power"] != v:
             k += 1
-        assert k < len(power) and power_ms[k] <= t + TURN_MS, \
+        assert k < len(power) and power_ms[k] <= t + turn_ms, \
             f"power {v} W recorded at {t} ms was not sent before it (in order); next sent: {power[k] if k < len(power) else None}"
         lags.append(t - power_ms[k])
         k += 1

@@ -394,16 +394,25 @@ def test_setting_the_clock_with_rides_waiting_does_not_stall_the_buttons(latency
     # (a control client's turn once took 781 ms here, at load ~5: an open finding, docs/testing.md).
     dating = {"wallclock", "ridefile.step", "ridefile.sync", "journal.sync", "gpio.buttons"}
     slowest = max(((n, v) for n, v in r["handlers_max_us"].items() if n in dating), key=lambda kv: kv[1], default=("none grew", 0))
-    assert slowest[1] < turn_bound, (slowest, turn_bound, r)
-    assert r["handlers_max_us"].get("wallclock", 0) < turn_bound, r
+    # On a loaded host (the plain card's own loop took a turn of 200 ms or more) a handler's
+    # longest call is the host's as much as its own: stop 38's CI, during a 62 s dating, saw
+    # bridge.packet 1.22 s, a control client 1.10 s and buttons.debounce 0.37 s (handlers the
+    # dating does not run) beside ridefile.step's 0.54 s. There no dating handler may be slower
+    # than the slowest other handler that grew during the same dating: a dating inside one
+    # handler (issue 27: seconds a ride) still stands out. The presses below are the end-to-end
+    # bound either way.
+    plain_turn_ms = max(plain["loop_turn_max_us"], save["loop_turn_max_after_us"]) / 1000
+    host_loaded = plain_turn_ms >= 200
+    others = max((v for n, v in r["handlers_max_us"].items() if n not in dating), default=0)
+    handler_bound = max(turn_bound, others) if host_loaded else turn_bound
+    assert slowest[1] < handler_bound, (slowest, handler_bound, "loaded host" if host_loaded else "quiet host", r)
+    assert r["handlers_max_us"].get("wallclock", 0) < handler_bound, r
     # The presses the rider feels. The typical press during the dating is as quick as on the plain
     # card (the median: a dating inside one handler, as before issue 27, leaves most presses
     # waiting seconds, many unanswered). On a quiet host every press is answered and the slowest
     # is within 200 ms of the slowest the same guest showed without any dating (the plain card's
     # 25 presses, its save's, its longest turn).
     assert r["page_p50_ms"] <= plain["page_p50_ms"] + 200, (plain["page_p50_ms"], r)
-    plain_turn_ms = max(plain["loop_turn_max_us"], save["loop_turn_max_after_us"]) / 1000
-    host_loaded = plain_turn_ms >= 200
     slowest_plain_ms = max(plain["page_max_ms"], save["page_max_ms"] or 0, plain_turn_ms)
     if not host_loaded:
         assert r["missed"] == 0, f"presses during the dating changed no page: {r}"

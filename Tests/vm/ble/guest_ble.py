@@ -165,7 +165,9 @@ def checkpoint(name: str) -> dict:
     sensors, forwarded by the bridge, received by the app."""
     sim("hold")
     time.sleep(0.6)
-    snap = {"name": name, "t": now(), "sim": sim("status")["sensors"], "bridge": bridge_stats(), "app": status()["bridge"]}
+    st = status()
+    snap = {"name": name, "t": now(), "sim": sim("status")["sensors"], "bridge": bridge_stats(), "app": st["bridge"],
+            "app_loop": {k: st["loop"].get(k) for k in ("turn_max_us", "turns_at_least_ms")}}
     sim("resume")
     record["checkpoints"].append(snap)
     note(f"checkpoint {name}")
