@@ -71,7 +71,8 @@ public enum EventLoopLimits {
     public static let timingWindowCount = 512
     /// The turn lengths the loop counts the turns of at least (`EventLoopStats.turnsAtLeast`),
     /// in milliseconds: how often the loop was slow, not only its one worst turn. 200 ms is one
-    /// write on the slowest card measured (docs/storage.md); 50 ms, a press a rider notices.
+    /// write on the stalling card the VM tests emulate (dm-delay, docs/performance.md "Latency
+    /// under a stalling card"); 50 ms, a press a rider notices.
     public static let slowTurnThresholdsMs: [UInt64] = [50, 100, 200, 500, 1_000]
 }
 
