@@ -298,7 +298,8 @@ public final class BoardWiring {
             sensors: SensorRole.allCases.map { SensorStatus($0, screen.sensor($0), batteryPercent: screen.sensorBatteryPercent[Int($0.rawValue)]) },
             loopTurns: stats.turns, loopTurnMaxUs: stats.turnMaxNs / 1000, loopSlowTurns: stats.slowTurns.map { .init(ms: $0.ms, turns: $0.turns) },
             handlers: stats.handlers.map {
-                StatusReport.HandlerLatency(name: $0.name, calls: $0.calls, windowMaxUs: $0.windowMaxNs / 1000, windowP99Us: $0.windowP99Ns / 1000)
+                StatusReport.HandlerLatency(name: $0.name, calls: $0.calls, windowMaxUs: $0.windowMaxNs / 1000, windowP99Us: $0.windowP99Ns / 1000,
+                                            totalUs: $0.totalNs / 1000)
             },
             journal: StatusReport.JournalHealth(condition: runtime.storageCondition, unsyncedRecords: journal.writer.pendingCount,
                                                 lastSyncAgoMs: lastSyncAtMs.map { t.milliseconds - $0 }, writeErrors: jc.failedCommits),
@@ -309,6 +310,9 @@ public final class BoardWiring {
         w.string("ride_id", core.header?.rideID.description)
         // The course chosen for the ride (Courses screen, `ctl course load`, the companion), or null.
         w.string("course", core.course?.name)
+        // What the screen shows ("summary(page: 1)", "idle", ...): a press that changed nothing
+        // on the panel is told apart from one the core never took.
+        w.string("screen", "\(screen.mode)")
         // The lap the screen shows: it changes only once the lap is durable (ConfirmationGate).
         w.int("lap", Int64(runtime.lapNumberShown))
         // The ride's 1 Hz records a late tick skipped (counted, not made up: docs/statistics.md).

@@ -1,5 +1,6 @@
 import AppCore
 import BoardIO
+import Control
 import Device
 import RideModel
 
@@ -64,11 +65,36 @@ public final class ButtonsComponent: BoardComponent {
         }
     }
 
+    /// Edges read from the lines, and those whose timestamp was on another clock (or ahead of
+    /// the loop's): the loop's time stood in for it.
+    public private(set) var edgesRead: UInt64 = 0
+    public private(set) var edgesRestamped: UInt64 = 0
+
+    /// `buttons` in `ctl status`: the edges read and what the debouncer made of them, so a press
+    /// that changed nothing is told apart: a glitch shorter than `debounce_ms` by the kernel's
+    /// timestamps, a lost edge (`edges_repeated`), or a press taken late.
+    public func writeStatus(into w: inout JSONWriter) {
+        guard lines != nil else { return }
+        let d = board?.runtime.buttonDebouncer
+        w.beginObject("buttons")
+        w.int("edges", Int64(clamping: edgesRead))
+        w.int("edges_restamped", Int64(clamping: edgesRestamped))
+        w.int("edges_ignored", d.map { Int64(clamping: $0.edgesIgnored) })
+        w.int("edges_repeated", d.map { Int64(clamping: $0.edgesRepeated) })
+        w.int("glitches", d.map { Int64(clamping: $0.glitches) })
+        w.int("last_glitch_ms", d?.lastGlitchMs)
+        w.endObject()
+    }
+
     func edge(_ index: Int, _ active: Bool, _ timestampNs: UInt64) {
         guard let board, index < map.count else { return }
+        edgesRead &+= 1
         var ms = Int64(timestampNs / 1_000_000)
         let nowMs = board.loop.nowMs
-        if ms > nowMs || nowMs - ms > Self.timestampSkewMaxMs { ms = nowMs } // a timestamp on another clock
+        if ms > nowMs || nowMs - ms > Self.timestampSkewMaxMs { // a timestamp on another clock
+            ms = nowMs
+            edgesRestamped &+= 1
+        }
         board.runtime.buttonEdge(map[index].button, pressed: active, at: MonotonicInstant(milliseconds: ms))
         armDebounce()
     }

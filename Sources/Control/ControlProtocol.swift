@@ -293,11 +293,14 @@ public struct StatusReport: Sendable, Hashable {
         public var calls: UInt64
         public var windowMaxUs: UInt64
         public var windowP99Us: UInt64
-        public init(name: String, calls: UInt64, windowMaxUs: UInt64, windowP99Us: UInt64) {
+        /// Time spent in the handler since the start, all calls: where the loop's time goes.
+        public var totalUs: UInt64
+        public init(name: String, calls: UInt64, windowMaxUs: UInt64, windowP99Us: UInt64, totalUs: UInt64 = 0) {
             self.name = name
             self.calls = calls
             self.windowMaxUs = windowMaxUs
             self.windowP99Us = windowP99Us
+            self.totalUs = totalUs
         }
     }
 
@@ -384,6 +387,7 @@ public struct StatusReport: Sendable, Hashable {
             w.int("calls", Int64(clamping: h.calls))
             w.int("max_us", Int64(clamping: h.windowMaxUs))
             w.int("p99_us", Int64(clamping: h.windowP99Us))
+            w.int("total_us", Int64(clamping: h.totalUs))
             w.endObject()
         }
         w.endArray()

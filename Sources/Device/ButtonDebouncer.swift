@@ -28,6 +28,11 @@ public struct ButtonDebouncer: Sendable {
     public private(set) var edgesIgnored: UInt64 = 0
     /// Edges that reported the level the line already had (a lost edge in between).
     public private(set) var edgesRepeated: UInt64 = 0
+    /// Levels that changed and changed back before `debounceMs` (by the kernel's timestamps):
+    /// how many, and the last one's length in ms. A tap the rider meant that comes out this short
+    /// (an edge's timestamp taken late) shows here instead of vanishing unexplained.
+    public private(set) var glitches: UInt64 = 0
+    public private(set) var lastGlitchMs: Int64?
     /// Levels that had settled before a later edge was read (the loop came late to the
     /// deadline): handed out by the next `advance`, at the instant they settled.
     private var settledEarlier: [ButtonEvent] = []
@@ -59,7 +64,12 @@ public struct ButtonDebouncer: Sendable {
             edgesIgnored += lines[i].edgesSinceEvent - 1
             lines[i].edgesSinceEvent = 0
         }
-        if lines[i].rawPressed == pressed { edgesRepeated += 1 }
+        if lines[i].rawPressed == pressed {
+            edgesRepeated += 1
+        } else if lines[i].rawPressed != lines[i].stablePressed, pressed == lines[i].stablePressed, instant < settledAt {
+            glitches += 1
+            lastGlitchMs = instant.milliseconds(since: lines[i].lastEdge)
+        }
         lines[i].rawPressed = pressed
         lines[i].lastEdge = max(lines[i].lastEdge, instant)
         lines[i].edgesSinceEvent += 1

@@ -307,6 +307,38 @@ final class SocketClient {
         #expect(try rig.status()["lap"] as? Int == 2, "durable: the status shows it")
     }
 
+    /// `ctl status` `buttons` counts the edges read and what the debouncer made of them: a press
+    /// shorter than `debounce_ms` by the kernel's timestamps is a glitch with its length, not a
+    /// press; an edge whose timestamp is on another clock is restamped and counted. `screen`
+    /// says what the screen shows.
+    @Test func theStatusTellsAGlitchFromAPress() throws {
+        let rig = try Rig()
+        var st = try rig.status()
+        var b = try #require(st["buttons"] as? [String: Any])
+        #expect(b["edges"] as? Int == 0 && b["glitches"] as? Int == 0)
+        #expect(st["screen"] as? String == "idle")
+        let t = rig.loop.nowMs
+        rig.buttons.edge(0, true, atMs: t)
+        rig.run(ms: 12)
+        rig.buttons.edge(0, false, atMs: t + 12) // 12 ms: shorter than the 30 ms debounce
+        rig.run(ms: 200)
+        #expect(rig.runtime.state == .idle, "a 12 ms glitch is not a press")
+        st = try rig.status()
+        b = try #require(st["buttons"] as? [String: Any])
+        #expect(b["edges"] as? Int == 2)
+        #expect(b["glitches"] as? Int == 1)
+        #expect(b["last_glitch_ms"] as? Int == 12)
+        #expect(b["edges_restamped"] as? Int == 0)
+        rig.buttons.edge(0, true, atMs: rig.loop.nowMs + 60_000) // on another clock: ahead of the loop's
+        rig.run(ms: 100)
+        rig.buttons.edge(0, false, atMs: rig.loop.nowMs)
+        rig.run(ms: 200)
+        #expect(rig.runtime.state == .prepared, "the restamped press was taken")
+        b = try #require(try rig.status()["buttons"] as? [String: Any])
+        #expect(b["edges"] as? Int == 4 && b["edges_restamped"] as? Int == 1 && b["glitches"] as? Int == 1)
+        #expect(try rig.status()["screen"] as? String != "idle")
+    }
+
     /// A button held at boot gives no press until it is released and pressed again.
     @Test func aButtonHeldAtBootIsNotAPress() throws {
         let rig = try Rig(buttons: FakeButtons(held: [0]))

@@ -67,7 +67,7 @@ struct ControlProtocolTests {
             state: .running, timerMs: 3_723_000, distanceM: 12_345.6,
             sensors: [SensorStatus(.heartRate, .connected, batteryPercent: 80), SensorStatus(.power, .lost)],
             loopTurns: 99, loopTurnMaxUs: 2_500, loopSlowTurns: [.init(ms: 50, turns: 7), .init(ms: 200, turns: 2)],
-            handlers: [.init(name: "bridge \"socket\"", calls: 10, windowMaxUs: 900, windowP99Us: 400)],
+            handlers: [.init(name: "bridge \"socket\"", calls: 10, windowMaxUs: 900, windowP99Us: 400, totalUs: 5_000)],
             journal: .init(condition: .low, unsyncedRecords: 3, lastSyncAgoMs: 420, writeErrors: 1),
             uptimeMs: 5_000)
         let line = ControlProtocol.format(report)
@@ -87,6 +87,7 @@ struct ControlProtocolTests {
         let handlers = try #require(loop["handlers"] as? [[String: Any]])
         #expect(handlers[0]["name"] as? String == "bridge \"socket\"")
         #expect(handlers[0]["p99_us"] as? Int == 400)
+        #expect(handlers[0]["total_us"] as? Int == 5_000)
         let journal = try #require(json["journal"] as? [String: Any])
         #expect(journal["condition"] as? String == "low")
         #expect(journal["last_sync_ago_ms"] as? Int == 420)

@@ -33,6 +33,7 @@ struct ButtonDebouncerTests {
         let events = run(&d, edges: [(.startPause, true, 100), (.startPause, false, 400)], until: 1_000)
         #expect(events == [ButtonEvent(.startPause, .down, at: at(130)), ButtonEvent(.startPause, .up, at: at(430))])
         #expect(d.edgesIgnored == 0)
+        #expect(d.glitches == 0 && d.lastGlitchMs == nil)
     }
 
     @Test func glitchShorterThanDebounceIsIgnored() {
@@ -41,6 +42,24 @@ struct ButtonDebouncerTests {
         #expect(events.isEmpty)
         #expect(d.edgesIgnored == 4)
         #expect(!d.isPressed(.lap))
+        // Each press that came back within the debounce time is a glitch, with its length.
+        #expect(d.glitches == 2)
+        #expect(d.lastGlitchMs == 29)
+    }
+
+    /// A bounce on a press that then holds is not a glitch (the level settles as pressed); a
+    /// press held exactly the debounce time settles too.
+    @Test func glitchesCountOnlyLevelsThatCameBackUnsettled() {
+        var d = ButtonDebouncer(debounceMs: 30)
+        let events = run(&d, edges: [(.page, true, 100), (.page, false, 105), (.page, true, 108), (.page, false, 400),
+                                     (.page, true, 600), (.page, false, 630)], until: 1_000)
+        #expect(events.map(\.edge) == [.down, .up, .down, .up])
+        #expect(events.map(\.instant) == [at(138), at(430), at(630), at(660)])
+        // 100-105 pressed, then released before it settled: one glitch of 5 ms (the 3 ms release
+        // that followed was the settled level's own). The 30 ms press at 600 settled at 630, as
+        // its release came.
+        #expect(d.glitches == 1)
+        #expect(d.lastGlitchMs == 5)
     }
 
     /// Seeded bounce storms: any number of bounces shorter than the debounce time around a
