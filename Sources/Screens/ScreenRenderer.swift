@@ -20,6 +20,29 @@ public struct ScreenRenderer: Sendable {
     private var drawnKey: [UInt8]
     /// Bytes of `drawnKey` in use; -1 when the canvas holds anything else.
     private var drawnKeyCount = -1
+    /// What the canvas shows when it holds a summary page: everything that page draws (the
+    /// summary, the page, an overlay, a pairing code, powering off). Nil when it holds anything
+    /// else. The summary stays on screen after a ride while the sensors keep sending: every
+    /// frame (live values the summary does not show) drew the whole page again (its charts: 54 ms
+    /// a sensor packet in the debug build in a TCG guest, 24 % of the loop's time during a dating).
+    private var drawnSummary: SummaryKey?
+
+    struct SummaryKey: Equatable, Sendable {
+        var page: Int
+        var summary: RideSummary?
+        var overlay: Alert?
+        var pairingCode: UInt32?
+        var poweringOff: PowerOffReason?
+
+        init?(_ model: ScreenModel) {
+            guard case .summary(let page) = model.mode else { return nil }
+            self.page = page
+            summary = model.summary
+            overlay = model.overlay
+            pairingCode = model.pairingCode
+            poweringOff = model.poweringOff
+        }
+    }
     var keyScratch: [UInt8]
     /// False: the battery's place is kept but left blank (tests tell its ink from the rest).
     var drawsBattery = true
@@ -64,9 +87,13 @@ public struct ScreenRenderer: Sendable {
     @discardableResult
     private mutating func draw(_ model: ScreenModel) -> Bool {
         if case .running(let page) = model.mode, model.overlay == nil, model.pairingCode == nil, model.poweringOff == nil {
+            drawnSummary = nil
             if runningPageUnchanged(page, model) { return false }
         } else {
             drawnKeyCount = -1
+            let key = SummaryKey(model)
+            if let key, key == drawnSummary { return false }
+            drawnSummary = key
         }
         canvas.clear()
         drawBelowPairingCode(model)

@@ -56,6 +56,51 @@ struct RendererSkipTests {
         }
         #expect(skipped > 300, "the sequence should often leave the screen as it was (seed \(seed))")
     }
+
+    /// After a ride the summary stays on screen while sensor frames keep changing the live
+    /// values it does not show: the page is drawn once, not once a frame, and whatever the
+    /// sequence (pages, an overlay, a pairing code, the summary itself changing) the output equals
+    /// a fresh renderer's.
+    @Test(arguments: [64, 32])
+    func theSummaryIsDrawnOnlyWhenWhatItShowsChanges(height: Int) {
+        let seed = UInt64(0x5A3E + height)
+        var rng = Rng(seed: seed)
+        var kept = ScreenRenderer(layouts: .standard(height: height))
+        var keptImage = Framebuffer(width: 128, height: height)
+        var model = ScreenCatalogue.riding()
+        model.mode = .summary(page: 0)
+        model.summary = ScreenCatalogue.summary()
+        var drawn = 0, frames = 0
+        for step in 0..<2_000 {
+            switch rng.below(14) {
+            case 0...5: // a sensor frame: live values the summary does not show
+                model[.power] = Double(150 + rng.below(200))
+                model[.heartRate] = Double(120 + rng.below(60))
+                frames += 1
+            case 6: model.mode = .summary(page: rng.below(6))
+            case 7: model.overlay = rng.below(3) == 0 ? .sensorLost(.power) : nil
+            case 8: model.pairingCode = rng.below(4) == 0 ? UInt32(rng.below(999_999)) : nil
+            case 9: model.summary?.saved = rng.below(2) == 0
+            case 10: model.summary?.lapCount = rng.below(5)
+            case 11: model.mode = rng.below(3) == 0 ? .running(page: 0) : .summary(page: rng.below(3))
+            case 12: model.mode = rng.below(4) == 0 ? .idle : .summary(page: 1)
+            default: model.summary = rng.below(5) == 0 ? nil : ScreenCatalogue.summary()
+            }
+            var scratch = keptImage
+            if kept.renderChanges(model, into: &scratch) {
+                drawn += 1
+            } else {
+                #expect(scratch.bytes == keptImage.bytes, "nothing drawn: the framebuffer is left alone")
+            }
+            keptImage = scratch
+            var fresh = ScreenRenderer(layouts: .standard(height: height))
+            var freshImage = Framebuffer(width: 128, height: height)
+            fresh.render(model, into: &freshImage)
+            #expect(keptImage.bytes == freshImage.bytes, "seed \(seed) step \(step): \(model.mode)")
+            if keptImage.bytes != freshImage.bytes { return }
+        }
+        #expect(frames > 700 && drawn < 2_000 - frames / 2, "sensor frames on the summary should mostly draw nothing (drawn \(drawn) of 2000, \(frames) frames)")
+    }
 }
 
 extension SplitMix64 {
