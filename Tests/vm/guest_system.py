@@ -822,6 +822,7 @@ def scenario_latency(a) -> None:
 
 
 REDATED_RIDES = 5
+STATUS_POLL_S = 1.0
 
 
 def redating_on_the_stalling_card(a, n: int) -> dict:
@@ -846,33 +847,109 @@ def redating_on_the_stalling_card(a, n: int) -> dict:
     r["undated_before"] = len([x for x in undated() if x.endswith(".rec")])
     data_device(f"0 {n} delay /dev/vdb 0 0 /dev/vdb 0 {a.delay_ms}")
     before = status()
-    synchronise(true_ms())
-    t0 = time.monotonic()
-    samples = []
-    dated_s = None
-    while time.monotonic() - t0 < 180:
-        st = status()
-        f = st["ride_files"]
-        if f.get("rides_redated", 0) >= r["undated_before"] and f.get("redatings_waiting", 1) == 0 and f.get("pending", 1) == 0:
-            dated_s = round(time.monotonic() - t0, 2)
-            break
-        samples.append(page_press_ms("page change while dating"))
-        time.sleep(0.05)
+    sampler = LoopWaitSampler(unit("bikecomputer")["MainPID"])
+    with sampler:
+        synchronise(true_ms())
+        t0 = time.monotonic()
+        samples = []
+        dated_s = None
+        polled = 0.0
+        while time.monotonic() - t0 < 180:
+            # The dating's progress once a second, not before every press: each status is a
+            # control client's turn in the loop (100-360 ms in the debug build in a TCG guest),
+            # and polled before every press it was a third of the loop's time during the dating.
+            if time.monotonic() - polled >= STATUS_POLL_S:
+                polled = time.monotonic()
+                f = status()["ride_files"]
+                if f.get("rides_redated", 0) >= r["undated_before"] and f.get("redatings_waiting", 1) == 0 and f.get("pending", 1) == 0:
+                    dated_s = round(time.monotonic() - t0, 2)
+                    break
+            samples.append(page_press_ms("page change while dating"))
+            # As the plain and delayed cards' presses are spaced (and a rider's): every press is a
+            # summary page drawn and sent (two buttons.debounce turns, ~30 ms each in the debug
+            # build in a TCG guest); pressed every 50 ms they were the loop's largest load during
+            # the dating (9 of 47 s), 20 times its own steps' (0.85 s).
+            time.sleep(0.35 + (len(samples) % 5) * 0.07)
     after = status()
+    r["loop_waits"] = sampler.report()
+    r["journal_sync_before"], r["journal_sync_after"] = before.get("journal_sync"), after.get("journal_sync")
     data_device(f"0 {n} linear /dev/vdb 0")
     r.update({"dated_s": dated_s, "page_ms": samples, "loop_before": before.get("loop"), "loop_after": after.get("loop"),
               "ride_files": after.get("ride_files"), "undated_after": undated(), "library": len(rides_list())})
     return r
 
 
+class LoopWaitSampler:
+    """Where the app's loop thread is while the card stalls: every `period_s` its state and, when it
+    is not in epoll_wait (where an idle loop sleeps), its system call and kernel stack
+    (/proc/PID/task/PID/{stat,syscall,stack}, root only). Counts per distinct stack (its first
+    frames), so a turn held by the card shows the kernel function it waited in."""
+
+    EPOLL_WAIT = {"232", "281", "441"}  # x86_64 epoll_wait, epoll_pwait, epoll_pwait2
+    FRAMES = 6
+
+    def __init__(self, pid: str, period_s: float = 0.01) -> None:
+        self.pid, self.period_s = pid, period_s
+        self.samples = 0
+        self.idle = 0
+        self.running = 0
+        self.waits: dict[str, dict] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "LoopWaitSampler":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(5)
+
+    def _read(self, name: str) -> str:
+        try:
+            return pathlib.Path(f"/proc/{self.pid}/task/{self.pid}/{name}").read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.period_s):
+            stat = self._read("stat")
+            if not stat:
+                continue
+            state = stat.rsplit(")", 1)[-1].split()[0]
+            self.samples += 1
+            call = self._read("syscall").split()
+            nr = call[0] if call else "?"
+            if nr in self.EPOLL_WAIT:
+                self.idle += 1
+                continue
+            if state == "R" or nr == "running":
+                self.running += 1
+                continue
+            frames = [ln.split("] ", 1)[-1].split("+", 1)[0] for ln in self._read("stack").splitlines()][:self.FRAMES]
+            key = f"{state} syscall {nr}: " + " < ".join(frames)
+            w = self.waits.setdefault(key, {"samples": 0})
+            w["samples"] += 1
+
+    def report(self) -> dict:
+        top = sorted(self.waits.items(), key=lambda kv: -kv[1]["samples"])[:12]
+        return {"period_ms": self.period_s * 1000, "samples": self.samples, "in_epoll_wait": self.idle,
+                "running": self.running, "waiting_elsewhere": {k: v["samples"] for k, v in top}}
+
+
 def page_press_ms(what: str) -> float | None:
     """One PAGE press: ms from its edge until the panel's GDDRAM changed (None: not within 3 s)."""
     shown = gddram()
     t = time.monotonic()
-    press(PAGE, hold_s=0.05)
+    hold = press(PAGE, hold_s=0.05)
     try:
         wait_for(lambda: gddram() != shown, 3, what, poll_s=0.002)
     except TimeoutError:
+        # What the app made of it: its buttons' counters (a glitch by the kernel's timestamps, a
+        # lost edge), its state and screen.
+        after = status()
+        record.setdefault("presses_unanswered", []).append(
+            {"what": what, "hold": hold, "t": round(t - t0, 2), "status": {k: after.get(k) for k in ("state", "buttons", "screen", "display", "loop")}})
         return None
     return round((time.monotonic() - t) * 1000, 1)
 

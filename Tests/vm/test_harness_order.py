@@ -112,6 +112,22 @@ def test_a_slot_wait_is_bounded_and_names_the_holders():
     assert slots.holders == ["clock"] and slots.waiting == []
 
 
+def test_a_measuring_guest_shares_the_host_with_one_other_at_most():
+    slots = system._Slots(3)
+    slots.acquire("faults")
+    slots.acquire("powercut-loop")
+    with pytest.raises(vmlib.VMUnavailable, match=r"latency: no system guest slot came free within 1 s"):
+        slots.acquire("latency", wait_s=1.0)  # two others run: it waits
+    slots.release("powercut-loop")
+    slots.acquire("latency", wait_s=1.0)  # one other: it runs
+    assert slots.free == 0
+    with pytest.raises(vmlib.VMUnavailable):
+        slots.acquire("clock", wait_s=1.0)  # and nothing else joins it
+    slots.release("latency")
+    slots.acquire("clock", wait_s=1.0)
+    assert slots.free == 1 and slots.holders == ["faults", "clock"]
+
+
 def test_background_work_and_shared_values_are_waited_for_boundedly():
     never = threading.Event()
     work = system_fixtures.Background(lambda: never.wait(30), "a guest that never ends")
