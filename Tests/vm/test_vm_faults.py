@@ -441,9 +441,10 @@ def test_setting_the_clock_with_rides_waiting_does_not_stall_the_buttons(latency
     # 200 ms or more: the guest's vCPUs wait for the host). Stop 38's CI: 5 of 113 presses
     # unanswered in turns up to 3.2 s (bridge.packet 2.9 s, a control client 1.1 s), with two
     # other system guests beside this one and the guest pressing every 50 ms and asking its status
-    # before every press; where the loop's time went was then measured here (stop 39,
-    # `handlers_total_ms`): the presses' page draws 9 s, the status requests 7.6 s, the sensors'
-    # packets 7 s, the dating's own steps 0.85 s of a 47 s dating. Now the presses are spaced as
+    # before every press. Where the loop's time went, measured here with the presses still every
+    # 50 ms (stop 39, `handlers_total_ms`): the presses' page draws 9 s, the status requests
+    # 7.6 s, the sensors' packets 7 s (each drew the summary page again, since fixed), the
+    # dating's own steps 0.85 s of a 47 s dating. Now the presses are spaced as
     # a rider's, the status is read once a second and the latency guest shares the host with one
     # other system guest at most (system.MEASURING_GUEST_SLOTS). Stop 35's CI at load 4-5: the plain
     # card's turns up to 675 ms; over the 63 s dating of six rides 138 presses, median 75 ms (the
