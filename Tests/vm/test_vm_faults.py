@@ -420,7 +420,7 @@ def test_setting_the_clock_with_rides_waiting_does_not_stall_the_buttons(latency
     # (guest_system.LoopWaitSampler): asleep in epoll_wait, running (or runnable: a loaded host
     # shows here), or waiting in the kernel elsewhere — an fsync, a write held by the journal's
     # commit: the card reaching the loop. A dating inside one handler waits there for seconds a
-    # ride; here (stop 39) 5 of 3,465 samples (a write's jbd2 get_write_access), 0 of 3,781 and,
+    # ride; here (stop 39) 5 of 3,465 samples (a directory listing's atime update waiting in jbd2), 0 of 3,781 and,
     # beside the storage-fault and dm-log-writes guests, 0 of 2,552. Load makes the thread
     # runnable, not waiting, so the bound holds on a loaded host too.
     w = r["loop_waits"]
