@@ -873,6 +873,7 @@ def redating_on_the_stalling_card(a, n: int) -> dict:
     after = status()
     r["loop_waits"] = sampler.report()
     r["journal_sync_before"], r["journal_sync_after"] = before.get("journal_sync"), after.get("journal_sync")
+    r["buttons_before"], r["buttons_after"] = before.get("buttons"), after.get("buttons")
     data_device(f"0 {n} linear /dev/vdb 0")
     r.update({"dated_s": dated_s, "page_ms": samples, "loop_before": before.get("loop"), "loop_after": after.get("loop"),
               "ride_files": after.get("ride_files"), "undated_after": undated(), "library": len(rides_list())})

@@ -245,6 +245,13 @@ def latency_run(k):
         "turns_at_least_ms": {t: n - z["loop_before"]["turns_at_least_ms"].get(t, 0)
                               for t, n in z["loop_after"]["turns_at_least_ms"].items()},
         "loop_waits": z.get("loop_waits"),
+        # Edges the app read that repeated the line's level (`ctl status` buttons.edges_repeated):
+        # an edge the kernel never delivered. gpio-sim's both-edge events read the line's level in
+        # the IRQ thread; a thread run late (a loaded TCG guest) after a 50 ms press's release
+        # delivers one event, "released", for the press and its release: the press is lost before
+        # the app (stop 39: 1 of 67 presses, 143 edges read, 1 repeated, no turn over 500 ms).
+        "edges_lost": ((z.get("buttons_after") or {}).get("edges_repeated", 0) or 0)
+                      - ((z.get("buttons_before") or {}).get("edges_repeated", 0) or 0),
         # Where the loop's time went during the dating: ms per handler (those of 100 ms or more).
         "handlers_total_ms": {h["name"]: round((h.get("total_us", 0) - next((b.get("total_us", 0) for b in z["loop_before"]["handlers"] if b["name"] == h["name"]), 0)) / 1000)
                               for h in z["loop_after"]["handlers"]
@@ -433,8 +440,11 @@ def test_setting_the_clock_with_rides_waiting_does_not_stall_the_buttons(latency
     # 25 presses, its save's, its longest turn).
     assert r["page_p50_ms"] <= plain["page_p50_ms"] + 200, (plain["page_p50_ms"], r)
     slowest_plain_ms = max(plain["page_max_ms"], save["page_max_ms"] or 0, plain_turn_ms)
+    # A press whose edge the kernel never delivered is lost before the app (edges_lost); the
+    # bounds below are for the presses the app read.
+    missed = max(0, r["missed"] - r.get("edges_lost", 0))
     if not host_loaded:
-        assert r["missed"] == 0, f"presses during the dating changed no page: {r}"
+        assert missed == 0, f"presses during the dating changed no page: {r}"
         assert r["page_max_ms"] <= slowest_plain_ms + 200, (slowest_plain_ms, plain, r)
         return
     # A loaded host (the plain card's own loop, which never waits for the card, took a turn of
@@ -453,6 +463,6 @@ def test_setting_the_clock_with_rides_waiting_does_not_stall_the_buttons(latency
     # finding, docs/testing.md), every dating handler under its bound. Then at most one press in
     # 50 may go unanswered and at most one in 20 be slower than the plain card's slowest plus its
     # longest turn; a dating that held the loop would fail both.
-    assert r["missed"] <= r["presses"] // 50, f"presses during the dating changed no page: {r}"
+    assert missed <= r["presses"] // 50, f"presses during the dating changed no page: {r}"
     page_bound = slowest_plain_ms + plain_turn_ms
     assert r["page_p95_ms"] <= page_bound, (page_bound, "loaded host", plain, r)
