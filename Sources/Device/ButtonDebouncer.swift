@@ -66,7 +66,8 @@ public struct ButtonDebouncer: Sendable {
         }
         if lines[i].rawPressed == pressed {
             edgesRepeated += 1
-        } else if lines[i].rawPressed != lines[i].stablePressed, pressed == lines[i].stablePressed, instant < settledAt {
+        } else if lines[i].rawPressed != lines[i].stablePressed, pressed == lines[i].stablePressed {
+            // Still unsettled after the check above: the level came back before `settledAt`.
             glitches += 1
             lastGlitchMs = instant.milliseconds(since: lines[i].lastEdge)
         }

@@ -9,6 +9,14 @@ import Testing
 struct RendererSkipTests {
     typealias Rng = SplitMix64
 
+    /// What a renderer that never drew before makes of `model`: the reference every skip must equal.
+    static func freshImage(_ model: ScreenModel, height: Int) -> Framebuffer {
+        var fresh = ScreenRenderer(layouts: .standard(height: height))
+        var image = Framebuffer(width: 128, height: height)
+        fresh.render(model, into: &image)
+        return image
+    }
+
     @Test(arguments: [64, 32])
     func sameOutputAsAFreshRenderer(height: Int) {
         let seed = UInt64(0xB1CE + height)
@@ -44,9 +52,7 @@ struct RendererSkipTests {
             let before = keptImage.bytes
             kept.render(model, into: &keptImage)
             if keptImage.bytes == before { skipped += 1 }
-            var fresh = ScreenRenderer(layouts: .standard(height: height))
-            var freshImage = Framebuffer(width: 128, height: height)
-            fresh.render(model, into: &freshImage)
+            let freshImage = Self.freshImage(model, height: height)
             // The pipeline skips even the framebuffer copy when nothing was drawn; what reaches
             // the panel through the driver must still be the fresh image.
             let shown = panel.show(model)
@@ -93,9 +99,7 @@ struct RendererSkipTests {
                 #expect(scratch.bytes == keptImage.bytes, "nothing drawn: the framebuffer is left alone")
             }
             keptImage = scratch
-            var fresh = ScreenRenderer(layouts: .standard(height: height))
-            var freshImage = Framebuffer(width: 128, height: height)
-            fresh.render(model, into: &freshImage)
+            let freshImage = Self.freshImage(model, height: height)
             #expect(keptImage.bytes == freshImage.bytes, "seed \(seed) step \(step): \(model.mode)")
             if keptImage.bytes != freshImage.bytes { return }
         }

@@ -894,7 +894,7 @@ class LoopWaitSampler:
         self.samples = 0
         self.idle = 0
         self.running = 0
-        self.waits: dict[str, dict] = {}
+        self.waits: dict[str, int] = {}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -929,13 +929,12 @@ class LoopWaitSampler:
                 continue
             frames = [ln.split("] ", 1)[-1].split("+", 1)[0] for ln in self._read("stack").splitlines()][:self.FRAMES]
             key = f"{state} syscall {nr}: " + " < ".join(frames)
-            w = self.waits.setdefault(key, {"samples": 0})
-            w["samples"] += 1
+            self.waits[key] = self.waits.get(key, 0) + 1
 
     def report(self) -> dict:
-        top = sorted(self.waits.items(), key=lambda kv: -kv[1]["samples"])[:12]
+        top = sorted(self.waits.items(), key=lambda kv: -kv[1])[:12]
         return {"period_ms": self.period_s * 1000, "samples": self.samples, "in_epoll_wait": self.idle,
-                "running": self.running, "waiting_elsewhere": {k: v["samples"] for k, v in top}}
+                "running": self.running, "waiting_elsewhere": dict(top)}
 
 
 def page_press_ms(what: str) -> float | None:

@@ -369,9 +369,9 @@ OTHER_GUESTS_NICE = 5
 # system guest runs beside it. Stop 38's CI failed on the latency guest's dating: 5 of 113 presses
 # unanswered within 3 s, in loop turns of up to 3.2 s while two other system guests (4 vCPUs at
 # nice 5) shared the 2 cores with its 2; a 2-vCPU TCG guest whose vCPU waits for a descheduled
-# sibling stalls as a whole. The app's thread waited on the card in 0 of 3,800 samples of that
-# dating here (it was runnable 83 % of the time: the debug build's CPU), so the stalls were the
-# host's, not the card's.
+# sibling stalls as a whole. Re-run here, the app's thread waited in the kernel in 0-5 of
+# 2,268-3,781 samples of the dating (runnable 83 % of the time: the debug build's CPU, most of it
+# the test's own load), so the stalls were the host's, not the card's (docs/performance.md).
 MEASURING_GUEST_SLOTS = 2
 
 
