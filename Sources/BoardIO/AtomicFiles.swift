@@ -107,9 +107,32 @@ public enum AtomicFiles {
         return out
     }
 
+    /// open(2)'s O_NOATIME (01000000 on x86-64 and aarch64 alike), which Glibc's module hides
+    /// behind _GNU_SOURCE.
+    static let openNoAccessTime: Int32 = 0o1_000_000
+
     /// Names in `directory` (no "." or ".."), unsorted; at most `entriesMax`.
+    ///
+    /// The directory is read without updating its access time (O_NOATIME; the owner's right, so
+    /// without it for a directory the caller does not own): under `relatime` a listing after a
+    /// write dirties the directory's inode, and on a card that stalls (a write taking 200 ms) the
+    /// listing then waits in ext4's journal for the commit ahead of it — measured in the run loop
+    /// while waiting rides were dated (docs/performance.md, "The dating of waiting rides on the
+    /// stalling card": `getdents64` → `ext4_dirty_inode` → jbd2).
     public static func list(_ directory: String, entriesMax: Int = 100_000) throws(SystemError) -> [String] {
-        guard let dir = opendir(directory) else { throw SystemError.current("opendir", directory) }
+        let fd: FileDescriptor
+        do throws(SystemError) {
+            fd = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY | openNoAccessTime)
+        } catch {
+            // A plain `catch` with the check inside (Swift 6.2.3 aborts on a typed `catch where`).
+            guard error.errno == EPERM else { throw error }
+            fd = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY)
+        }
+        guard let dir = fdopendir(fd.rawValue) else {
+            let error = SystemError.current("fdopendir", directory)
+            fd.close()
+            throw error
+        }
         defer { closedir(dir) }
         var names: [String] = []
         while names.count < entriesMax, let entry = readdir(dir) {

@@ -148,17 +148,9 @@ public final class SegmentDirectory {
     }
 
     /// The names of the directory's regular entries.
+    /// (AtomicFiles.list: without touching the directory's access time.)
     public func list() throws(SystemError) -> [String] {
-        guard let dir = opendir(path) else { throw SystemError.current("opendir", path) }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: &entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names.sorted()
+        try AtomicFiles.list(path).sorted()
     }
 
     public func exists(_ name: String) -> Bool { access(full(name), F_OK) == 0 }
