@@ -97,6 +97,29 @@ install_user() {
     fi
 }
 
+# Every file is put in place whole: written beside its destination, made durable, then renamed
+# over it (rename(2) replaces it at once), so a power cut at any moment of an install or an
+# upgrade leaves the old file or the new one, never a half-written or not-yet-executable one (the
+# power-cut loop found /usr/local/bin/bikecomputer without its mode after a cut here: docs/power.md).
+# put MODE SRC DST
+put() {
+    tmp="$3.new.$$"
+    install -m "$1" "$2" "$tmp"
+    sync "$tmp"
+    mv -f "$tmp" "$3"
+    sync "$(dirname "$3")"
+}
+
+# put_text MODE DST: standard input, put in place as `put` does.
+put_text() {
+    tmp="$2.new.$$"
+    cat > "$tmp"
+    chmod "$1" "$tmp"
+    sync "$tmp"
+    mv -f "$tmp" "$2"
+    sync "$(dirname "$2")"
+}
+
 # The units' directories, owner and mode (board/tmpfiles.d/bikecomputer.conf, with $user for
 # `bike`): made or corrected now, at every boot, and before each start of the app. Nothing else
 # makes them, so the order of installation (the USB drive before the first ride, say) does not
@@ -104,8 +127,7 @@ install_user() {
 install_directories() {
     echo "* directories (/etc/tmpfiles.d/bikecomputer.conf)"
     awk -v u="$user" '$1 !~ /^#/ && NF >= 5 { if ($4 == "bike") $4 = u; if ($5 == "bike") $5 = u } { print }' \
-        "$here/tmpfiles.d/bikecomputer.conf" > /etc/tmpfiles.d/bikecomputer.conf
-    chmod 0644 /etc/tmpfiles.d/bikecomputer.conf
+        "$here/tmpfiles.d/bikecomputer.conf" | put_text 0644 /etc/tmpfiles.d/bikecomputer.conf
     systemd-tmpfiles --create /etc/tmpfiles.d/bikecomputer.conf || echo "  (the data partition is not writable now: the app's start corrects it)" >&2
     # An earlier install kept the companion's tokens in the data directory itself and the USB image
     # beside them; the companion now sees only companion/, the image is in usb/. rename(2) and
@@ -120,25 +142,24 @@ install_directories() {
 install_udev() {
     echo "* udev rules and the i2c-dev module"
     getent group plugdev >/dev/null || groupadd --system plugdev
-    install -m 0644 "$here/udev/99-bikecomputer.rules" /etc/udev/rules.d/99-bikecomputer.rules
-    echo i2c-dev > /etc/modules-load.d/bikecomputer.conf
+    put 0644 "$here/udev/99-bikecomputer.rules" /etc/udev/rules.d/99-bikecomputer.rules
+    echo i2c-dev | put_text 0644 /etc/modules-load.d/bikecomputer.conf
     modprobe i2c-dev 2>/dev/null || true
     udevadm control --reload-rules && udevadm trigger --subsystem-match=gpio --subsystem-match=i2c-dev --subsystem-match=spidev --subsystem-match=usb || true
 }
 
 # A unit file from board/systemd with User=/Group= set to the service user.
 install_unit() {
-    sed "s/^User=bike$/User=$user/; s/^Group=bike$/Group=$user/" "$here/systemd/$1" > "/etc/systemd/system/$1"
-    chmod 0644 "/etc/systemd/system/$1"
+    sed "s/^User=bike$/User=$user/; s/^Group=bike$/Group=$user/" "$here/systemd/$1" | put_text 0644 "/etc/systemd/system/$1"
 }
 
 install_device() {
     echo "* binary and config"
-    install -m 0755 "$binary" /usr/local/bin/bikecomputer
+    put 0755 "$binary" /usr/local/bin/bikecomputer
     # /etc/bikecomputer (root:$user 0775: pairing rewrites config.toml) is made by accounts.sh.
     # The file stays readable by all (the bridge, the companion, a shell).
     if [ ! -e /etc/bikecomputer/config.toml ]; then
-        install -m 0644 "$here/config.toml" /etc/bikecomputer/config.toml
+        put 0644 "$here/config.toml" /etc/bikecomputer/config.toml
     else
         echo "  keeping the existing /etc/bikecomputer/config.toml"
         chmod a+r /etc/bikecomputer/config.toml
@@ -146,7 +167,7 @@ install_device() {
     /usr/local/bin/bikecomputer config check /etc/bikecomputer/config.toml >/dev/null
     install -d -m 0755 "$doc_dir"
     for doc in board.md config.md companion.md power.md; do
-        if [ -f "$here/../docs/$doc" ]; then install -m 0644 "$here/../docs/$doc" "$doc_dir/$doc"; fi
+        if [ -f "$here/../docs/$doc" ]; then put 0644 "$here/../docs/$doc" "$doc_dir/$doc"; fi
     done
     echo "* systemd unit bikecomputer.service"
     install_unit bikecomputer.service
@@ -158,7 +179,7 @@ install_companion() {
     [ "$with_companion" = yes ] || { echo "* companion: skipped (--no-companion)"; return 0; }
     echo "* companion: bikecompanion and bikecompanion.service (runs as $user, like bikecomputer: the control socket accepts only that user)"
     # `bikecomputer companion` runs bikecompanion from the directory bikecomputer is in.
-    install -m 0755 "$companion" /usr/local/bin/bikecompanion
+    put 0755 "$companion" /usr/local/bin/bikecompanion
     install_unit bikecompanion.service
     systemctl daemon-reload
     # Enabled, but its ExecCondition (bikecompanion check-enabled) skips it until the config
@@ -180,30 +201,53 @@ install_bridge() {
     # directory and the data directory). The control socket (0600) stays the service user's only.
     # Its user and groups: accounts.sh (install_user).
     install -d -m 0755 /opt/bikebridge
-    rm -rf /opt/bikebridge/bikebridge
-    cp -r "$here/bridge/bikebridge" /opt/bikebridge/bikebridge
-    find /opt/bikebridge/bikebridge -name __pycache__ -prune -exec rm -rf {} +
-    install -m 0644 "$here/bridge/requirements-board.txt" /opt/bikebridge/requirements-board.txt
+    put 0644 "$here/bridge/requirements-board.txt" /opt/bikebridge/requirements-board.txt
+    # The venv, when its requirements changed: made beside (.venv.new), then renamed into place
+    # (the old one renamed away first: the two renames in one breath, a cut between them leaves
+    # .venv.old, which the next install.sh puts back).
+    if [ ! -e /opt/bikebridge/.venv ] && [ -d /opt/bikebridge/.venv.old ]; then mv /opt/bikebridge/.venv.old /opt/bikebridge/.venv; fi
     if [ ! -x /opt/bikebridge/.venv/bin/python ] || ! cmp -s "$here/bridge/requirements-board.txt" /opt/bikebridge/.venv/requirements.installed; then
-        rm -rf /opt/bikebridge/.venv
-        python3 -m venv /opt/bikebridge/.venv
+        rm -rf /opt/bikebridge/.venv.new /opt/bikebridge/.venv.old
+        python3 -m venv /opt/bikebridge/.venv.new
         if [ -n "$bridge_wheels" ]; then
-            /opt/bikebridge/.venv/bin/pip install -q --no-index --find-links "$bridge_wheels" -r /opt/bikebridge/requirements-board.txt
+            /opt/bikebridge/.venv.new/bin/pip install -q --no-index --find-links "$bridge_wheels" -r /opt/bikebridge/requirements-board.txt
         else
-            /opt/bikebridge/.venv/bin/pip install -q -r /opt/bikebridge/requirements-board.txt
+            /opt/bikebridge/.venv.new/bin/pip install -q -r /opt/bikebridge/requirements-board.txt
         fi
-        cp "$here/bridge/requirements-board.txt" /opt/bikebridge/.venv/requirements.installed
+        cp "$here/bridge/requirements-board.txt" /opt/bikebridge/.venv.new/requirements.installed
+        sync -f /opt/bikebridge/.venv.new
+        if [ -e /opt/bikebridge/.venv ]; then mv /opt/bikebridge/.venv /opt/bikebridge/.venv.old; fi
+        mv /opt/bikebridge/.venv.new /opt/bikebridge/.venv
+        sync /opt/bikebridge
+        rm -rf /opt/bikebridge/.venv.old
     fi
-    /opt/bikebridge/.venv/bin/python -m compileall -q /opt/bikebridge/bikebridge >/dev/null
+    # The bridge's package: a new directory of its own (bikebridge-TIME-PID, compiled), then the
+    # link /opt/bikebridge/bikebridge (the unit runs `python -m bikebridge` there) renamed over
+    # to it at once; the old directories go after.
+    stage="bikebridge-$(date +%s)-$$"
+    cp -r "$here/bridge/bikebridge" "/opt/bikebridge/$stage"
+    find "/opt/bikebridge/$stage" -name __pycache__ -prune -exec rm -rf {} +
+    /opt/bikebridge/.venv/bin/python -m compileall -q "/opt/bikebridge/$stage" >/dev/null
+    sync -f "/opt/bikebridge/$stage"
+    if [ -d /opt/bikebridge/bikebridge ] && [ ! -L /opt/bikebridge/bikebridge ]; then
+        # An earlier install's plain directory (once: from then on it is a link).
+        mv /opt/bikebridge/bikebridge "/opt/bikebridge/bikebridge-old-$$"
+    fi
+    ln -s "$stage" /opt/bikebridge/bikebridge.new
+    mv -T /opt/bikebridge/bikebridge.new /opt/bikebridge/bikebridge
+    sync /opt/bikebridge
+    for old in /opt/bikebridge/bikebridge-*; do
+        [ "$old" = "/opt/bikebridge/$stage" ] || rm -rf "$old"
+    done
     # The sensors are the config's [[sensor]] tables (the unit passes --config). An earlier
     # install's default, wildcard ANT+ channels that the app ignored (it records paired sensors
     # only), is replaced; a file edited by hand is kept.
     if [ ! -e /etc/default/bikebridge ] || [ "$(grep -v '^#' /etc/default/bikebridge | grep -v '^ *$')" = 'BIKEBRIDGE_SENSORS="--ant 120 --ant 11"' ]; then
-        install -m 0644 "$here/bridge/bikebridge.default" /etc/default/bikebridge
+        put 0644 "$here/bridge/bikebridge.default" /etc/default/bikebridge
     else
         echo "  keeping the existing /etc/default/bikebridge (its options)"
     fi
-    install -m 0644 "$here/bridge/bikebridge.service" /etc/systemd/system/bikebridge.service
+    put 0644 "$here/bridge/bikebridge.service" /etc/systemd/system/bikebridge.service
     systemctl daemon-reload
     systemctl enable bikebridge.service
 }
@@ -229,7 +273,11 @@ install_boot_config() {
         echo "  $cfg already has the bikecomputer lines"
     else
         cp "$cfg" "$cfg.before-bikecomputer"
-        cat "$here/boot-config.txt" >> "$cfg"
+        # Whole or not at all, as `put` (no chmod: the boot partition is FAT).
+        cat "$cfg" "$here/boot-config.txt" > "$cfg.new.$$"
+        sync "$cfg.new.$$"
+        mv -f "$cfg.new.$$" "$cfg"
+        sync "$(dirname "$cfg")"
         echo "  appended the I2C and button lines to $cfg (reboot to apply)"
     fi
 }

@@ -30,6 +30,7 @@ import dataclasses
 import hashlib
 import os
 import pathlib
+import shlex
 import shutil
 import signal
 import subprocess
@@ -533,7 +534,7 @@ class System:
             outdir.chmod(0o777)
         for f in ["status", "stdout", "stderr", "console.log", kill_when or "-"]:
             (outdir / f).unlink(missing_ok=True)
-        exports = "".join(f"export {k}='{v}'\n" for k, v in (env or {}).items())
+        exports = "".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in (env or {}).items())
         (outdir / "cmd.sh").write_text(f"{exports}{script}\n")
         root = self.new_root(outdir)
         all_disks = ([Disk(data_image)] if data_image else []) + list(disks)
