@@ -10,6 +10,13 @@ docs/power.md "Power cuts over the whole system"), inside the guest:
    /out/pull-the-plug (the host kills QEMU within a few ms of it appearing). "boot" cuts are
    made by the host during the boot itself.
 
+The Debian package's system (Tests/vm/test_vm_package_powercut.py) sets PACKAGE_PREVIOUS and
+PACKAGE_CURRENT (the two .deb files in /out): the set-up installs the previous one with apt, the
+binaries are /usr/bin's, and the "package-upgrade" activity is `apt install` of the other
+version with a ride in progress, cut while dpkg unpacks and configures it. The checks after such
+a cut also finish the upgrade as docs/board.md tells a rider to (`dpkg -i` of the same file) and
+require the package installed and the ride still there.
+
 What the rider saw is kept in /out/ledger.json (the host's disk: it survives the cut): the rides
 whose end was durable, the ride in progress with its last shown timer and state, a state change
 in flight, and the config's shapes.
@@ -31,6 +38,13 @@ OUT = pathlib.Path("/out")
 LEDGER = OUT / "ledger.json"
 PAIRED = "C0:FF:EE:00:55:66"
 USB_IMAGE = gs.DATA / "usb.img"
+# install.sh's binaries, or the package's (/usr/bin).
+BIN_DIR = os.environ.get("BIN_DIR", "/usr/local/bin")
+PACKAGES = {"previous": os.environ.get("PACKAGE_PREVIOUS"), "current": os.environ.get("PACKAGE_CURRENT")}
+# apt's line from which the cut's delay counts (PACKAGE_CUT_LINE, test_vm_package_powercut.PHASES:
+# the old version's prerm, the unpacking, the postinst); every line's time is counted from the first.
+PACKAGE_UNPACK_LINE = "Preparing to unpack"
+PACKAGE_CUT_LINE = os.environ.get("PACKAGE_CUT_LINE", PACKAGE_UNPACK_LINE)
 lock = threading.Lock()
 
 
@@ -48,7 +62,12 @@ def store(ledger: dict) -> None:
 
 
 def sh(*cmd: str, timeout: float = 120) -> tuple[int, str]:
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    """(exit status, output); a program that cannot be run at all (missing, not executable) is
+    status 126 with the reason, so the checks say it instead of stopping."""
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except OSError as e:
+        return 126, f"{cmd[0]}: {e}"
     return r.returncode, (r.stdout + r.stderr)
 
 
@@ -77,7 +96,7 @@ def checks(ledger: dict, it: int) -> dict:
         st = None
     c["unit"] = gs.unit("bikecomputer")
     # The binaries and the units are whole.
-    for b in ["/usr/local/bin/bikecomputer", "/usr/local/bin/bikecompanion"]:
+    for b in [f"{BIN_DIR}/bikecomputer", f"{BIN_DIR}/bikecompanion"]:
         code, out = sh(b, "--version")
         if code != 0:
             fail(f"{b} --version: exit {code}: {out[-300:]} (size {os.path.getsize(b) if os.path.exists(b) else 'missing'})")
@@ -151,10 +170,58 @@ def checks(ledger: dict, it: int) -> dict:
         if code != 0:
             fail(f"the USB drive image does not read: {out[-300:]}")
     c["boot_s"] = float(pathlib.Path("/proc/uptime").read_text().split()[0])
+    if ledger.get("upgrading_to"):
+        finish_the_upgrade(ledger, c, fail)
     # Whole or not at all: the host may act on the file's appearance.
     (OUT / f"check-{it}.json.tmp").write_text(json.dumps(c, indent=1))
     os.replace(OUT / f"check-{it}.json.tmp", OUT / f"check-{it}.json")
     return c
+
+
+def package_state() -> str:
+    code, out = sh("dpkg-query", "-W", "-f=${db:Status-Abbrev} ${Version}", "bikecomputer")
+    return out.strip() if code == 0 else "not known to dpkg"
+
+
+def apt_install(deb: str, timeout: float = 900) -> tuple[int, str]:
+    r = subprocess.run(["apt", "-y", "--allow-downgrades", "install", deb], capture_output=True, text=True, timeout=timeout,
+                       env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    return r.returncode, (r.stdout + r.stderr)
+
+
+def finish_the_upgrade(ledger: dict, c: dict, fail) -> None:
+    """After a cut during `apt install` of the package: what dpkg was left with, then the rider's
+    recovery (docs/board.md, "If the power goes during an upgrade"): `dpkg -i` of the same file;
+    the package must end installed ("ii") at that version with `dpkg --audit` silent, the app up
+    and the ride in progress still its own. (`dpkg --configure -a` and `apt install` again do
+    not do it: a cut in the old version's prerm leaves it "reinstall required" at the old
+    version, and apt then wants that version's archive — measured, stop 40.)"""
+    target = ledger["upgrading_to"]
+    f: dict = {"left": package_state(), "target": target}
+    f["audit"] = sh("dpkg", "--audit")[1][-1500:]
+    r = subprocess.run(["dpkg", "-i", PACKAGES[target]], capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
+                       env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    f["dpkg_exit"], f["dpkg_output"] = r.returncode, (r.stdout + r.stderr)[-1500:]
+    if r.returncode != 0:
+        fail(f"dpkg -i {PACKAGES[target]} after the cut: exit {r.returncode}: {f['dpkg_output'][-800:]}")
+    f["state"] = package_state()
+    want_previous = target == "previous"
+    if not f["state"].startswith("ii ") or f["state"].endswith("~previous") != want_previous:
+        fail(f"after the recovery the package is {f['state']!r}, not installed at the {target} version")
+    try:
+        st = gs.wait_for(gs.status, 90, "the app after the upgrade was finished")
+        was = (ledger.get("in_progress") or {}).get("ride_id")
+        f["after"] = {"state": st["state"], "ride_id": st.get("ride_id")}
+        if was and ledger.get("pending_state") != "ended" and st.get("ride_id") != was:
+            fail(f"the ride in progress ({was}) is gone after the recovery: the app has {st.get('ride_id')}")
+    except TimeoutError as e:
+        fail(f"the app is not running after the recovery: {e}")
+    code, f["audit_after"] = sh("dpkg", "--audit")
+    if f["audit_after"].strip():
+        fail(f"dpkg --audit after the recovery: {f['audit_after'][-500:]}")
+    c["package"] = f
+    ledger["upgrading_to"] = None
+    store(ledger)
 
 
 # ------------------------------------------------------------------------------ the ledger while riding
@@ -287,8 +354,41 @@ def activity_upgrade(ledger: dict, arm) -> None:
         (OUT / "upgrade.log").write_text("".join(lines)[-5000:])
 
 
+def activity_package_upgrade(ledger: dict, arm) -> None:
+    """`apt install ./….deb` of the other version (an upgrade to the current one, or back to the
+    previous: either way dpkg unpacks over a running unit and restarts it) with a ride in
+    progress; the cut's delay counts from apt's line PACKAGE_CUT_LINE; every line's time after
+    dpkg's "Preparing to unpack" is kept in /out (package-upgrade-N.log)."""
+    ensure_riding(ledger)
+    time.sleep(2)
+    target = "previous" if not package_state().endswith("~previous") else "current"
+    ledger["upgrading_to"] = target
+    store(ledger)
+    it = ledger["iterations"][-1]["iteration"]
+    t0 = None
+    lines = []
+    p = subprocess.Popen(["apt", "-y", "--allow-downgrades", "install", PACKAGES[target]], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, bufsize=1, env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    for line in p.stdout:
+        if t0 is None and PACKAGE_UNPACK_LINE in line:
+            t0 = time.monotonic()
+        if PACKAGE_CUT_LINE in line:
+            arm()
+        lines.append(f"{time.monotonic() - t0 if t0 else -1:7.2f} {line}")
+        (OUT / f"package-upgrade-{it}.log").write_text("".join(lines))
+    p.wait()
+    lines.append(f"{time.monotonic() - t0 if t0 else -1:7.2f} apt exit {p.returncode}\n")
+    (OUT / f"package-upgrade-{it}.log").write_text("".join(lines))
+    if p.returncode == 0:
+        ledger["upgrading_to"] = None
+        store(ledger)
+    if t0 is None:
+        raise RuntimeError(f"apt never began unpacking (exit {p.returncode}):\n{''.join(lines)[-1500:]}")
+
+
 ACTIVITIES = {"ride": activity_ride, "pairing": activity_pairing, "ride-end": activity_ride_end, "redating": activity_redating,
-              "usb-refresh": activity_usb_refresh, "upgrade": activity_upgrade}
+              "usb-refresh": activity_usb_refresh, "upgrade": activity_upgrade,
+              "package-upgrade": activity_package_upgrade}
 
 
 def pull_the_plug_after(delay_s: float, it: int) -> None:
@@ -300,6 +400,10 @@ def scenario_powercut(a) -> None:
     it = a.iteration
     ledger = load()
     if a.activity == "setup":
+        if PACKAGES["previous"]:
+            code, out = apt_install(PACKAGES["previous"])
+            (OUT / "package-install.log").write_text(out[-5000:])
+            assert code == 0, f"apt install {PACKAGES['previous']}: exit {code}:\n{out[-2000:]}"
         gs.configure(companion=False)
         gs.start_units()
         ledger["base_config"] = config_shape(gs.CONFIG.read_text())
@@ -326,7 +430,7 @@ def scenario_powercut(a) -> None:
         (OUT / f"armed-{it}").write_text(f"{a.activity} {delay}\n")
         threading.Thread(target=pull_the_plug_after, args=(delay, it), daemon=True).start()
 
-    if a.activity != "upgrade":
+    if a.activity not in ("upgrade", "package-upgrade"):
         arm()
     try:
         ACTIVITIES[a.activity](ledger, arm)

@@ -100,51 +100,66 @@ def powercut_loop(k) -> dict:
     seed = int(os.environ.get("POWERCUT_SEED", "31"))
     cuts = int(os.environ.get("POWERCUT_CUTS", str(CI_CUTS)))
     assert cuts >= 1, f"POWERCUT_CUTS={cuts}: at least one cut"
-    plan = schedule(seed, cuts)
-    vm = system.System(k, sf.installed(k))
-    out = sf.prepare_outdir("powercut")
-    for f in ["guest_power.py", "guest_powercut.py"]:
-        (out / f).write_text((HERE / f).read_text())
-    data = system.make_data_disk(out / "data.img", 64)
     env = sf.true_env()
     if os.environ.get("UPGRADE_COMMAND"):
         env["UPGRADE_COMMAND"] = os.environ["UPGRADE_COMMAND"]
+    return run_loop(system.System(k, sf.installed(k)), "powercut", schedule(seed, cuts), seed, env)
+
+
+def run_loop(vm: system.System, name: str, plan: list[tuple[str, float]], seed: int, env: dict,
+             files: dict[str, pathlib.Path] | None = None, timeout_s: int = 420, env_of: list[dict] | None = None) -> dict:
+    """Boots `vm` on the same disks for the set-up, then once per (activity, moment) of `plan`
+    with the cut (and the environment `env_of[i]` adds), then once more for the last checks;
+    `files` are copied into /out first.
+    Every cut's record: .build/vm/NAME-SEED.json."""
+    out = sf.prepare_outdir(name)
+    for f in ["guest_power.py", "guest_powercut.py"]:
+        (out / f).write_text((HERE / f).read_text())
+    for dest, src in (files or {}).items():
+        shutil.copy(src, out / dest)
+    data = system.make_data_disk(out / "data.img", 64)
+    cuts = len(plan)
     report: dict = {"seed": seed, "cuts_planned": cuts, "plan": plan, "cuts": [], "started": time.time()}
-    setup = vm.run("python3 /out/guest_power.py powercut --activity setup", timeout_s=400, data_image=data, outdir=out,
-                   name="powercut-loop", env=env)
+    record = system.CACHE / f"{name}-{seed}.json"
+    setup = vm.run("python3 /out/guest_power.py powercut --activity setup", timeout_s=timeout_s + 400, data_image=data,
+                   outdir=out, name=f"{name}-loop", env=env)
     assert setup.ok, setup.describe()
     for i, (activity, at) in enumerate(plan, start=1):
-        e = dict(env, CUT_DELAY_S=str(at), TRUE_UNIX_MS=str(int(time.time() * 1000)))
+        extra = env_of[i - 1] if env_of else {}
+        e = dict(env, **extra, CUT_DELAY_S=str(at), TRUE_UNIX_MS=str(int(time.time() * 1000)))
         t0 = time.monotonic()
-        r = vm.run(f"python3 /out/guest_power.py powercut --iteration {i} --activity {activity}", timeout_s=420,
-                   data_image=data, outdir=out, name="powercut-loop", env=e,
+        r = vm.run(f"python3 /out/guest_power.py powercut --iteration {i} --activity {activity}", timeout_s=timeout_s,
+                   data_image=data, outdir=out, name=f"{name}-loop", env=e,
                    kill_when=None if activity == "boot" else "pull-the-plug", kill_after_s=at if activity == "boot" else None)
         cut = {"iteration": i, "activity": activity, "at_s": at, "killed": getattr(r, "killed", False), "timed_out": r.timed_out,
-               "status": r.status, "seconds": round(time.monotonic() - t0, 1)}
-        for name in [f"check-{i}.json"]:
-            p = out / name
+               "status": r.status, "seconds": round(time.monotonic() - t0, 1), "env": extra}
+        for fname in [f"check-{i}.json"]:
+            p = out / fname
             cut["checks_before"] = json.loads(p.read_text()) if p.exists() else None
         err = out / f"activity-error-{i}.txt"
         if err.exists():
             cut["activity_error"] = err.read_text()[-1500:]
+        log = out / f"package-upgrade-{i}.log"
+        if log.exists():
+            cut["upgrade_log"] = log.read_text()[-3000:]
         cut["fsck_root"] = fsck_image(out / "root.qcow2", True, out)
         cut["fsck_data"] = fsck_image(data, False, out)
         if not cut["killed"]:
             cut["guest"] = r.describe()[-6000:]  # why it was not cut: QEMU's stderr, the console
         report["cuts"].append(cut)
-        (system.CACHE / f"powercut-{seed}.json").write_text(json.dumps(report, indent=1))
+        record.write_text(json.dumps(report, indent=1))
         if not cut["killed"]:
             break  # the guest finished or hung instead of being cut: the tests say so
     # The boot after the last cut: its checks only.
     last = len(plan) + 1
-    r = vm.run(f"python3 /out/guest_power.py powercut --iteration {last} --activity boot", timeout_s=300, data_image=data,
-               outdir=out, name="powercut-loop", env=dict(env, TRUE_UNIX_MS=str(int(time.time() * 1000))), kill_after_s=None,
+    r = vm.run(f"python3 /out/guest_power.py powercut --iteration {last} --activity boot", timeout_s=timeout_s, data_image=data,
+               outdir=out, name=f"{name}-loop", env=dict(env, TRUE_UNIX_MS=str(int(time.time() * 1000))), kill_after_s=None,
                kill_when="check-" + str(last) + ".json")
     p = out / f"check-{last}.json"
     report["final_checks"] = json.loads(p.read_text()) if p.exists() else {"failures": [f"no checks after the last cut:\n{r.describe()}"]}
     report["ledger"] = json.loads((out / "ledger.json").read_text()) if (out / "ledger.json").exists() else None
     report["seconds"] = round(time.time() - report["started"], 1)
-    (system.CACHE / f"powercut-{seed}.json").write_text(json.dumps(report, indent=1))
+    record.write_text(json.dumps(report, indent=1))
     return report
 
 
