@@ -84,7 +84,7 @@ def package_loop(k, modules, release) -> dict:
                             env_of=[{"PACKAGE_CUT_LINE": line, "PACKAGE_CUT_PHASE": phase} for phase, line, _ in plan])
 
 
-@launcher(__name__, order=1)
+@launcher(__name__, order=0)  # the longest of the arm64 guests: first
 def _start(request):
     k = request.getfixturevalue("arm64")
     modules = request.getfixturevalue("arm64_modules")
