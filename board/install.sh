@@ -101,6 +101,20 @@ install_user() {
 # over it (rename(2) replaces it at once), so a power cut at any moment of an install or an
 # upgrade leaves the old file or the new one, never a half-written or not-yet-executable one (the
 # power-cut loop found /usr/local/bin/bikecomputer without its mode after a cut here: docs/power.md).
+# readable_by_all FILE: a+r on FILE without following a link. /etc/bikecomputer is the service
+# user's to write (pairing rewrites the config), so a root `chmod` there could be pointed at any
+# file of the system by a link put in the config's place.
+readable_by_all() {
+    python3 - "$1" 2>/dev/null <<'PY' || echo "  $1 is not a regular file: left as it is (put the config file there)" >&2
+import os, stat, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+st = os.fstat(fd)
+if not stat.S_ISREG(st.st_mode):
+    sys.exit(1)
+os.fchmod(fd, stat.S_IMODE(st.st_mode) | 0o444)
+PY
+}
+
 # put MODE SRC DST
 put() {
     tmp="$3.new.$$"
@@ -162,7 +176,7 @@ install_device() {
         put 0644 "$here/config.toml" /etc/bikecomputer/config.toml
     else
         echo "  keeping the existing /etc/bikecomputer/config.toml"
-        chmod a+r /etc/bikecomputer/config.toml
+        readable_by_all /etc/bikecomputer/config.toml
     fi
     /usr/local/bin/bikecomputer config check /etc/bikecomputer/config.toml >/dev/null
     install -d -m 0755 "$doc_dir"
