@@ -117,11 +117,7 @@ PY
 
 # put MODE SRC DST
 put() {
-    tmp="$3.new.$$"
-    install -m "$1" "$2" "$tmp"
-    sync "$tmp"
-    mv -f "$tmp" "$3"
-    sync "$(dirname "$3")"
+    put_text "$1" "$3" < "$2"
 }
 
 # put_text MODE DST: standard input, put in place as `put` does.

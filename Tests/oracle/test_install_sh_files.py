@@ -57,7 +57,7 @@ def test_put_replaces_the_file_whole_with_its_mode(tmp_path):
     dst.write_bytes(b"old")
     dst.chmod(0o755)
     before = dst.stat().st_ino
-    r = run(function("put") + f'put 0755 "{src}" "{dst}"\n')
+    r = run(function("put_text") + function("put") + f'put 0755 "{src}" "{dst}"\n')
     assert r.returncode == 0, r.stderr
     assert dst.read_bytes() == b"\x7fELF new"
     assert stat.S_IMODE(dst.stat().st_mode) == 0o755

@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, "/out")
 import guest_system as gs  # noqa: E402
-from guest_system import LAP, START, note, run, status, unit, wait_for  # noqa: E402
+from guest_system import LAP, START, note, package_state, run, status, unit, wait_for  # noqa: E402
 
 record = gs.record
 UNITS = ["bikecomputer", "bikebridge", "bikecompanion"]
@@ -40,11 +40,6 @@ def apt(*args: str) -> dict:
     if r.returncode != 0:
         raise RuntimeError(f"apt {' '.join(args)} failed ({r.returncode}):\n{out['output']}")
     return out
-
-
-def package_state() -> str:
-    r = subprocess.run(["dpkg-query", "-W", "-f=${db:Status-Abbrev} ${Version}", "bikecomputer"], capture_output=True, text=True)
-    return r.stdout.strip() if r.returncode == 0 else "not known to dpkg"
 
 
 def mode_owner(path: str) -> dict:

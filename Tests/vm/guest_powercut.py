@@ -178,11 +178,6 @@ def checks(ledger: dict, it: int) -> dict:
     return c
 
 
-def package_state() -> str:
-    code, out = sh("dpkg-query", "-W", "-f=${db:Status-Abbrev} ${Version}", "bikecomputer")
-    return out.strip() if code == 0 else "not known to dpkg"
-
-
 def apt_install(deb: str, timeout: float = 900) -> tuple[int, str]:
     r = subprocess.run(["apt", "-y", "--allow-downgrades", "install", deb], capture_output=True, text=True, timeout=timeout,
                        env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
@@ -197,14 +192,14 @@ def finish_the_upgrade(ledger: dict, c: dict, fail) -> None:
     not do it: a cut in the old version's prerm leaves it "reinstall required" at the old
     version, and apt then wants that version's archive — measured, stop 40.)"""
     target = ledger["upgrading_to"]
-    f: dict = {"left": package_state(), "target": target}
+    f: dict = {"left": gs.package_state(), "target": target}
     f["audit"] = sh("dpkg", "--audit")[1][-1500:]
     r = subprocess.run(["dpkg", "-i", PACKAGES[target]], capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
                        env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
     f["dpkg_exit"], f["dpkg_output"] = r.returncode, (r.stdout + r.stderr)[-1500:]
     if r.returncode != 0:
         fail(f"dpkg -i {PACKAGES[target]} after the cut: exit {r.returncode}: {f['dpkg_output'][-800:]}")
-    f["state"] = package_state()
+    f["state"] = gs.package_state()
     want_previous = target == "previous"
     if not f["state"].startswith("ii ") or f["state"].endswith("~previous") != want_previous:
         fail(f"after the recovery the package is {f['state']!r}, not installed at the {target} version")
@@ -361,7 +356,7 @@ def activity_package_upgrade(ledger: dict, arm) -> None:
     dpkg's "Preparing to unpack" is kept in /out (package-upgrade-N.log)."""
     ensure_riding(ledger)
     time.sleep(2)
-    target = "previous" if not package_state().endswith("~previous") else "current"
+    target = "previous" if not gs.package_state().endswith("~previous") else "current"
     ledger["upgrading_to"] = target
     store(ledger)
     it = ledger["iterations"][-1]["iteration"]

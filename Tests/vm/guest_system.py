@@ -59,6 +59,12 @@ def run(*cmd: str, check: bool = True) -> str:
     return r.stdout
 
 
+def package_state() -> str:
+    """The Debian package's state and version as dpkg has them ("ii  0.1.0"), or "not known to dpkg"."""
+    r = subprocess.run(["dpkg-query", "-W", "-f=${db:Status-Abbrev} ${Version}", "bikecomputer"], capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else "not known to dpkg"
+
+
 def sysread(path: str) -> str:
     with open(path) as f:
         return f.read().strip()

@@ -57,11 +57,15 @@ def package_run(k: vmlib.Kernel, modules: list[pathlib.Path], release: pathlib.P
     return result, sf.record_of(result)
 
 
+def arm64_inputs(request) -> tuple:
+    """What a package guest needs: Debian's arm64 kernel, its modules and the aarch64 release."""
+    return (request.getfixturevalue("arm64"), request.getfixturevalue("arm64_modules"),
+            request.getfixturevalue("arm64_release"))
+
+
 @launcher(__name__, order=1)
 def _start(request):
-    k = request.getfixturevalue("arm64")
-    modules = request.getfixturevalue("arm64_modules")
-    release = request.getfixturevalue("arm64_release")
+    k, modules, release = arm64_inputs(request)
     return sf.Background(lambda: package_run(k, modules, release), "the package test's arm64 guest")
 
 

@@ -41,7 +41,7 @@ import system
 import system_fixtures as sf
 import test_vm_powercut as loop_of
 from conftest import guest_result, launcher, prepared
-from test_vm_package import previous_version
+from test_vm_package import arm64_inputs, previous_version
 
 # Each cut boots the arm64 guest twice over under TCG (the cut's boot; the next one's checks and
 # the recovery's dpkg and apt runs): about 5 min a cut on the 2-core host.
@@ -86,9 +86,7 @@ def package_loop(k, modules, release) -> dict:
 
 @launcher(__name__, order=0)  # the longest of the arm64 guests: first
 def _start(request):
-    k = request.getfixturevalue("arm64")
-    modules = request.getfixturevalue("arm64_modules")
-    release = request.getfixturevalue("arm64_release")
+    k, modules, release = arm64_inputs(request)
     return sf.Background(lambda: package_loop(k, modules, release), "the package's power-cut loop (arm64)")
 
 
