@@ -33,6 +33,12 @@ public struct FollowerSettings: Sendable, Hashable {
     public var jumpFixes = 3
     /// A candidate closer than this along the course to the current match is the same place.
     public var jumpExcludeM = 100.0
+    /// A jump never moves to another lap: forward, never past the place where the course comes
+    /// back, going the same way (within this angle), to where the rider was last on it; backward,
+    /// never when the course passed that place before, going the same way. A rider in a detour
+    /// on lap 1 riding the road of lap 2 is on lap 2 by position only, never by the distance
+    /// ridden (docs/navigation.md, "Laps").
+    public var lapAngleDeg = 60.0
     /// The first lock: a part of the course within this (the lowest distance along among those
     /// going the rider's way).
     public var acquireDistanceM = 50.0
@@ -156,6 +162,17 @@ public struct CourseFollower: Sendable {
     /// A candidate elsewhere on the course, and how many fixes in a row it held.
     var jumpAlong: Double?
     var jumpFixes = 0
+    /// Where the rider was last on the course (within the off-course distance, not going back):
+    /// the match's distance along, and the rider's heading there (the course's direction when
+    /// the heading is not known: the match may be on the segment of a turn the rider did not
+    /// take).
+    var lastOnAlong: Double?
+    var lastOnBearing = 0.0
+    /// The course's next and previous passes of that place going the same way (`laps`), for
+    /// the `lastOnAlong` they were found for (infinity, minus infinity: none).
+    var lapAheadAlong = Double.infinity
+    var lapBehindAlong = -Double.infinity
+    var lapsFor: Double?
     var nextCue = 0
     var cueStage = CueStage.none
     /// Where the lock was made: the end counts only after riding some of the course.
@@ -305,7 +322,16 @@ public struct CourseFollower: Sendable {
                          alarms: Bool, _ events: inout NavigationEvents) {
         let backwards = state == .wrongWay
         let predicted = along + (backwards ? -step : step)
-        let (m, nearestM) = matchInWindow(plane, predicted: predicted, extraAheadM: 3 * step, backwards: backwards)
+        // Off course, the window's match may not wander from the lap the rider left: back no
+        // further than the window behind the place they left, ahead short of its next pass. (It
+        // moves with the best match each fix, and where the rider's road is another pass of the
+        // course — an out-and-back ridden several times — it walked onto one and called the
+        // rider back on course a lap early.)
+        var bounds = (lo: -Double.infinity, hi: Double.infinity)
+        if state == .offCourse, let from = lastOnAlong {
+            bounds = (from - settings.windowBackM, laps().ahead)
+        }
+        let (m, nearestM) = matchInWindow(plane, predicted: predicted, extraAheadM: 3 * step, backwards: backwards, within: bounds)
         let previousAlong = along
         lock(at: m)
         let segBearing = Double(course.bearingDeg[m.segment])
@@ -334,6 +360,10 @@ public struct CourseFollower: Sendable {
                 backFixes += 1
             } else {
                 backFixes = 0
+            }
+            if !far && !against {
+                lastOnAlong = m.alongM
+                lastOnBearing = heading ?? segBearing
             }
             // Another part of the course going the rider's way (a loop's other leg, an
             // out-and-back locked on the wrong leg while standing): jump there on sustained
@@ -427,7 +457,12 @@ public struct CourseFollower: Sendable {
     /// from the current match; moves there once it has held for `jumpFixes` fixes in a row,
     /// advancing. Returns whether it jumped.
     mutating func considerJump(_ plane: LocalPlane, step: Double, _ events: inout NavigationEvents) -> Bool {
-        let found = searchCourse(plane, within: settings.jumpDistanceM, preferLowestAlong: false, awayFrom: along)
+        let (behind, ahead) = laps()
+        // Backward only when the course never passed the rider's last place before (the same
+        // lap); forward only short of its next pass there.
+        let after = behind.isFinite ? (lastOnAlong ?? along) - settings.jumpExcludeM : -Double.infinity
+        let found = searchCourse(plane, within: settings.jumpDistanceM, preferLowestAlong: false, awayFrom: along,
+                                 after: after, before: ahead)
         guard let c = found.best else {
             jumpFixes = 0
             jumpAlong = nil
@@ -440,6 +475,7 @@ public struct CourseFollower: Sendable {
         }
         jumpAlong = c.alongM
         guard jumpFixes >= settings.jumpFixes else { return false }
+        assert(c.alongM > after && c.alongM < ahead, "a jump lands on the lap the rider left")
         jumps &+= 1
         events.jumped = true
         let wasAway = state == .offCourse || state == .wrongWay
@@ -462,6 +498,53 @@ public struct CourseFollower: Sendable {
         view.backBearingDeg = nil
         view.backDistanceM = nil
         return true
+    }
+
+    /// The distances along of the course's previous and next passes, going the same way, of the
+    /// place where the rider was last on it (`lastOnAlong`): within `jumpDistanceM` of that
+    /// point, in a direction within `lapAngleDeg` of the rider's there, more than `jumpExcludeM`
+    /// along from it. (-infinity, infinity) when there are none or the rider has not been on
+    /// the course yet. On a lapped course a rider who leaves lap 1 onto a road the later laps
+    /// use is near lap 2 and lap 3 there too (the nearer of them alternated with the fixes'
+    /// noise, and a jump onto one said "finished" a lap or two early); the distance ridden puts
+    /// the rider on lap 1, off course, until its own road comes back; and a rider who leaves
+    /// lap 2 onto lap 1's road is on lap 2. Found once per place (two walks of the course; no
+    /// allocation).
+    mutating func laps() -> (behind: Double, ahead: Double) {
+        guard let from = lastOnAlong else { return (-Double.infinity, .infinity) }
+        if lapsFor == from { return (lapBehindAlong, lapAheadAlong) }
+        lapsFor = from
+        let p = course.position(atAlongM: from)
+        let plane = LocalPlane(latDeg: p.latDeg, lonDeg: p.lonDeg)
+        lapAheadAlong = .infinity
+        var i = course.segment(atAlongM: from + settings.jumpExcludeM)
+        while i < course.pointCount - 1 {
+            if let a = lapPass(i, plane, from: from), a > from { lapAheadAlong = a; break }
+            i += 1
+        }
+        lapBehindAlong = -Double.infinity
+        i = course.segment(atAlongM: from - settings.jumpExcludeM)
+        while i >= 0 {
+            if let a = lapPass(i, plane, from: from), a < from { lapBehindAlong = a; break }
+            i -= 1
+        }
+        assert(lapBehindAlong < from && lapAheadAlong > from, "the other laps' passes are behind and ahead of the place")
+        return (lapBehindAlong, lapAheadAlong)
+    }
+
+    /// Segment i's distance along where it passes the place `from` (the origin of `plane`) again
+    /// going the rider's way there (`lastOnBearing`), if it does (`laps`).
+    func lapPass(_ i: Int, _ plane: LocalPlane, from: Double) -> Double? {
+        let r = settings.jumpDistanceM
+        let a = plane.offset(latDeg: course.latDeg[i], lonDeg: course.lonDeg[i])
+        let b = plane.offset(latDeg: course.latDeg[i + 1], lonDeg: course.lonDeg[i + 1])
+        if (a.east > r && b.east > r) || (a.east < -r && b.east < -r) || (a.north > r && b.north > r) || (a.north < -r && b.north < -r) {
+            return nil
+        }
+        let m = project(i, plane)
+        guard m.distanceM <= r, abs(m.alongM - from) > settings.jumpExcludeM,
+              abs(Bearing.turn(from: lastOnBearing, to: Double(course.bearingDeg[i]))) <= settings.lapAngleDeg else { return nil }
+        return m.alongM
     }
 
     /// Bearing and distance from the rider to `m` (the nearest point of the course ahead), or
@@ -495,9 +578,11 @@ public struct CourseFollower: Sendable {
     /// The window's best match (distance plus the along and heading costs), and the window's
     /// nearest distance to the fix (what an off-course period's farthest distance keeps: how far
     /// the rider was from the course, not from the place the costs preferred).
-    func matchInWindow(_ plane: LocalPlane, predicted: Double, extraAheadM: Double, backwards: Bool) -> (Match, nearestM: Double) {
-        let lo = course.segment(atAlongM: along - settings.windowBackM - (backwards ? extraAheadM : 0))
-        let hi = course.segment(atAlongM: along + settings.windowAheadM + extraAheadM)
+    func matchInWindow(_ plane: LocalPlane, predicted: Double, extraAheadM: Double, backwards: Bool,
+                       within bounds: (lo: Double, hi: Double)) -> (Match, nearestM: Double) {
+        let lo = course.segment(atAlongM: max(bounds.lo, along - settings.windowBackM - (backwards ? extraAheadM : 0)))
+        var hi = course.segment(atAlongM: min(bounds.hi, along + settings.windowAheadM + extraAheadM))
+        if hi < lo { hi = lo }
         let slack = settings.alongSlackM + abs(predicted - along)
         var best = project(segment, plane)
         var bestScore = Double.infinity
@@ -520,11 +605,12 @@ public struct CourseFollower: Sendable {
 
     /// Searches the whole course: the places where it passes within `within` of the fix (one per
     /// pass: the nearest point of each run of segments within it), going the rider's way when the
-    /// heading is known, at least `jumpExcludeM` along the course from `awayFrom` if given.
+    /// heading is known, at least `jumpExcludeM` along the course from `awayFrom` if given, and
+    /// between `after` and `before` (not on another lap: `laps`).
     /// `best`: the pass with the lowest distance along (`preferLowestAlong`, the first lock) or
     /// the nearest; `nearest`: the nearest point of the whole course.
     mutating func searchCourse(_ plane: LocalPlane, within: Double, preferLowestAlong: Bool,
-                               awayFrom: Double? = nil) -> (best: Match?, nearest: Match?, bestAgainst: Match?) {
+                               awayFrom: Double? = nil, after: Double = -Double.infinity, before: Double = .infinity) -> (best: Match?, nearest: Match?, bestAgainst: Match?) {
         globalSearches &+= 1
         var best: Match?
         var bestAgainst: Match?
@@ -534,6 +620,7 @@ public struct CourseFollower: Sendable {
         func closeRun(_ r: Match?) {
             guard let r else { return }
             if let a = awayFrom, abs(r.alongM - a) < settings.jumpExcludeM { return }
+            if r.alongM >= before || r.alongM <= after { return }
             if let h = heading, abs(Bearing.turn(from: Double(course.bearingDeg[r.segment]), to: h)) > 90 {
                 if bestAgainst == nil || r.alongM < bestAgainst!.alongM { bestAgainst = r }
                 return

@@ -279,6 +279,126 @@ import Testing
         #expect(log.events.contains { $0.events.finished })
     }
 
+    /// A three-lap course whose first lap takes a road 300 m north of the top of the circuit
+    /// (laps 2 and 3 drawn 4 m north and south of the circuit, as recorded laps differ). A rider
+    /// who rides the circuit's top on lap 1 is off course there — on the road laps 2 and 3 use,
+    /// not on lap 2: no jump a lap ahead, back on lap 1 where its road comes back, the end only
+    /// at the end of lap 3. Without the lap rule (`lapAngleDeg` below every turn) the same ride
+    /// jumps ahead and says "finished" early: what 2018-10-03-08-05-11's detour replay did.
+    @Test func aDetourOnALappedCourseStaysOnItsLap() throws {
+        func lap(_ dn: Double) -> [(Double, Double)] { [(600, dn), (600, 400 + dn), (0, 400 + dn), (0, dn)] }
+        let first: [(Double, Double)] = [(0, 0), (600, 0), (600, 700), (0, 700), (0, 0)]
+        let course = try Drawn.course(first + lap(4) + lap(-4))
+        #expect(abs(course.lengthM - 6_600) < 30)
+        let circuit: [(Double, Double)] = [(0, 0)] + lap(0) + lap(0) + lap(0)
+        for seed: UInt64 in [21, 22, 23, 24] {
+            let ride = Drawn.ride(circuit, noise: 4, seed: seed)
+            var log = FollowLog(course)
+            log.ride(ride)
+            #expect(log.offCourseAlarms.count == 1, "seed \(seed): alarms at \(log.offCourseAlarms)")
+            let period = try #require(log.periods.first)
+            // Off from the top's east corner (fix ~125 at 8 m/s) until back on the west side
+            // (fix ~200), where lap 1's own road comes back.
+            #expect(period.startMs >= 120_000 && period.endMs <= 215_000, "seed \(seed): \(period)")
+            let finished = log.events.filter { $0.events.finished }.map(\.atMs)
+            #expect(finished.count == 1 && finished[0] >= ride.last!.atMs - 10_000,
+                    "seed \(seed): finished at \(finished), last fix \(ride.last!.atMs)")
+            // Lap 2 (from 2,600 m along) only after lap 1's circuit, 2,000 m ridden (250 s).
+            let lap2 = try #require(log.alongs.first { ($0.along ?? 0) >= 2_650 })
+            #expect(lap2.atMs >= 240_000, "seed \(seed): along 2,650 m at \(lap2.atMs) ms")
+            // The rule is what holds it: without it the ride goes a lap ahead and ends early.
+            var unruled = FollowerSettings()
+            unruled.lapAngleDeg = -1
+            var early = FollowLog(course, settings: unruled)
+            early.ride(ride)
+            #expect(early.alongs.contains { $0.atMs < 200_000 && ($0.along ?? 0) > 2_650 }, "seed \(seed)")
+        }
+    }
+
+    /// The same circuit with the detour on lap 2 (laps 1 and 3 on the circuit's roads): at the
+    /// top on lap 2 the rider is on lap 1's and lap 3's road, and on neither lap: no jump back
+    /// a lap (the finish would never come) nor ahead, one alarm, lap 2 again where its road
+    /// comes back, the end at the end.
+    @Test func aDetourOnLapTwoStaysOnLapTwo() throws {
+        func lap(_ dn: Double, top: Double = 400) -> [(Double, Double)] { [(600, dn), (600, top + dn), (0, top + dn), (0, dn)] }
+        let course = try Drawn.course([(0, 0)] + lap(4) + lap(0, top: 700) + lap(-4))
+        #expect(abs(course.lengthM - 6_600) < 30)
+        let circuit: [(Double, Double)] = [(0, 0)] + lap(0) + lap(0) + lap(0)
+        for seed: UInt64 in [41, 42, 43, 44] {
+            let ride = Drawn.ride(circuit, noise: 4, seed: seed)
+            var log = FollowLog(course)
+            log.ride(ride)
+            #expect(log.offCourseAlarms.count == 1, "seed \(seed): alarms at \(log.offCourseAlarms)")
+            let period = try #require(log.periods.first)
+            // Lap 2's top corner at fix ~375 (2,000 + 1,000 m at 8 m/s), its west side at ~450.
+            #expect(period.startMs >= 370_000 && period.endMs <= 465_000, "seed \(seed): \(period)")
+            let finished = log.events.filter { $0.events.finished }.map(\.atMs)
+            #expect(finished.count == 1 && finished[0] >= ride.last!.atMs - 10_000,
+                    "seed \(seed): finished at \(finished), last fix \(ride.last!.atMs)")
+            // Never back on lap 1 after lap 2 began, never on lap 3 before lap 2's end.
+            for a in log.alongs where a.atMs > 260_000 && a.atMs < 480_000 {
+                #expect((a.along ?? 0) > 1_950 && (a.along ?? 0) < 4_700, "seed \(seed): along \(a.along ?? -1) at \(a.atMs)")
+            }
+        }
+    }
+
+    /// A 600 m out-and-back ridden three times (the return legs drawn 4 m beside the way out),
+    /// the second way out moved 300 m east for 400 m. The rider rides the straight road: in
+    /// the detour they are on the road of every other leg, and on none of them. One alarm, back
+    /// on course where the second way out comes back (not on a leg before or after it), the
+    /// end only at the end. (2018-10-03-08-05-11's detour replay, a shuttle of 600 m legs: the
+    /// window's match walked onto another leg during the detour and the follower said "back on
+    /// course" a lap early, then "finished" early.)
+    @Test func aDetourOnARepeatedOutAndBackStaysOnItsLeg() throws {
+        let lap: [(Double, Double)] = [(0, 0), (0, 600), (4, 600), (4, 0)]
+        let moved: [(Double, Double)] = [(0, 0), (0, 100), (300, 100), (300, 500), (0, 500), (0, 600), (4, 600), (4, 0)]
+        let course = try Drawn.course(lap + moved + lap)
+        let road: [(Double, Double)] = [(0, 0), (0, 600), (0, 0), (0, 600), (0, 0), (0, 600), (0, 0)]
+        for seed: UInt64 in [51, 52, 53, 54] {
+            let ride = Drawn.ride(road, noise: 4, seed: seed)
+            var log = FollowLog(course)
+            log.ride(ride)
+            #expect(log.offCourseAlarms.count == 1, "seed \(seed): alarms at \(log.offCourseAlarms)")
+            #expect(log.wrongWayAlarms.isEmpty, "seed \(seed): wrong way at \(log.wrongWayAlarms)")
+            let period = try #require(log.periods.first)
+            // The second way out begins at fix 150 (1,200 m at 8 m/s); it leaves the road at
+            // 100 m (fix ~163) and comes back at 500 m (fix ~213).
+            #expect(period.startMs >= 160_000 && period.endMs <= 225_000, "seed \(seed): \(period)")
+            let finished = log.events.filter { $0.events.finished }.map(\.atMs)
+            #expect(finished.count == 1 && finished[0] >= ride.last!.atMs - 10_000,
+                    "seed \(seed): finished at \(finished), last fix \(ride.last!.atMs)")
+            // During the second way out (1,208 m along to 2,412 m with the detour) never on
+            // another leg.
+            for a in log.alongs where a.atMs > 165_000 && a.atMs < 220_000 {
+                #expect((a.along ?? 0) > 1_250 && (a.along ?? 0) < 2_420, "seed \(seed): along \(a.along ?? -1) at \(a.atMs)")
+            }
+        }
+    }
+
+    /// The lap rule keeps a rider on the lap the distance ridden says, and no more: on a
+    /// three-lap circuit ridden as drawn nothing alarms and nothing jumps, and a rider who cuts
+    /// across lap 1 onto its own road 3 km further on (beyond the follower's window: only a
+    /// jump finds it) still jumps there, not onto lap 2's or lap 3's pass of the same road.
+    @Test func theLapRuleLeavesLapsAndShortcutsWithinALap() throws {
+        func lap(_ dn: Double) -> [(Double, Double)] { [(1_500, dn), (1_500, 1_000 + dn), (0, 1_000 + dn), (0, dn)] }
+        let course = try Drawn.course([(0, 0)] + lap(0) + lap(4) + lap(-4))
+        var log = FollowLog(course)
+        log.ride(Drawn.ride([(0, 0)] + lap(0) + lap(0) + lap(0), noise: 4, seed: 31))
+        #expect(log.alarms.isEmpty)
+        #expect(log.follower.jumps == 0)
+        #expect(log.events.contains { $0.events.finished })
+        // Across the circuit from the east side to the west side at 200 m north on lap 1: one
+        // alarm, then lap 1's west side (4,800 m along), 3,000 m of lap 1 skipped.
+        var cut = FollowLog(course)
+        cut.ride(Drawn.ride([(0, 0), (1_500, 0), (1_500, 200), (0, 200), (0, 0)] + lap(0) + lap(0), noise: 4, seed: 32))
+        #expect(cut.offCourseAlarms.count == 1)
+        #expect(cut.follower.jumps == 1)
+        let jump = try #require(cut.events.first { $0.events.jumped })
+        let along = try #require(cut.alongs.first { $0.atMs == jump.atMs }?.along)
+        #expect(along > 4_700 && along < 5_000, "jumped to \(along) m")
+        #expect(cut.events.filter { $0.events.finished }.count == 1)
+    }
+
     /// Cues are announced in order, each first around 150–300 m before, the approach at 100 m
     /// or 15 s, "now" within 25 m, all before the turn; a cue stays current until passed.
     @Test func cuesAreAnnouncedInOrderBeforeTheirTurns() throws {

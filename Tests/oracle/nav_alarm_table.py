@@ -11,10 +11,12 @@ For each ride with positions, two replays through the app (`bikesim --replay RID
   65 % of its distance, each 10 % of it at most 1.5 km, moved 300 m sideways
   (test_course_ride_fit.py's course_with_detours): each should give one alarm, how long after
   the rider left the course it came (alarm − the period's start, the follower's own figure; and
-  alarm − the first recorded position more than 50 m from the course's line, this table's own), and
-  whether it cleared after the rider rejoined; another period starting while the rider is still
-  in the stretch is that detour's again (the road crossed the moved course); any other period is
-  a false alarm.
+  alarm − the first recorded position more than 50 m from the course's own part there, this
+  table's own: the stretch and LOCAL_M of course around it, other laps' passes of the same road
+  left out), and whether it cleared after the rider rejoined; another period starting while the
+  rider is still in the stretch is that detour's again (the road crossed the moved course); any
+  other period is a false alarm. A recording whose positions come further apart than the
+  follower's longest gap (15 s) has no testable detour: every fix is a lost fix.
 
     .venv/bin/python Tests/oracle/nav_alarm_table.py [--bikesim PATH] [--json OUT]
 
@@ -44,6 +46,10 @@ DETOUR_MIN_M = 4_000.0  # rides shorter than this get no detours (the two would 
 DETOUR_AT = (0.30, 0.65)
 DETOUR_SHARE, DETOUR_MAX_M = 0.10, 1_500.0
 ALARM_WINDOW_BEFORE_S, ALARM_WINDOW_AFTER_S = 30.0, 60.0
+# The course's part a rider in a detour is on by the distance ridden: the stretch and this much
+# of the course before and after it (other laps' passes of the same road are not where the rider
+# belongs, and the follower alarms there too: docs/navigation.md, "Laps").
+LOCAL_M = 300.0
 
 
 def positions(unit: dict) -> list:
@@ -130,11 +136,33 @@ def left_at(points: list, course: list, enter: float, leave: float) -> float | N
     return None
 
 
+def local_part(points: list, course: list, lo: float, hi: float) -> list:
+    """The course's points (one per recorded position) from LOCAL_M before the stretch to LOCAL_M
+    after it: consecutive, so a polyline."""
+    return [c for c, p in zip(course, points) if lo - LOCAL_M <= p[3] <= hi + LOCAL_M]
+
+
+# The follower's longest gap between consecutive fixes (FollowerSettings.fixLostMaxMs): a source
+# whose fixes come further apart than this has every fix "lost" and never alarms, by design.
+FIX_LOST_MAX_S = 15.0
+
+
+def usual_interval(points: list) -> float:
+    """The median time between consecutive recorded positions, s."""
+    gaps = sorted(b[0] - a[0] for a, b in zip(points, points[1:]))
+    return gaps[len(gaps) // 2] if gaps else 0.0
+
+
 def judge(points: list, detours: list, periods: list, course: list) -> dict:
     """Each detour's alarm (the first period starting in its window), the false ones, delays."""
+    assert len(course) == len(points), "the course has one point per recorded position"
     found, used = [], set()
+    sparse = usual_interval(points) > FIX_LOST_MAX_S
     for lo, hi in detours:
         enter = next(t for t, _, _, d in points if d >= lo)
+        # From where the rider was when the table starts looking (30 s before the stretch).
+        start = next(d for t, _, _, d in points if t >= enter - ALARM_WINDOW_BEFORE_S)
+        local = local_part(points, course, min(lo, start), hi)
         leave = next((t for t, _, _, d in points if d >= hi), points[-1][0])
         hit = next((i for i, p in enumerate(periods) if i not in used
                     and enter - ALARM_WINDOW_BEFORE_S <= p["start_elapsed_s"] <= leave + ALARM_WINDOW_AFTER_S), None)
@@ -142,7 +170,7 @@ def judge(points: list, detours: list, periods: list, course: list) -> dict:
             # No alarm: right where the rider never left the course's roads (a lap or an
             # out-and-back passes there: the follower, which knows where along the course the
             # rider is, may still alarm then, and then it counts above), else missed.
-            found.append("n/a" if off_fixes(points, course, lo, hi) < 3 else None)
+            found.append("sparse" if sparse else "n/a" if off_fixes(points, local, lo, hi) < 3 else None)
             continue
         used.add(hit)
         p = periods[hit]
@@ -151,11 +179,15 @@ def judge(points: list, detours: list, periods: list, course: list) -> dict:
         # a false alarm; counted as `again`.
         again = [i for i, q in enumerate(periods) if i not in used and enter <= q["start_elapsed_s"] <= leave]
         used.update(again)
-        left = left_at(points, course, enter, leave)
+        # When the rider left the course's own part here; whether another part (another lap's
+        # pass of the same road) stayed within 50 m longer.
+        left = left_at(points, local, enter, leave)
+        left_any = left_at(points, course, enter, leave)
         found.append({"delay_s": round(p["alarm_elapsed_s"] - p["start_elapsed_s"], 1) if p.get("alarm_elapsed_s") is not None else None,
                       "after_left_s": round(p["alarm_elapsed_s"] - left, 1) if left is not None and p.get("alarm_elapsed_s") is not None else None,
                       "cleared": p.get("end_elapsed_s") is not None, "max_distance_m": p.get("max_distance_m"),
-                      "again": len(again)})
+                      "again": len(again),
+                      "other_pass": left is not None and (left_any is None or left_any > left + 5)})
     return {"detours": found, "false": [p for i, p in enumerate(periods) if i not in used]}
 
 
@@ -208,20 +240,22 @@ def main() -> int:
         report.append(entry)
         delays = "—" if not detours else ("error: " + " ".join(moved["error"]) if verdict is None else
                                           ", ".join("missed" if d is None else "n/a (course passes here)" if d == "n/a" else
+                                                    f"n/a (fixes {usual_interval(points):.0f} s apart)" if d == "sparse" else
                                                     f"{d['delay_s']} s ({'course passes here' if d['after_left_s'] is None else str(d['after_left_s']) + ' s'})" + ("" if d["cleared"] else " (not cleared)")
+                                                    + (" (on another lap's road)" if d.get("other_pass") else "")
                                                     + (f" (+{d['again']} after crossing it)" if d.get("again") else "")
                                                     for d in verdict["detours"]))
         rows.append((name, f"{km:.1f}", str(len(points)),
                      "error: " + " ".join(own["error"]) if own_false is None else str(own_false),
                      "—" if "error" in own else f"{own.get('distance_to_go_m', float('nan')):.1f}",
                      "—" if not detours else ("—" if verdict is None else
-                                              f"{sum(isinstance(d, dict) for d in verdict['detours'])} / {sum(d != 'n/a' for d in verdict['detours'])}"),
+                                              f"{sum(isinstance(d, dict) for d in verdict['detours'])} / {sum(d not in ('n/a', 'sparse') for d in verdict['detours'])}"),
                      delays,
                      "—" if not verdict else str(len(verdict["false"]))))
         print(f"[{k}/{len(all_rides)}] {name}: {km:.1f} km, own-track alarms {own_false}, detours {delays} "
               f"({time.monotonic() - started:.0f} s)", file=sys.stderr)
     head = ("ride", "km", "positions", "alarms on its own track (false)", "distance to go at the end, m",
-            "detour alarms", "alarm delay: the follower's (after the first fix > 50 m from the course's line)",
+            "detour alarms", "alarm delay: the follower's (after the first fix > 50 m from the course's own part)",
             "other alarms with detours (false)")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
