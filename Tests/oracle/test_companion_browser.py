@@ -10,7 +10,6 @@ import base64
 import json
 import pathlib
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile

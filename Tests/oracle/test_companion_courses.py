@@ -6,7 +6,6 @@ with 413 before it is read, a malformed one with 422 naming the file and what is
 stored for either; choosing the course makes the running unit report it (`ctl status`, `ctl
 course`), clearing it clears it; nothing of this without a token."""
 import json
-import pathlib
 import re
 import socket
 import subprocess

@@ -17,7 +17,6 @@ rejoins it after. `bikesim --replay RIDE.fit --course FILE --headless` must then
 import datetime
 import io
 import json
-import math
 import subprocess
 from xml.sax.saxutils import escape as xml_escape
 

@@ -1,7 +1,6 @@
 """An independent decoder of the journal format (docs/journal.md), written from the document,
 checked against what `bikecomputer journal inspect --json --values` reads from the same files."""
 import json
-import pathlib
 import struct
 import subprocess
 

@@ -1,6 +1,5 @@
 """The licences README.md names are in the tree, and every file that says it is under another
 licence (an SPDX header, e.g. the GPL-2.0 kernel-side test code) has that licence's text."""
-import pathlib
 import re
 
 from conftest import REPO

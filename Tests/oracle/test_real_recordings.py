@@ -14,9 +14,7 @@ said so.
 """
 from __future__ import annotations
 
-import io
 import json
-import pathlib
 import subprocess
 import warnings
 

@@ -8,7 +8,6 @@ The samples are the simulated and replayed rides test_ridefiles.py reads (writte
 """
 import datetime
 import json
-import math
 
 import fitdecode
 import fitparse

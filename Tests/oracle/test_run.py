@@ -2,7 +2,6 @@
 built with board/bridge's protocol module, docs/bridge-protocol.md), `bikecomputer ctl` on its
 control socket, real signals, a real crash (SIGKILL) and recovery from the journal."""
 import json
-import math
 import os
 import pathlib
 import signal

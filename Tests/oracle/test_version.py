@@ -1,7 +1,6 @@
 """One version, declared in Sources/RideModel/ProjectVersion.swift: every executable's --version,
 `ctl status` and the FIT file (file_creator and the unit's device_info, read by three
 independent decoders) all say it."""
-import json
 import pathlib
 import re
 import subprocess

@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import pathlib
-import random
 import re
 import subprocess
 import sys

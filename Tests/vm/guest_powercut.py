@@ -23,7 +23,6 @@ in flight, and the config's shapes.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import pathlib

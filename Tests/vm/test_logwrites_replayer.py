@@ -4,7 +4,6 @@ log must give the data device byte for byte."""
 from __future__ import annotations
 
 import pathlib
-import struct
 
 import pytest
 

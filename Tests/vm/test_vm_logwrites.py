@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import os
 import pathlib
 import shutil
 import socket

@@ -13,7 +13,6 @@ from __future__ import annotations
 import pathlib
 import re
 import shutil
-import subprocess
 
 import pytest
 
