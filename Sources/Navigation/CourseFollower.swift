@@ -459,8 +459,9 @@ public struct CourseFollower: Sendable {
     mutating func considerJump(_ plane: LocalPlane, step: Double, _ events: inout NavigationEvents) -> Bool {
         let (behind, ahead) = laps()
         // Backward only when the course never passed the rider's last place before (the same
-        // lap); forward only short of its next pass there.
-        let after = behind.isFinite ? (lastOnAlong ?? along) - settings.jumpExcludeM : -Double.infinity
+        // lap); forward only short of its next pass there. (`laps` finds a pass only from a
+        // place: `lastOnAlong` is set whenever `behind` is finite.)
+        let after = behind.isFinite ? lastOnAlong! - settings.jumpExcludeM : -Double.infinity
         let found = searchCourse(plane, within: settings.jumpDistanceM, preferLowestAlong: false, awayFrom: along,
                                  after: after, before: ahead)
         guard let c = found.best else {

@@ -279,6 +279,21 @@ import Testing
         #expect(log.events.contains { $0.events.finished })
     }
 
+    /// The ride through the follower: one off-course alarm, its period from at least
+    /// `periodMs`'s start to at most its end, "finished" said once, within 10 s of the last fix.
+    func oneDetourThenTheEnd(_ course: Course, _ ride: [NavigationFix], seed: UInt64,
+                             periodMs: ClosedRange<Int64>) throws -> FollowLog {
+        var log = FollowLog(course)
+        log.ride(ride)
+        #expect(log.offCourseAlarms.count == 1, "seed \(seed): alarms at \(log.offCourseAlarms)")
+        let period = try #require(log.periods.first)
+        #expect(period.startMs >= periodMs.lowerBound && period.endMs <= periodMs.upperBound, "seed \(seed): \(period)")
+        let finished = log.events.filter { $0.events.finished }.map(\.atMs)
+        #expect(finished.count == 1 && finished[0] >= ride.last!.atMs - 10_000,
+                "seed \(seed): finished at \(finished), last fix \(ride.last!.atMs)")
+        return log
+    }
+
     /// A three-lap course whose first lap takes a road 300 m north of the top of the circuit
     /// (laps 2 and 3 drawn 4 m north and south of the circuit, as recorded laps differ). A rider
     /// who rides the circuit's top on lap 1 is off course there — on the road laps 2 and 3 use,
@@ -286,23 +301,14 @@ import Testing
     /// at the end of lap 3. Without the lap rule (`lapAngleDeg` below every turn) the same ride
     /// jumps ahead and says "finished" early: what 2018-10-03-08-05-11's detour replay did.
     @Test func aDetourOnALappedCourseStaysOnItsLap() throws {
-        func lap(_ dn: Double) -> [(Double, Double)] { [(600, dn), (600, 400 + dn), (0, 400 + dn), (0, dn)] }
-        let first: [(Double, Double)] = [(0, 0), (600, 0), (600, 700), (0, 700), (0, 0)]
-        let course = try Drawn.course(first + lap(4) + lap(-4))
+        let lap = Drawn.circuitLap
+        let course = try Drawn.course([(0, 0)] + lap(0, 700) + lap(4, 400) + lap(-4, 400))
         #expect(abs(course.lengthM - 6_600) < 30)
-        let circuit: [(Double, Double)] = [(0, 0)] + lap(0) + lap(0) + lap(0)
         for seed: UInt64 in [21, 22, 23, 24] {
-            let ride = Drawn.ride(circuit, noise: 4, seed: seed)
-            var log = FollowLog(course)
-            log.ride(ride)
-            #expect(log.offCourseAlarms.count == 1, "seed \(seed): alarms at \(log.offCourseAlarms)")
-            let period = try #require(log.periods.first)
+            let ride = Drawn.ride(Drawn.threeCircuits, noise: 4, seed: seed)
             // Off from the top's east corner (fix ~125 at 8 m/s) until back on the west side
             // (fix ~200), where lap 1's own road comes back.
-            #expect(period.startMs >= 120_000 && period.endMs <= 215_000, "seed \(seed): \(period)")
-            let finished = log.events.filter { $0.events.finished }.map(\.atMs)
-            #expect(finished.count == 1 && finished[0] >= ride.last!.atMs - 10_000,
-                    "seed \(seed): finished at \(finished), last fix \(ride.last!.atMs)")
+            let log = try oneDetourThenTheEnd(course, ride, seed: seed, periodMs: 120_000...215_000)
             // Lap 2 (from 2,600 m along) only after lap 1's circuit, 2,000 m ridden (250 s).
             let lap2 = try #require(log.alongs.first { ($0.along ?? 0) >= 2_650 })
             #expect(lap2.atMs >= 240_000, "seed \(seed): along 2,650 m at \(lap2.atMs) ms")
@@ -320,21 +326,13 @@ import Testing
     /// a lap (the finish would never come) nor ahead, one alarm, lap 2 again where its road
     /// comes back, the end at the end.
     @Test func aDetourOnLapTwoStaysOnLapTwo() throws {
-        func lap(_ dn: Double, top: Double = 400) -> [(Double, Double)] { [(600, dn), (600, top + dn), (0, top + dn), (0, dn)] }
-        let course = try Drawn.course([(0, 0)] + lap(4) + lap(0, top: 700) + lap(-4))
+        let lap = Drawn.circuitLap
+        let course = try Drawn.course([(0, 0)] + lap(4, 400) + lap(0, 700) + lap(-4, 400))
         #expect(abs(course.lengthM - 6_600) < 30)
-        let circuit: [(Double, Double)] = [(0, 0)] + lap(0) + lap(0) + lap(0)
         for seed: UInt64 in [41, 42, 43, 44] {
-            let ride = Drawn.ride(circuit, noise: 4, seed: seed)
-            var log = FollowLog(course)
-            log.ride(ride)
-            #expect(log.offCourseAlarms.count == 1, "seed \(seed): alarms at \(log.offCourseAlarms)")
-            let period = try #require(log.periods.first)
+            let ride = Drawn.ride(Drawn.threeCircuits, noise: 4, seed: seed)
             // Lap 2's top corner at fix ~375 (2,000 + 1,000 m at 8 m/s), its west side at ~450.
-            #expect(period.startMs >= 370_000 && period.endMs <= 465_000, "seed \(seed): \(period)")
-            let finished = log.events.filter { $0.events.finished }.map(\.atMs)
-            #expect(finished.count == 1 && finished[0] >= ride.last!.atMs - 10_000,
-                    "seed \(seed): finished at \(finished), last fix \(ride.last!.atMs)")
+            let log = try oneDetourThenTheEnd(course, ride, seed: seed, periodMs: 370_000...465_000)
             // Never back on lap 1 after lap 2 began, never on lap 3 before lap 2's end.
             for a in log.alongs where a.atMs > 260_000 && a.atMs < 480_000 {
                 #expect((a.along ?? 0) > 1_950 && (a.along ?? 0) < 4_700, "seed \(seed): along \(a.along ?? -1) at \(a.atMs)")
@@ -357,17 +355,10 @@ import Testing
         let road: [(Double, Double)] = [(0, 0), (0, 600), (0, 0), (0, 600), (0, 0), (0, 600), (0, 0)]
         for seed: UInt64 in [51, 52, 53, 54] {
             let ride = Drawn.ride(road, noise: 4, seed: seed)
-            var log = FollowLog(course)
-            log.ride(ride)
-            #expect(log.offCourseAlarms.count == 1, "seed \(seed): alarms at \(log.offCourseAlarms)")
-            #expect(log.wrongWayAlarms.isEmpty, "seed \(seed): wrong way at \(log.wrongWayAlarms)")
-            let period = try #require(log.periods.first)
             // The second way out begins at fix 150 (1,200 m at 8 m/s); it leaves the road at
             // 100 m (fix ~163) and comes back at 500 m (fix ~213).
-            #expect(period.startMs >= 160_000 && period.endMs <= 225_000, "seed \(seed): \(period)")
-            let finished = log.events.filter { $0.events.finished }.map(\.atMs)
-            #expect(finished.count == 1 && finished[0] >= ride.last!.atMs - 10_000,
-                    "seed \(seed): finished at \(finished), last fix \(ride.last!.atMs)")
+            let log = try oneDetourThenTheEnd(course, ride, seed: seed, periodMs: 160_000...225_000)
+            #expect(log.wrongWayAlarms.isEmpty, "seed \(seed): wrong way at \(log.wrongWayAlarms)")
             // During the second way out (1,208 m along to 2,412 m with the detour) never on
             // another leg.
             for a in log.alongs where a.atMs > 165_000 && a.atMs < 220_000 {

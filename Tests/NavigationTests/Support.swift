@@ -37,6 +37,15 @@ enum Drawn {
         return try Course(name: name, latE7: lat, lonE7: lon, altitudeM: alt, cues: cues, climbs: climbs)
     }
 
+    /// One lap of a 600 m wide circuit from its south-west corner (m): east, north to `top`, west,
+    /// south, all `dn` north of the circuit (recorded laps differ by a few metres).
+    static func circuitLap(_ dn: Double, _ top: Double) -> [(Double, Double)] {
+        [(600, dn), (600, top + dn), (0, top + dn), (0, dn)]
+    }
+
+    /// The 600 × 400 m circuit ridden three times from its south-west corner.
+    static let threeCircuits: [(Double, Double)] = [(0, 0)] + circuitLap(0, 400) + circuitLap(0, 400) + circuitLap(0, 400)
+
     /// Positions every `speed` m (one a second) along a path of corners (m), with Gaussian-ish
     /// noise of `noise` m.
     static func ride(_ corners: [(Double, Double)], speed: Double = 8, noise: Double = 0, seed: UInt64 = 1,
