@@ -377,10 +377,13 @@ auto_pause = false
                                   f"the {kmh} km/h vehicle past", 0.05)
                 clears = column["radar"]["clear_beeps"]
                 wait_for(lambda: radar_status()["radar"]["clear_beeps"] > clears, 10, "the road-clear beep")
+                # Let its 600 ms sound before the next vehicle: a new alert cuts the one sounding
+                # (BuzzerComponent), so a vehicle seen within it would shorten it on the line (stop
+                # 41's CI: the next vehicle, sent as the count rose, cut it at 394 ms).
+                time.sleep(1.0)
                 vehicles.append({"sent": v, "seen_after_s": round(seen - v["t_us"] / 1e6, 3), "column": column,
                                  "passed_after_s": round(passed - v["t_us"] / 1e6, 3), "after": radar_status()})
                 note("radar vehicle", kmh=kmh, seen_after_s=vehicles[-1]["seen_after_s"])
-            time.sleep(1.0)  # the long beep's 600 ms
         finally:
             record["radar"] = {"before": before, "vehicles": vehicles, "after": radar_status(), "buzzer_pulses": buzz.stop()}
 
