@@ -150,9 +150,9 @@ public struct CourseFollower: Sendable {
     var nearFixes = 0
     var backFixes = 0
     var backStartAlong = 0.0
-    /// The source's usual interval between fixes, ms: the last one when shorter, else rising by
-    /// half the difference per fix (a unit's smart recording: 1-8 s, longer on straight roads);
-    /// 0 before the second fix.
+    /// The source's usual interval between fixes, ms: moving half way to each interval, up or
+    /// down (a unit's smart recording: 1-8 s, longer on straight roads; one short interval
+    /// among longer ones does not make the next long one a lost fix); 0 before the second fix.
     var usualIntervalMs: Int64 = 0
     /// The period being built: first fix beyond the distance (or backwards), alarm, max distance.
     var pendingStartMs: Int64?
@@ -213,15 +213,22 @@ public struct CourseFollower: Sendable {
     }
 
     /// One interval between two fixes into `usualIntervalMs` (after it was judged by the usual
-    /// interval before it). A gap beyond `fixLostMaxMs` is left out; a shorter lost fix's gap
-    /// raises it by half, and the next 1 s interval brings it back.
+    /// interval before it): half way from the usual one to it (the half rounded up).
+    /// A gap beyond `fixLostMaxMs` is left out; a 1 Hz receiver's shorter lost fix raises it for
+    /// a few seconds (a 10 s gap: 5.5 s, then 3.25, 2.1, 1.6 s at the next 1 s intervals).
+    /// (Before, a shorter interval replaced it at once: on a recording that kept a position
+    /// every 1-6 s, one 1 s interval made the next 4 s one a lost fix and restarted the count of
+    /// far fixes: 2013-04-11's detour alarmed 11 s after leaving, docs/navigation.md.)
     mutating func noteInterval(_ dtMs: Int64) {
         guard dtMs > 0, dtMs <= settings.fixLostMaxMs else { return }
-        if usualIntervalMs > 0, dtMs > usualIntervalMs {
+        if usualIntervalMs == 0 {
+            usualIntervalMs = dtMs
+        } else if dtMs > usualIntervalMs {
             usualIntervalMs += (dtMs - usualIntervalMs + 1) / 2
         } else {
-            usualIntervalMs = dtMs
+            usualIntervalMs -= (usualIntervalMs - dtMs + 1) / 2
         }
+        assert(usualIntervalMs > 0 && usualIntervalMs <= settings.fixLostMaxMs)
     }
 
     mutating func resetCounters() {

@@ -82,6 +82,52 @@ import Testing
         #expect(log.events.contains { $0.events.finished })
     }
 
+    /// A recording that kept a position at irregular intervals, 1-6 s (2013-04-11's unit): a 1 s
+    /// interval among longer ones does not make the next 4 s one a lost fix, so the far fixes of a
+    /// detour stay consecutive and it alarms at the first far fix 2 s after the first one, once.
+    /// (When a shorter interval replaced the usual one at once, each 1 s interval followed by a
+    /// 4 s one restarted the count: the alarm came a fix or more later.)
+    @Test func aDetourAlarmsWhenTheFixesComeAtIrregularIntervals() throws {
+        let course = try Drawn.course([(0, 0), (0, 4_000)])
+        let ride = Drawn.ride([(0, 0), (0, 1_000), (400, 1_000), (400, 1_600), (0, 1_600), (0, 4_000)], speed: 4, noise: 3)
+        // The recording's intervals, in turn: each 1 s one is followed by a 4 s one.
+        let intervals: [Int64] = [4_000, 1_000, 4_000, 6_000, 1_000, 4_000, 5_000, 3_000]
+        var keep: Set<Int64> = [0]
+        var at: Int64 = 0
+        var k = 0
+        while at <= ride.last!.atMs {
+            at += intervals[k % intervals.count]
+            keep.insert(at)
+            k += 1
+        }
+        // The pattern at every offset, so that the detour starts at each place in it; the ride's
+        // last fix is always kept (the end of the course).
+        var delays: [Int64] = []
+        for shift in stride(from: Int64(0), to: 21_000, by: 1_000) {
+            var log = FollowLog(course)
+            var kept: [NavigationFix] = []
+            for f in ride {
+                guard keep.contains(f.atMs + shift) || f.atMs == ride.last!.atMs else {
+                    log.follower.noFix(at: f.atMs)
+                    continue
+                }
+                kept.append(f)
+                let e = log.follower.update(f)
+                if !e.isEmpty { log.events.append((f.atMs, e)) }
+            }
+            #expect(log.offCourseAlarms.count == 1, "shift \(shift)")
+            #expect(log.wrongWayAlarms.isEmpty, "shift \(shift)")
+            let firstBeyond = try #require(kept.first { abs(Drawn.origin.offset(latDeg: $0.latDeg, lonDeg: $0.lonDeg).east) > 50 }).atMs
+            // Two far fixes that span 2 s alarm (or three in a row): the first kept fix 2 s on.
+            let due = try #require(kept.first { $0.atMs >= firstBeyond + 2_000 }).atMs
+            let alarm = try #require(log.offCourseAlarms.first)
+            #expect(alarm == due, "shift \(shift): alarm \(alarm - firstBeyond) ms after leaving, due \(due - firstBeyond)")
+            #expect(log.events.contains { $0.events.finished }, "shift \(shift)")
+            delays.append(alarm - firstBeyond)
+        }
+        #expect(delays.max()! <= 6_000, "\(delays)")
+    }
+
     /// A source whose fixes come every 5 s with single fixes 120 m off the road (a bad fix
     /// each, far apart): never an alarm — the two-fix rule needs two far fixes in a row.
     @Test func singleBadFixesFromASparseSourceNeverAlarm() throws {
