@@ -11,14 +11,18 @@ import Testing
     static let goldenDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Goldens")
     static var updating: Bool { ProcessInfo.processInfo.environment["UPDATE_GOLDENS"] == "1" }
 
+    /// The catalogue, built once: each of its screens is a test of its own, and building it for
+    /// each (276 of them) made the suite quadratic, ~115 CPU-seconds of the debug build's run.
+    static let catalogue = ScreenCatalogue.entries()
+
     static func image(_ entry: ScreenCatalogue.Entry) -> Framebuffer {
         var panel = entry.emulatedPanel()
         return panel.show(entry.model)
     }
 
-    @Test(arguments: ScreenCatalogue.entries().map(\.name))
+    @Test(arguments: catalogue.map(\.name))
     func screenMatchesGolden(_ name: String) throws {
-        let entry = try #require(ScreenCatalogue.entries().first { $0.name == name })
+        let entry = try #require(Self.catalogue.first { $0.name == name })
         let actual = Self.image(entry)
         let url = Self.goldenDirectory.appendingPathComponent("\(name).pbm")
         if Self.updating {
@@ -49,7 +53,7 @@ import Testing
 
     /// The SH1106 path (page addressing, column offset 2) shows exactly the same pictures.
     @Test func sh1106ShowsTheSameScreens() {
-        for entry in ScreenCatalogue.entries() where entry.width == 128 && entry.height <= 64 {
+        for entry in Self.catalogue where entry.width == 128 && entry.height <= 64 {
             var sh1106 = EmulatedPanel(panel: PanelConfiguration(controller: .sh1106, height: entry.height))
             #expect(sh1106.show(entry.model).bytes == Self.image(entry).bytes, "\(entry.name)")
         }
@@ -60,20 +64,20 @@ import Testing
     @Test func incrementalUpdatesGiveTheSamePictures() {
         for size in ScreenCatalogue.sizes {
             var panel = EmulatedPanel(width: size.width, height: size.height)
-            for entry in ScreenCatalogue.entries() where entry.width == size.width && entry.height == size.height {
+            for entry in Self.catalogue where entry.width == size.width && entry.height == size.height {
                 #expect(panel.show(entry.model).bytes == Self.image(entry).bytes, "\(entry.name)")
             }
         }
     }
 
     @Test func everyGoldenBelongsToAScreen() throws {
-        let names = Set(ScreenCatalogue.entries().map { "\($0.name).pbm" })
+        let names = Set(Self.catalogue.map { "\($0.name).pbm" })
         let files = try FileManager.default.contentsOfDirectory(atPath: Self.goldenDirectory.path).filter { $0.hasSuffix(".pbm") }
         #expect(Set(files) == names, "stale or missing goldens")
     }
 
     @Test func catalogueCoversEveryModeAndAlert() {
-        let entries = ScreenCatalogue.entries()
+        let entries = Self.catalogue
         var modes = Set<String>()
         for e in entries {
             switch e.model.mode {
@@ -103,7 +107,7 @@ import Testing
         // The 128x32 panel has no room for the unit's battery while riding or paused (idle shows it).
         let alike = ["small-running-3-no-data": "small-running-3",
                      "small-battery-running-1": "small-running-1", "small-battery-paused": "small-paused"]
-        let images = ScreenCatalogue.entries().map { ($0.name, Self.image($0)) }
+        let images = Self.catalogue.map { ($0.name, Self.image($0)) }
         var seen: [Framebuffer: String] = [:]
         for (name, image) in images {
             #expect(image.bytes.contains { $0 != 0 }, "\(name) is blank")
