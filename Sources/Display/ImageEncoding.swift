@@ -17,12 +17,16 @@ public enum ImageEncoding {
         case notPlainPBM
         case badSize
         case truncated
+        /// A pixel that is neither `0` nor `1` (a corrupted golden read as unlit pixels would
+        /// pass for a picture it is not).
+        case badPixel(x: Int, y: Int)
 
         public var description: String {
             switch self {
             case .notPlainPBM: "not a plain PBM (P1) file: regenerate it with UPDATE_GOLDENS=1"
             case .badSize: "PBM size must be a panel size (up to 800x512, a multiple of 8 rows): regenerate it with UPDATE_GOLDENS=1"
             case .truncated: "PBM file ends early: regenerate it with UPDATE_GOLDENS=1"
+            case .badPixel(let x, let y): "PBM pixel (\(x), \(y)) is neither 0 nor 1: regenerate it with UPDATE_GOLDENS=1"
             }
         }
     }
@@ -58,7 +62,11 @@ public enum ImageEncoding {
             for x in 0..<w {
                 skipSpace()
                 guard i < bytes.count else { throw .truncated }
-                if bytes[i] == UInt8(ascii: "1") { image.setPixel(x: x, y: y) }
+                switch bytes[i] {
+                case UInt8(ascii: "1"): image.setPixel(x: x, y: y)
+                case UInt8(ascii: "0"): break
+                default: throw .badPixel(x: x, y: y)
+                }
                 i += 1
             }
         }

@@ -75,5 +75,10 @@ import Testing
         #expect(throws: ImageEncoding.PBMError.notPlainPBM) { try ImageEncoding.parsePBM(Array("P4\n".utf8)) }
         #expect(throws: ImageEncoding.PBMError.truncated) { try ImageEncoding.parsePBM(Array("P1\n128 32\n0 1".utf8)) }
         #expect(throws: ImageEncoding.PBMError.badSize) { try ImageEncoding.parsePBM(Array("P1\n5 5\n".utf8)) }
+        // One pixel that is not 0 or 1 (a corrupted byte) is an error, not an unlit pixel.
+        var text = ImageEncoding.pbm(fb)
+        let at = try #require(text.lastIndex(of: UInt8(ascii: "0")))
+        text[at] = 0xCF
+        #expect(throws: ImageEncoding.PBMError.badPixel(x: 127, y: 31)) { try ImageEncoding.parsePBM(text) }
     }
 }
