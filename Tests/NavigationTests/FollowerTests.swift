@@ -25,7 +25,7 @@ import Testing
     /// said once the rider rejoins; the period says how far the rider went.
     @Test func aDetourAlarmsWithinTenSecondsAndClearsAfter() throws {
         let course = try Drawn.course([(0, 0), (0, 4_000)])
-        let ride = Drawn.ride([(0, 0), (0, 1_000), (400, 1_000), (400, 1_600), (0, 1_600), (0, 4_000)], noise: 3)
+        let ride = Drawn.ride(Drawn.straightDetour, noise: 3)
         var log = FollowLog(course)
         log.ride(ride)
         #expect(log.offCourseAlarms.count == 1)
@@ -58,19 +58,11 @@ import Testing
     /// ride's detour never alarmed: fit-sample.fit from gpsbabel, docs/navigation.md.)
     @Test func aDetourAlarmsWhenTheFixesComeEveryFiveSeconds() throws {
         let course = try Drawn.course([(0, 0), (0, 4_000)])
-        let ride = Drawn.ride([(0, 0), (0, 1_000), (400, 1_000), (400, 1_600), (0, 1_600), (0, 4_000)], speed: 4, noise: 3)
+        let ride = Drawn.ride(Drawn.straightDetour, speed: 4, noise: 3)
         var log = FollowLog(course)
-        var kept: [NavigationFix] = []
-        for f in ride {
-            guard f.atMs % 5_000 == 0 else {
-                log.follower.noFix(at: f.atMs)
-                // (until the second fix the follower cannot know the interval: lost after 3 s)
-                #expect(f.atMs < 5_000 || !log.follower.view.gpsLost, "GPS lost at \(f.atMs) ms with a fix every 5 s")
-                continue
-            }
-            kept.append(f)
-            let e = log.follower.update(f)
-            if !e.isEmpty { log.events.append((f.atMs, e)) }
+        let kept = log.ride(ride, keeping: { $0.atMs % 5_000 == 0 }) { follower, atMs in
+            // (until the second fix the follower cannot know the interval: lost after 3 s)
+            #expect(atMs < 5_000 || !follower.view.gpsLost, "GPS lost at \(atMs) ms with a fix every 5 s")
         }
         #expect(log.offCourseAlarms.count == 1)
         #expect(log.wrongWayAlarms.isEmpty)
@@ -89,7 +81,7 @@ import Testing
     /// 4 s one restarted the count: the alarm came a fix or more later.)
     @Test func aDetourAlarmsWhenTheFixesComeAtIrregularIntervals() throws {
         let course = try Drawn.course([(0, 0), (0, 4_000)])
-        let ride = Drawn.ride([(0, 0), (0, 1_000), (400, 1_000), (400, 1_600), (0, 1_600), (0, 4_000)], speed: 4, noise: 3)
+        let ride = Drawn.ride(Drawn.straightDetour, speed: 4, noise: 3)
         // The recording's intervals, in turn: each 1 s one is followed by a 4 s one.
         let intervals: [Int64] = [4_000, 1_000, 4_000, 6_000, 1_000, 4_000, 5_000, 3_000]
         var keep: Set<Int64> = [0]
@@ -105,16 +97,7 @@ import Testing
         var delays: [Int64] = []
         for shift in stride(from: Int64(0), to: 21_000, by: 1_000) {
             var log = FollowLog(course)
-            var kept: [NavigationFix] = []
-            for f in ride {
-                guard keep.contains(f.atMs + shift) || f.atMs == ride.last!.atMs else {
-                    log.follower.noFix(at: f.atMs)
-                    continue
-                }
-                kept.append(f)
-                let e = log.follower.update(f)
-                if !e.isEmpty { log.events.append((f.atMs, e)) }
-            }
+            let kept = log.ride(ride, keeping: { keep.contains($0.atMs + shift) || $0.atMs == ride.last!.atMs })
             #expect(log.offCourseAlarms.count == 1, "shift \(shift)")
             #expect(log.wrongWayAlarms.isEmpty, "shift \(shift)")
             let firstBeyond = try #require(kept.first { abs(Drawn.origin.offset(latDeg: $0.latDeg, lonDeg: $0.lonDeg).east) > 50 }).atMs

@@ -43,6 +43,10 @@ enum Drawn {
         [(600, dn), (600, top + dn), (0, top + dn), (0, dn)]
     }
 
+    /// The detour ridden beside a straight 4 km course north from the origin (m): 1 km on course,
+    /// 400 m out at a right angle, 600 m parallel, back, on to the end.
+    static let straightDetour: [(Double, Double)] = [(0, 0), (0, 1_000), (400, 1_000), (400, 1_600), (0, 1_600), (0, 4_000)]
+
     /// The 600 × 400 m circuit ridden three times from its south-west corner.
     static let threeCircuits: [(Double, Double)] = [(0, 0)] + circuitLap(0, 400) + circuitLap(0, 400) + circuitLap(0, 400)
 
@@ -84,11 +88,30 @@ struct FollowLog {
     }
 
     mutating func ride(_ fixes: [NavigationFix]) {
+        for f in fixes { take(f) }
+    }
+
+    /// Of `fixes`, only those `kept` says the source gave; at the others the record has no fix
+    /// (`noFix`, then `afterNoFix`). Returns the fixes given.
+    mutating func ride(_ fixes: [NavigationFix], keeping kept: (NavigationFix) -> Bool,
+                       afterNoFix: (CourseFollower, Int64) -> Void = { _, _ in }) -> [NavigationFix] {
+        var given: [NavigationFix] = []
         for f in fixes {
-            let e = follower.update(f)
-            if !e.isEmpty { events.append((f.atMs, e)) }
-            alongs.append((f.atMs, follower.alongM))
+            guard kept(f) else {
+                follower.noFix(at: f.atMs)
+                afterNoFix(follower, f.atMs)
+                continue
+            }
+            given.append(f)
+            take(f)
         }
+        return given
+    }
+
+    mutating func take(_ f: NavigationFix) {
+        let e = follower.update(f)
+        if !e.isEmpty { events.append((f.atMs, e)) }
+        alongs.append((f.atMs, follower.alongM))
     }
 
     var alarms: [Int64] { events.filter { $0.events.offCourse || $0.events.wrongWay }.map(\.atMs) }
