@@ -308,6 +308,9 @@ public final class BoardWiring {
         var w = JSONWriter(pretty: false)
         w.beginObject()
         w.string("ride_id", core.header?.rideID.description)
+        // The state the screen shows: `state` (the core's) changes at the press, this one once
+        // the change is durable (ConfirmationGate), as `lap` below.
+        w.string("state_shown", runtime.stateShown.description)
         // The course chosen for the ride (Courses screen, `ctl course load`, the companion), or null.
         w.string("course", core.course?.name)
         // What the screen shows ("summary(page: 1)", "idle", ...): a press that changed nothing

@@ -1,4 +1,5 @@
 import AppCore
+import RideModel
 
 /// "Durable before the screen confirms": while a state change's journal records (start, pause,
 /// resume, lap, end) are still being synced in the background, the screen keeps showing the
@@ -12,6 +13,8 @@ struct ConfirmationGate {
     /// the core's next change to one copied it: a heap allocation per sensor frame.)
     struct Confirmed {
         var mode: ScreenMode
+        /// The core's session state with that screen (`DeviceRuntime.stateShown`).
+        var state: SessionState
         var lapNumber: Int
         var lapTimerMs: Int64
     }
@@ -20,9 +23,9 @@ struct ConfirmationGate {
     private(set) var heldScreens: UInt64 = 0
 
     /// What to show for `current`, given whether the last state change is still awaited.
-    mutating func screen(_ current: ScreenModel, awaiting: Bool) -> ScreenModel {
+    mutating func screen(_ current: ScreenModel, state: SessionState, awaiting: Bool) -> ScreenModel {
         guard awaiting, let c = confirmed else {
-            confirmed = Confirmed(mode: current.mode, lapNumber: current.lapNumber, lapTimerMs: current.lapTimerMs)
+            confirmed = Confirmed(mode: current.mode, state: state, lapNumber: current.lapNumber, lapTimerMs: current.lapTimerMs)
             return current
         }
         let sameMode = Self.kind(current.mode) == Self.kind(c.mode)

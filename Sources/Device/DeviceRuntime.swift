@@ -202,7 +202,7 @@ public final class DeviceRuntime {
 
     /// Shows the core's screen, a state change held back while its records are not durable.
     func show(at now: MonotonicInstant) {
-        let shown = gate.screen(core.screen, awaiting: journal.awaitingDurable)
+        let shown = gate.screen(core.screen, state: core.state, awaiting: journal.awaitingDurable)
         screenPort?.show(shown, at: now)
     }
 
@@ -212,6 +212,15 @@ public final class DeviceRuntime {
     public var lapNumberShown: Int {
         guard journal.awaitingDurable, let confirmed = gate.confirmed else { return core.screen.lapNumber }
         return confirmed.lapNumber
+    }
+
+    /// The session state the screen shows (`ctl status` `state_shown`): the core's once its last
+    /// change is durable, the last confirmed one while that change is still being synced. The
+    /// core's `state` changes at the press; a power cut before the sync completes comes back in
+    /// this one (the dm-log-writes sweep checks every replay point against it).
+    public var stateShown: SessionState {
+        guard journal.awaitingDurable, let confirmed = gate.confirmed else { return core.state }
+        return confirmed.state
     }
 
     /// Screens shown with a state change held back until its records were durable.

@@ -62,6 +62,7 @@ struct DurableConfirmationTests {
         #expect(d.state == .running)
         #expect(d.confirmationAwaitingDurability, "the ride's start is being synced")
         #expect(Self.kind(screens.shown.last) == "countdown", "running is not shown before the start is durable: \(screens.shown.last.map { "\($0)" } ?? "-")")
+        #expect(d.stateShown == .prepared, "the countdown's state is shown until the start is durable: \(d.stateShown)")
         let syncsBefore = flash.syncCount
         Self.cardCatchesUp(card, d, at: ms(t))
         #expect(flash.syncCount > syncsBefore)
@@ -89,9 +90,11 @@ struct DurableConfirmationTests {
         #expect(d.state == .paused)
         #expect(d.confirmationAwaitingDurability)
         #expect(Self.kind(screens.shown.last) == "running", "PAUSED waits for the pause's record")
+        #expect(d.stateShown == .running, "the state shown (ctl status state_shown) waits with the screen")
         #expect(d.screensHeldForDurability > 0)
         Self.cardCatchesUp(card, d, at: ms(t + 300))
         #expect(Self.kind(screens.shown.last) == "paused")
+        #expect(d.stateShown == .paused)
     }
 
     /// A failed sync does not hold the screen: the state change is shown with the storage error.

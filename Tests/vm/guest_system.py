@@ -336,13 +336,16 @@ def pairing_on_the_installed_board() -> None:
 
 def status_mark(st: dict) -> str:
     """A dm-log-writes mark (one word: the target takes exactly one argument after `mark`) of one
-    `ctl status`: its state, timer, the laps taken for sure (the status's `lap`, the lap the
+    `ctl status`: the state the screen shows (the status's `state_shown`, which changes only once
+    the change is durable: `state` changes at the press, and a point replayed between the press
+    and the sync rebuilds the state before it; stop 42's CI saw it at one point, a pause), timer,
+    the laps taken for sure (the status's `lap`, the lap the
     screen shows, changes only once the lap is durable; it counts the lap in progress), the LAP
     presses of that ride by then (the app may journal them), the ride (its id's first 8
     characters) and the guest's monotonic clock."""
     ride = (st.get("ride_id") or "-")[:8]
     pressed = LAPS_PRESSED["count"] if LAPS_PRESSED["ride"] == st.get("ride_id") else 0
-    return (f"s:{st['state']}:t:{st['timer_ms']}:l:{max(0, st['lap'] - 1)}:p:{pressed}:r:{ride}"
+    return (f"s:{st['state_shown']}:t:{st['timer_ms']}:l:{max(0, st['lap'] - 1)}:p:{pressed}:r:{ride}"
             f":m:{time.monotonic_ns() // 1_000_000}")
 
 
