@@ -167,6 +167,12 @@ public struct AppCore: Sendable {
     var navigation = NavigationCore()
     /// Ride instants = device instants + this (non-zero after recovery from a crash).
     public internal(set) var instantOffsetMs: Int64 = 0
+    /// The device's boot (the board's kernel boot id, the simulator's simulated one), set by the
+    /// device before recovery: a ride journals its timeline in it (`RideRecord.timeline`). nil:
+    /// not known, nothing journaled (a restart then needs a trusted wall clock for the gap).
+    public var boot: BootIdentity?
+    /// The last timeline of the ride being replayed (nil: none journaled, e.g. an older app's).
+    public internal(set) var replayedTimeline: RideTimeline?
     /// The newest instant (ride time) of any input handled: a button's action is never dated
     /// before it (`actionInstant`).
     var newestInputInstant = MonotonicInstant(milliseconds: .min)
@@ -526,6 +532,7 @@ public struct AppCore: Sendable {
         recordsSkipped = 0
         for i in liveValues.indices { liveValues[i].recordedAt = LiveValue.neverRecorded }
         journal(.header(h))
+        journalTimeline()
         journalTrainingAtStart()
         for (key, z) in [(RideBuilder.cadenceAveragingKey, configuration.cadenceAveraging),
                          (RideBuilder.powerAveragingKey, configuration.powerAveraging)] {

@@ -2,6 +2,24 @@ import Positioning
 import RideModel
 import Training
 
+/// Where a recovery's gap (the time the device was down) came from.
+public enum RecoveryGapSource: Sendable, Hashable, CustomStringConvertible {
+    /// The same boot: the monotonic clock ran on (exact).
+    case monotonicClock
+    /// A trusted wall clock now against the ride's trusted anchor.
+    case wallClock
+    /// Neither: the gap is recorded as 0 and the ride's later instants follow on from its last.
+    case unknown
+
+    public var description: String {
+        switch self {
+        case .monotonicClock: "monotonic clock, same boot"
+        case .wallClock: "wall clock"
+        case .unknown: "unknown, recorded as 0"
+        }
+    }
+}
+
 /// Crash recovery (workout-model.md §5): a fresh app core replays the journaled records of the
 /// interrupted ride, then `finishRecovery` re-attaches it to the device's clock. No effects are
 /// emitted while replaying: the records are already durable.
@@ -17,6 +35,7 @@ extension AppCore {
             builder = RideBuilder(settings: h.settings)
             screen.track = Breadcrumb()
             wallAnchor = h.anchor
+            replayedTimeline = nil
             lifecycle = SessionLifecycle(restoring: .prepared, lastTransition: nil)
             training = configuration.training // the ride's own settings follow as metadata
             for i in zoneSlots.indices { zoneSlots[i].targetMonitor = nil }
@@ -58,7 +77,32 @@ extension AppCore {
             trainingDidFinish()
         case .metadata(let k, let v):
             replayMetadata(key: k, value: v)
+        case .timeline(let t):
+            replayedTimeline = t
         }
+    }
+
+    /// Journals how the ride's instants relate to this boot's monotonic clock (after the
+    /// header, after a recovery), when the device knows its boot.
+    mutating func journalTimeline() {
+        guard let b = boot else { return }
+        journal(.timeline(RideTimeline(boot: b, offsetMs: instantOffsetMs)))
+    }
+
+    /// How long the device was down, in ms, for a recovery at device instant `deviceNow`: from
+    /// the monotonic clock when the ride's last journaled timeline is of this boot (the app
+    /// restarted: a crash, a kill, an upgrade), else from a trusted wall clock against the ride's
+    /// trusted anchor, else 0 (not known: a power cut without a clock). At most `maxMs`; nil with
+    /// nothing replayed.
+    public func recoveryGapMs(deviceNow: MonotonicInstant, wallNow: WallClockTime?, maxMs: Int64) -> (ms: Int64, from: RecoveryGapSource)? {
+        guard let last = lastReplayedInstant else { return nil }
+        if let b = boot, let t = replayedTimeline, t.boot == b {
+            return (max(0, min(t.rideInstant(atDevice: deviceNow).milliseconds(since: last), maxMs)), .monotonicClock)
+        }
+        if let w = wallNow, w.trusted, let anchor = wallAnchorForRide, anchor.wall.trusted {
+            return (max(0, min(w.unixMs - anchor.wallTime(at: last).unixMs, maxMs)), .wallClock)
+        }
+        return (0, .unknown)
     }
 
     /// Applies a journaled event to the builder and, only if the builder took it, to the
@@ -149,6 +193,8 @@ extension AppCore {
             } catch {
                 replayRefusals &+= 1 // the event table is full: the ride goes on, the gap unrecorded
             }
+            // The new offset: a second restart in this boot measures its gap from it.
+            journalTimeline()
             emit(.syncJournal)
             if let start = builder?.startInstant {
                 let aligned = start.advanced(byMs: (rideNow.milliseconds(since: start) / 1000) * 1000)

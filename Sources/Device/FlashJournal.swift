@@ -9,8 +9,10 @@ public struct RecoveryReport: Sendable {
     /// The state it resumed in.
     public var resumedState: SessionState = .idle
     public var recordsReplayed = 0
-    /// Time the device was down (from a trusted wall clock; 0 when unknown).
+    /// Time the device was down (from the monotonic clock in the same boot, else a trusted
+    /// wall clock; 0 when unknown) and where it came from.
     public var gapMs: Int64 = 0
+    public var gapSource: RecoveryGapSource = .unknown
     /// Rides that ended (saved) but whose file was never confirmed durable: write them again.
     public var finishedRidesAwaitingFile: [RideID] = []
     /// Repairs: cut torn records, segments set aside (kept, never deleted), storage errors.
@@ -23,7 +25,7 @@ public struct RecoveryReport: Sendable {
     public var lines: [String] {
         var out: [String] = []
         if let id = recoveredRide {
-            out.append("ride \(id) recovered: \(recordsReplayed) records replayed, resumed \(resumedState), gap \(gapMs) ms")
+            out.append("ride \(id) recovered: \(recordsReplayed) records replayed, resumed \(resumedState), gap \(gapMs) ms (\(gapSource))")
         } else {
             out.append("no interrupted ride")
         }
@@ -163,8 +165,11 @@ public final class FlashJournal: RideJournalPort {
     /// - Parameters:
     ///   - deviceNow: the monotonic clock now (it restarted at boot).
     ///   - wallNow: the wall clock now, if known; a trusted reading gives the gap's length.
+    ///   - boot: this boot's identity, if known: a ride journaled in the same boot gets its gap
+    ///     from the monotonic clock, and every ride journals its timeline in it.
     public static func open(storage: SegmentStorage, configuration: AppConfiguration = AppConfiguration(),
                             randomSeed: UInt64, deviceNow: MonotonicInstant, wallNow: WallClockTime? = nil,
+                            boot: BootIdentity? = nil,
                             policy: CommitPolicy = CommitPolicy()) -> (journal: FlashJournal, core: AppCore, report: RecoveryReport) {
         let scan = JournalScan.scan(storage, repair: true)
         let (rides, orphans) = scan.rides(withRecords: false)
@@ -177,6 +182,7 @@ public final class FlashJournal: RideJournalPort {
         report.checkpointMismatches = rides.reduce(0) { $0 + $1.checkpointMismatches }
         report.finishedRidesAwaitingFile = rides.filter { $0.finished == true && !$0.fileDurable }.map(\.rideID)
         var core = AppCore(configuration: configuration, randomSeed: randomSeed)
+        core.boot = boot
         if let ride = rides.last, ride.isUnfinished {
             var replayed = 0
             scan.forEachRecord(in: ride.frames) { r in
@@ -184,13 +190,10 @@ public final class FlashJournal: RideJournalPort {
                 replayed += 1
             }
             report.recordsReplayed = replayed
-            var gap: Int64 = 0
-            if let w = wallNow, w.trusted, let anchor = core.wallAnchorForRide, anchor.wall.trusted,
-               let last = core.lastReplayedInstant {
-                gap = max(0, min(w.unixMs - anchor.wallTime(at: last).unixMs, Self.gapMsMax))
-            }
-            report.gapMs = gap
-            core.finishRecovery(deviceNow: deviceNow, gapMs: gap)
+            let gap = core.recoveryGapMs(deviceNow: deviceNow, wallNow: wallNow, maxMs: Self.gapMsMax)
+            report.gapMs = gap?.ms ?? 0
+            report.gapSource = gap?.from ?? .unknown
+            core.finishRecovery(deviceNow: deviceNow, gapMs: report.gapMs)
             if ride.started {
                 report.recoveredRide = ride.rideID
                 report.resumedState = core.state

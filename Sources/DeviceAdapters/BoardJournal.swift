@@ -419,12 +419,12 @@ public enum BoardJournal {
     /// drained by the runtime's first input. Syncs go through io_uring (`BoardSegmentStorage`)
     /// unless `blockingSyncs` gives a reason to use plain fdatasync.
     public static func open(directory: String, configuration: AppConfiguration, randomSeed: UInt64,
-                            deviceNow: MonotonicInstant, wallNow: WallClockTime?,
+                            deviceNow: MonotonicInstant, wallNow: WallClockTime?, boot: BootIdentity? = BootID.current().flatMap(BootIdentity.init),
                             policy: CommitPolicy, blockingSyncs: String? = nil) throws(SystemError) -> (journal: FlashJournal, core: AppCore, report: RecoveryReport) {
         try AtomicFiles.makeDirectories(directory)
         let dir = try SegmentDirectory(path: directory, segmentBytes: segmentBytes, createIfMissing: true)
         return FlashJournal.open(storage: BoardSegmentStorage(dir, blockingSyncs: blockingSyncs), configuration: configuration,
-                                 randomSeed: randomSeed, deviceNow: deviceNow, wallNow: wallNow, policy: policy)
+                                 randomSeed: randomSeed, deviceNow: deviceNow, wallNow: wallNow, boot: boot, policy: policy)
     }
 }
 

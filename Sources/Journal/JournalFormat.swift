@@ -13,7 +13,8 @@ public enum JournalFormat {
     /// The format this code writes. Readers accept every version from 1 up to this one.
     /// 2: adds the `elapsed` record (type 9). An older app sets a version 2 segment aside (kept,
     /// not read) instead of cutting it at the first record it does not know.
-    public static let version: UInt16 = 2
+    /// 3: adds the `timeline` record (type 10).
+    public static let version: UInt16 = 3
     public static let versionsReadable: ClosedRange<UInt16> = 1...version
     /// "BKJL" little-endian.
     public static let segmentMagic: UInt32 = 0x4C4A_4B42
@@ -44,6 +45,8 @@ public enum RecordType: UInt8, Sendable, Hashable, CaseIterable, CustomStringCon
     case rideFileDurable = 8
     /// A running ride's 1 Hz record instant with no sample (RideRecord.elapsed): the instant only.
     case elapsed = 9
+    /// The ride's instants against the device's monotonic clock in one boot (RideRecord.timeline).
+    case timeline = 10
 
     public var description: String {
         switch self {
@@ -56,6 +59,7 @@ public enum RecordType: UInt8, Sendable, Hashable, CaseIterable, CustomStringCon
         case .checkpoint: "checkpoint"
         case .rideFileDurable: "ride_file_durable"
         case .elapsed: "elapsed"
+        case .timeline: "timeline"
         }
     }
 }

@@ -116,6 +116,11 @@ public struct RecordEncoder: Sendable {
         case .elapsed(let at):
             type = .elapsed
             payload.svarint(at.milliseconds)
+        case .timeline(let t):
+            type = .timeline
+            payload.u64(t.boot.high)
+            payload.u64(t.boot.low)
+            payload.svarint(t.offsetMs)
         case .sample, .series:
             return encodeGroup([record][...])
         }
@@ -266,6 +271,7 @@ public enum RecordDecoder {
                               from: Int, length: Int) throws(DecodeError) -> JournalEntry {
         guard let type = RecordType(rawValue: rawType) else { throw .badValue("unknown record type \(rawType)") }
         guard type != .elapsed || version >= 2 else { throw .badValue("an elapsed record in a version \(version) journal (they came with version 2)") }
+        guard type != .timeline || version >= 3 else { throw .badValue("a timeline record in a version \(version) journal (they came with version 3)") }
         var r = ByteReader(bytes, from: from, to: from + length)
         let entry: JournalEntry
         switch type {
@@ -288,6 +294,10 @@ public enum RecordDecoder {
             entry = .rideFileDurable(try readRideID(&r))
         case .elapsed:
             entry = .records([.elapsed(MonotonicInstant(milliseconds: try r.svarint()))])
+        case .timeline:
+            let high = try r.u64()
+            let boot = BootIdentity(high: high, low: try r.u64())
+            entry = .records([.timeline(RideTimeline(boot: boot, offsetMs: try r.svarint()))])
         }
         guard r.isAtEnd else { throw .badValue("\(r.remaining) unexpected bytes after a \(type) record") }
         return entry

@@ -146,6 +146,8 @@ public struct RideExport: Sendable {
                 if let i = metadata.firstIndex(where: { $0.key == k }) { metadata[i].value = v } else { metadata.append((k, v)) }
             case .elapsed:
                 break // time only: the ride's end (below) and its timer come from `last`
+            case .timeline:
+                break // the device's clock, for recovery only
             }
         }
         if builder.stopInstant == nil {

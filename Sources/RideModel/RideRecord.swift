@@ -78,6 +78,9 @@ public enum RideRecord: Sendable, Hashable {
     /// every second since the last sample (recovery restores the timer to the newest instant it
     /// replays), the whole ride on a unit riding with the timer only.
     case elapsed(MonotonicInstant)
+    /// The ride's instants against the device's monotonic clock in this boot (`RideTimeline`):
+    /// after the header and after each recovery, on a device that knows its boot.
+    case timeline(RideTimeline)
 
     /// A state change must be durable before the screen confirms it; samples may wait for the
     /// next group commit (at most one second).
@@ -93,7 +96,7 @@ public enum RideRecord: Sendable, Hashable {
     public var mustBeDurableAtOnce: Bool {
         switch self {
         case .sample, .series, .metadata, .elapsed: false
-        case .header, .event, .wallClock, .finished: true
+        case .header, .event, .wallClock, .finished, .timeline: true
         }
     }
 }

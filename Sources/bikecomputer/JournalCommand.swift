@@ -49,6 +49,7 @@ struct JournalCommand: ParsableCommand {
             case .finished(let saved, let at): "finished saved=\(saved) at=\(at.milliseconds)ms"
             case .metadata(let k, let v): "metadata \(k)=\(v)"
             case .elapsed(let at): "elapsed at=\(at.milliseconds)ms"
+            case .timeline(let t): "timeline boot=\(t.boot) offset=\(t.offsetMs)ms"
             }
         }
 

@@ -102,8 +102,12 @@ final class RideDriver {
     }
 }
 
+/// The boot the bench's rides are journaled in (a board's comes from the kernel): each ride
+/// journals its timeline record (type 10) as on the board.
+let benchBoot = BootIdentity(high: 0x6F1C_2A3B_9D4E_4ABC, low: 0x8123_4567_89AB_CDEF)
+
 func fresh(_ storage: SegmentStorage, seed: UInt64 = 1) -> RideDriver {
-    let opened = FlashJournal.open(storage: storage, randomSeed: seed, deviceNow: .zero)
+    let opened = FlashJournal.open(storage: storage, randomSeed: seed, deviceNow: .zero, boot: benchBoot)
     return RideDriver(journal: opened.journal, core: opened.core, keepRecords: false)
 }
 

@@ -94,7 +94,24 @@ struct FormatTests {
         #expect(throws: DecodeError.self) {
             try payload.withUnsafeBytes { b in _ = try RecordDecoder.decode(type: 9, version: 1, b, from: 0, length: n) }
         }
-        #expect(JournalFormat.version == 2 && JournalFormat.versionsReadable.contains(1))
+        #expect(JournalFormat.version >= 2 && JournalFormat.versionsReadable.contains(1))
+    }
+
+    /// The timeline record (type 10) came with format version 3.
+    @Test func theTimelineRecordBelongsToVersionThree() throws {
+        var enc = RecordEncoder()
+        let t = RideTimeline(boot: BootIdentity(high: 0x6F1C_0000_0000_4ABC, low: 0x8000_0000_0000_0042), offsetMs: -123_456_789)
+        let (type, payload) = enc.encode(.timeline(t))
+        #expect(type == .timeline && type.rawValue == 10)
+        let n = payload.count
+        let back = try payload.withUnsafeBytes { b in try RecordDecoder.decode(type: 10, version: 3, b, from: 0, length: n) }
+        #expect(back == .records([.timeline(t)]))
+        #expect(throws: DecodeError.self) {
+            try payload.withUnsafeBytes { b in _ = try RecordDecoder.decode(type: 10, version: 2, b, from: 0, length: n) }
+        }
+        #expect(BootIdentity("6f1c2a3b-0000-4abc-8000-000000000042\n") == BootIdentity(high: 0x6F1C_2A3B_0000_4ABC, low: 0x8000_0000_0000_0042))
+        #expect(BootIdentity("not a boot id") == nil)
+        #expect(JournalFormat.version == 3)
     }
 
     /// Equality that compares sample values bit for bit (NaN == NaN, -0 != +0).

@@ -114,6 +114,56 @@ struct RecoveryTests {
         #expect(again.core.state == .running)
     }
 
+    /// An app restarted in the same boot (a crash, a kill, an upgrade) knows how long it was
+    /// down from the monotonic clock, with no wall clock at all: the ride's timeline in this
+    /// boot is journaled after the header and after each recovery. After a power cut (another
+    /// boot) the gap is not known without a trusted clock (0); a restart in that boot is exact
+    /// again. Stop 42's BLE guest: without it the app's instants after a 6 s restart ran 5.2 s
+    /// behind the device's, and every value after it was dated that much early.
+    @Test func recoveryInTheSameBootTakesTheGapFromTheMonotonicClock() {
+        let flash = SimulatedFlash(segmentBytes: 8 * 1024)
+        let bootA = BootIdentity(high: 0xA0, low: 1), bootB = BootIdentity(high: 0xB0, low: 2)
+        let rig = Rig(flash: flash, boot: bootA)
+        // Before the script's NTP jump: no trusted wall clock anywhere below.
+        for input in Script.inputs() where input.instant.milliseconds < 45_000 { rig.feed(input) }
+        #expect(rig.core.state == .running)
+        #expect(rig.appended.contains(.timeline(RideTimeline(boot: bootA, offsetMs: 0))), "journaled with the header")
+        let last = rig.core.lastReplayedInstant!
+        // Killed and started again 7.5 s later in the same boot.
+        let downAt = rig.now
+        let back = Rig(flash: flash, seed: 9, deviceNow: downAt.advanced(byMs: 7_500), boot: bootA)
+        #expect(back.report.gapSource == .monotonicClock)
+        #expect(back.report.gapMs == downAt.milliseconds + 7_500 - last.milliseconds)
+        #expect(back.core.gapsMs == back.report.gapMs)
+        #expect(back.core.instantOffsetMs == 0, "ride time is device time again: \(back.core.instantOffsetMs)")
+        #expect(back.appended.contains(.timeline(RideTimeline(boot: bootA, offsetMs: 0))), "journaled after the recovery")
+        #expect(back.core.state == .running)
+        var t = downAt.milliseconds + 8_000
+        for _ in 0..<10 {
+            back.feed(.tick(ms(t)))
+            t += 1_000
+        }
+        // A power cut: another boot, its clock from zero, no trusted wall clock: not known.
+        flash.powerCycle()
+        let cut = Rig(flash: flash, seed: 10, deviceNow: ms(700), wallNow: WallClockTime(unixMs: 5, trusted: false), boot: bootB)
+        #expect(cut.report.gapSource == .unknown && cut.report.gapMs == 0)
+        #expect(cut.core.state == .running)
+        let offset = cut.core.instantOffsetMs
+        #expect(offset > 0)
+        #expect(cut.appended.contains(.timeline(RideTimeline(boot: bootB, offsetMs: offset))))
+        for k in 1...5 { cut.feed(.tick(ms(700 + Int64(k) * 1_000))) }
+        // Killed in that boot: exact again, from the offset journaled after the power cut.
+        let last2 = cut.core.lastReplayedInstant!
+        let again = Rig(flash: flash, seed: 11, deviceNow: ms(5_700 + 3_000), boot: bootB)
+        #expect(again.report.gapSource == .monotonicClock)
+        #expect(again.report.gapMs == 5_700 + 3_000 + offset - last2.milliseconds)
+        #expect(again.core.instantOffsetMs == offset)
+        #expect(again.core.gapsMs == cut.core.gapsMs + again.report.gapMs)
+        // Another boot's timeline is not this one's: an unknown boot falls back to the old rule.
+        let other = Rig(flash: flash, seed: 12, deviceNow: ms(9_000), boot: BootIdentity(high: 0xC0, low: 3))
+        #expect(other.report.gapSource == .unknown && other.report.gapMs == 0)
+    }
+
     @Test func finishedRideIsCompactedAwayOnceItsFileIsDurable() {
         let flash = SimulatedFlash(segmentBytes: 8 * 1024)
         let rig = Rig(flash: flash)

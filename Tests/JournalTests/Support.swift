@@ -86,9 +86,9 @@ final class Rig {
     var durableNow = MonotonicInstant.zero
 
     init(flash: SimulatedFlash, seed: UInt64 = 42, deviceNow: MonotonicInstant = .zero, wallNow: WallClockTime? = nil,
-         policy: CommitPolicy = CommitPolicy(checkpointIntervalMs: 30_000)) {
+         boot: BootIdentity? = nil, policy: CommitPolicy = CommitPolicy(checkpointIntervalMs: 30_000)) {
         self.flash = flash
-        let opened = FlashJournal.open(storage: flash, randomSeed: seed, deviceNow: deviceNow, wallNow: wallNow, policy: policy)
+        let opened = FlashJournal.open(storage: flash, randomSeed: seed, deviceNow: deviceNow, wallNow: wallNow, boot: boot, policy: policy)
         core = opened.core
         journal = opened.journal
         report = opened.report
@@ -131,5 +131,6 @@ func describe(_ r: RideRecord) -> String {
     case .finished(let saved, let at): "finished \(saved)@\(at.milliseconds)"
     case .metadata(let k, let v): "meta \(k)=\(v)"
     case .elapsed(let at): "elapsed@\(at.milliseconds)"
+    case .timeline(let t): "timeline \(t.boot)+\(t.offsetMs)"
     }
 }

@@ -61,7 +61,7 @@ def as_double(bits: int) -> float:
 
 def decode_segment(data: bytes, expected_seq):
     magic, version, header_bytes, seg_id, first, size = struct.unpack("<IHHIII", data[:20])
-    assert magic == 0x4C4A4B42 and version in (1, 2) and header_bytes == 32 and size == len(data)
+    assert magic == 0x4C4A4B42 and version in (1, 2, 3) and header_bytes == 32 and size == len(data)
     assert struct.unpack("<I", data[28:32])[0] == crc32c(data[:28])
     assert expected_seq is None or first == expected_seq
     state = {"last": 0, "streams": {}}
@@ -72,6 +72,7 @@ def decode_segment(data: bytes, expected_seq):
         assert struct.unpack("<I", data[off + 7 + length:off + 11 + length])[0] == crc32c(data[off:off + 7 + length])
         assert s == seq
         assert rtype != 9 or version >= 2, "an elapsed record (type 9) came with format version 2"
+        assert rtype != 10 or version >= 3, "a timeline record (type 10) came with format version 3"
         out.append((rtype, decode_payload(rtype, payload, state)))
         off += 11 + length
         seq += 1
@@ -89,6 +90,11 @@ def decode_payload(rtype, payload, state):
         instant = r.svarint()
         assert r.pos == len(payload)
         return f"elapsed at={instant}ms"
+    if rtype == 10:  # timeline: the boot's id (two u64, the UUID's first and last 8 bytes) and the offset
+        high, low, offset = r.u64(), r.u64(), r.svarint()
+        assert r.pos == len(payload)
+        h = f"{high:016x}{low:016x}"
+        return f"timeline boot={h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]} offset={offset}ms"
     if rtype != 3:
         return None
     values = []
@@ -154,6 +160,10 @@ def test_independent_decoder_agrees_with_inspect(journal_dir, bikecomputer):
     assert len(ours_values) > 1000
     assert ours_values == theirs_values
     assert [e["kind"] for e in ours_events] == ["start", "lap"]
+    # Format 3's timeline record: one after the header, as `journal inspect` reads it.
+    ours_timelines = [p for t, p in records if t == 10]
+    assert ours_timelines == [r["record"] for r in inspected["records"] if r["type"] == "timeline"]
+    assert ours_timelines == ["timeline boot=6f1c2a3b-9d4e-4abc-8123-456789abcdef offset=0ms"], ours_timelines
     assert inspected["rebuild"]["laps"] == 2 and inspected["rebuild"]["state"] == "running"
     assert inspected["repairs"] == []
 
@@ -176,7 +186,7 @@ def test_a_ride_without_sensors_is_one_elapsed_record_a_second(bikecomputer, tmp
     out = subprocess.run([str(bikecomputer), "journal", "inspect", str(tmp_path), "--json"],
                          check=True, capture_output=True, text=True, timeout=120).stdout
     inspected = json.loads(out)
-    assert inspected["format_version"] == 2
+    assert inspected["format_version"] == 3
     assert ours == [r["record"] for r in inspected["records"] if r["type"] == "elapsed"]
     # Recovery brings the timer back to the last elapsed second (before format 2: to the start).
     assert inspected["rebuild"]["state"] == "running"

@@ -275,6 +275,29 @@ def longest_turn_ms(r: dict) -> float:
     return max(TURN_MS, max(turns) / 1000)
 
 
+def test_the_app_restart_is_a_gap_as_long_as_the_app_was_down(ble_ride):
+    """The app restarted in the same boot with no clock set measures how long it was down from
+    the monotonic clock (the journal's timeline record, docs/journal.md "Recovery"): the gap
+    event lasts from its last journaled instant (at most a second or so before the SIGTERM) to
+    the new process's recovery (after it started), and the app's instants after it are the
+    guest's. Stop 42's CI: gap 0, every value after the restart dated 5.2 s early."""
+    result, r = ble_ride
+    phase_ok(r, "app restart")
+    events = [e for e in journal_events(result) if e.startswith("event gap")]
+    assert len(events) == 1, events
+    at = int(re.search(r"at=(\d+)ms", events[0]).group(1))
+    gap = int(re.search(r"value=(\d+)", events[0]).group(1))
+    term_ms, started_ms = r["app_restart_us"]["term"] // 1000, r["app_restart_us"]["started"] // 1000
+    assert term_ms - 2_000 <= at <= term_ms, f"the gap starts at {at} ms, the app was stopped at {term_ms} ms"
+    back_ms = at + gap
+    assert started_ms <= back_ms <= started_ms + 60_000, \
+        f"the gap ends at {back_ms} ms ({gap} ms long); the new app started at {started_ms} ms"
+    # The values after it carry the guest's time: none dated while no app was running (the
+    # stopping app's last turn may take a value just after the SIGTERM).
+    early = [t for _, _, _, t in journal_values(result) if term_ms + 500 <= t < started_ms]
+    assert not early, f"{len(early)} values dated between the SIGTERM ({term_ms} ms) and the new app's start ({started_ms} ms): {early[:5]}"
+
+
 def test_the_values_in_the_ride_are_the_ones_sent(ble_ride):
     """Every 4 Hz power value in the ride's journal is the power of the notification that
     carried it (the last one sent before the app recorded it); every RR interval is one sent;

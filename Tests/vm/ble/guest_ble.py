@@ -435,9 +435,13 @@ auto_pause = false
         checkpoint("after bluetoothd restart")
 
     with phase("app restart"):
+        term_us = time.monotonic_ns() // 1000
         procs["app"].send_signal(signal.SIGTERM)
         record["app_exit"] = procs["app"].wait(timeout=20)
         restarted = time.monotonic()
+        # The guest's monotonic clock is the app's (CLOCK_MONOTONIC): the recovered ride's gap
+        # is checked against these.
+        record["app_restart_us"] = {"term": term_us, "started": time.monotonic_ns() // 1000}
         start_app()
         # Under TCG on a loaded 2-core machine a debug build takes up to ~30 s to start, recover
         # the ride and take the sockets back (10 s at load 8, 30 s at load 24).
