@@ -70,6 +70,24 @@ public final class SyncRing {
         submitted &+= 1
     }
 
+    /// Whether the kernel runs IORING_OP_WRITE (5.6 and later; Debian 12's 6.1 does): the
+    /// journal's writes then go through the ring too, linked before their sync.
+    public var runsWrites: Bool { cbs_uring_supports_write(ring) == 1 }
+
+    /// Starts, linked in this order: pwrite(`fd`, `bytes`, `offset`) and fdatasync(`fd`). Two
+    /// completions, `tokens` in that order; a failed or short write cancels the sync (ECANCELED).
+    /// `bytes` must stay valid and unchanged until the write's completion.
+    public func writeAndSync(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer, at offset: Int,
+                             tokens: (write: UInt64, sync: UInt64)) throws(SystemError) {
+        guard cbs_uring_prep_write(ring, fd.rawValue, bytes.baseAddress, UInt32(bytes.count), UInt64(offset), tokens.write, 1) == 0,
+              cbs_uring_prep_fsync(ring, fd.rawValue, 1, tokens.sync, 0) == 0 else {
+            let e = SystemError.current("io_uring_enter", "write and fdatasync")
+            cbs_uring_discard(ring)
+            throw e
+        }
+        try submit("write and fdatasync")
+    }
+
     /// Starts openat(`directory`, `name`, `createFlags`, 0644): a new, empty file. Its completion's
     /// `result` is the descriptor (the caller owns it); EEXIST if the name is taken.
     public func openFile(in directory: FileDescriptor, _ name: String, token: UInt64) throws(SystemError) {

@@ -72,6 +72,11 @@ public final class JournalSyncComponent: BoardComponent {
             // What the journal still costs a loop turn: a write, a submission, a segment's creation
             // (submitting its openat and its fallocate/fsync chain), a compaction's removal.
             w.int("slowest_write_us", s.directory.slowestWriteNs / 1000)
+            // Writes through the ring (linked before their sync), in the loop, and failed.
+            w.bool("writes_through_ring", s.writesThroughRing)
+            w.int("ring_writes", Int64(clamping: s.ringWrites))
+            w.int("loop_writes", Int64(clamping: s.loopWrites))
+            w.int("failed_writes", Int64(clamping: s.failedWrites))
             w.int("slowest_write_offset", Int64(s.slowestWriteOffset))
             w.int("slowest_submit_us", s.slowestSubmitNs / 1000)
             w.int("slowest_create_us", s.slowestCreateNs / 1000)

@@ -124,6 +124,10 @@ int cbs_uring_supports(const cbs_uring *r, int opcode) {
     return ok;
 }
 
+int cbs_uring_supports_write(const cbs_uring *r) {
+    return cbs_uring_supports(r, IORING_OP_WRITE);
+}
+
 int cbs_uring_supports_file_ops(const cbs_uring *r) {
     return cbs_uring_supports(r, IORING_OP_OPENAT) && cbs_uring_supports(r, IORING_OP_FALLOCATE) &&
            cbs_uring_supports(r, IORING_OP_UNLINKAT);
@@ -180,6 +184,17 @@ int cbs_uring_prep_fsync(cbs_uring *r, int fd, int datasync, uint64_t user_data,
     sqe->opcode = IORING_OP_FSYNC;
     sqe->fd = fd;
     sqe->fsync_flags = datasync ? IORING_FSYNC_DATASYNC : 0;
+    return 0;
+}
+
+int cbs_uring_prep_write(cbs_uring *r, int fd, const void *bytes, uint32_t length, uint64_t offset, uint64_t user_data, int link) {
+    struct io_uring_sqe *sqe = prepare(r, user_data, link, NULL);
+    if (!sqe) return -1;
+    sqe->opcode = IORING_OP_WRITE;
+    sqe->fd = fd;
+    sqe->addr = (uint64_t)(uintptr_t)bytes;
+    sqe->len = length;
+    sqe->off = offset;
     return 0;
 }
 

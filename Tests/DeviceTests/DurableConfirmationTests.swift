@@ -195,8 +195,71 @@ struct BoardSyncRingTests {
         #expect(!opened.journal.awaitingDurable)
         #expect(ring.completed >= 3, "the segment's creation, its header and the records: \(ring.completed)")
         #expect(ring.failed == 0)
+        // The writes went through the ring too, each linked before its sync: none in the loop.
+        #expect(storage.writesThroughRing, "Debian 12's kernel runs IORING_OP_WRITE")
+        #expect(storage.ringWrites >= 2, "the header and the records: \(storage.ringWrites)")
+        #expect(storage.loopWrites == 0)
+        #expect(storage.failedWrites == 0)
         let reread = JournalScan.scan(FileSystemSegmentStorage(JournalDirectoryFiles(try SegmentDirectory(path: dir, segmentBytes: BoardJournal.segmentBytes))), repair: false)
         #expect(reread.rides(withRecords: true).rides.first?.records.count == appended)
+    }
+
+    /// A write through the ring is in the file only once its completion comes: until then a
+    /// read of the segment (the ride's records read back for its file) lays it over the file's
+    /// bytes, and after it the file holds the same bytes.
+    @Test func aSegmentReadWhileItsWriteIsInFlightHasTheWrite() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let opened = try BoardJournal.open(directory: dir, configuration: AppConfiguration(), randomSeed: 1, deviceNow: .zero,
+                                           wallNow: nil, policy: CommitPolicy())
+        let storage = try #require(opened.journal.storage as? BoardSegmentStorage)
+        let ring = try #require(storage.ring)
+        var core = opened.core
+        var t: Int64 = 0
+        func feed(_ input: AppInput) {
+            core.handle(input)
+            while let e = core.drainEffect() { _ = opened.journal.apply(e, at: input.instant) }
+            opened.journal.tick(at: input.instant)
+        }
+        func catchUp() {
+            for _ in 0..<20 where opened.journal.writer.syncInFlight {
+                guard waitReadable(ring.completionDescriptor, timeoutMs: 5_000) else { return }
+                opened.journal.syncProgress(at: ms(t))
+            }
+        }
+        feed(.button(ButtonEvent(.startPause, .down, at: ms(0))))
+        feed(.button(ButtonEvent(.startPause, .up, at: ms(50))))
+        // Through the countdown and a few seconds, every operation completed as it comes.
+        while t < 8_000 {
+            t += 500
+            feed(.tick(ms(t)))
+            catchUp()
+        }
+        #expect(core.state == .running)
+        let writesBefore = storage.ringWrites
+        // One more second's records written and their sync begun: the write is the kernel's now.
+        t += 1_000
+        feed(.sample(Sample(.heartRate, 140, at: ms(t))))
+        feed(.tick(ms(t)))
+        let segment = try #require(try storage.list().last)
+        let whileInFlight = try storage.read(segment)
+        #expect(storage.ringWrites == writesBefore + 1, "the second's records went through the ring")
+        catchUp()
+        #expect(opened.journal.writer.pendingCount == 0)
+        let after = try storage.read(segment)
+        #expect(whileInFlight == after, "the read in flight saw what the file holds once the write completed")
+        let fromFile = try SegmentDirectory(path: dir, segmentBytes: BoardJournal.segmentBytes).read(SegmentName.name(segment))
+        #expect(fromFile == after)
+        #expect(storage.loopWrites == 0 && storage.failedWrites == 0)
+        // A write staged and not yet submitted (the journal submits it with the sync it asks for
+        // next) is not in the file, and a read has it.
+        let mark = [UInt8](repeating: 0xA5, count: 16)
+        let at = BoardJournal.segmentBytes - 64
+        try mark.withUnsafeBytes { try storage.write(segment, at: at, $0) }
+        #expect(Array(try storage.read(segment)[at..<(at + 16)]) == mark)
+        let file = try SegmentDirectory(path: dir, segmentBytes: BoardJournal.segmentBytes).read(SegmentName.name(segment))
+        #expect(file.count < at + 16 || Array(file[at..<(at + 16)]) == [UInt8](repeating: 0, count: 16))
+        #expect(storage.ringWrites == writesBefore + 1 && storage.loopWrites == 0, "staged, not written")
     }
 
     @Test func withoutIoUringSyncsBlockAsBefore() throws {

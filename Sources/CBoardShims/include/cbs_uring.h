@@ -28,8 +28,13 @@ int cbs_uring_fsync(cbs_uring *r, int fd, int datasync, uint64_t user_data);
 int cbs_uring_supports(const cbs_uring *r, int opcode);
 /// Whether it runs OPENAT, FALLOCATE and UNLINKAT (Linux 5.11 and later): 1 or 0.
 int cbs_uring_supports_file_ops(const cbs_uring *r);
+/// 1 when the kernel runs IORING_OP_WRITE (5.6 and later).
+int cbs_uring_supports_write(const cbs_uring *r);
 /// Queues an fsync/fdatasync of `fd`.
 int cbs_uring_prep_fsync(cbs_uring *r, int fd, int datasync, uint64_t user_data, int link);
+/// pwrite(fd, bytes, length, offset) (IORING_OP_WRITE, 5.6 and later); `bytes` must stay valid
+/// and unchanged until its completion. A short write breaks a link (the rest: -ECANCELED).
+int cbs_uring_prep_write(cbs_uring *r, int fd, const void *bytes, uint32_t length, uint64_t offset, uint64_t user_data, int link);
 /// Queues openat(dirfd, path, flags, mode); the completion's result is the new descriptor.
 int cbs_uring_prep_openat(cbs_uring *r, int dirfd, const char *path, int flags, unsigned mode, uint64_t user_data);
 /// Queues fallocate(fd, mode, offset, length).
