@@ -167,9 +167,10 @@ public struct AppCore: Sendable {
     var navigation = NavigationCore()
     /// Ride instants = device instants + this (non-zero after recovery from a crash).
     public internal(set) var instantOffsetMs: Int64 = 0
-    /// The device's boot (the board's kernel boot id, the simulator's simulated one), set by the
-    /// device before recovery: a ride journals its timeline in it (`RideRecord.timeline`). nil:
-    /// not known, nothing journaled (a restart then needs a trusted wall clock for the gap).
+    /// The device's boot (the board's kernel boot id), set by the device before recovery: a ride
+    /// journals its timeline in it (`RideRecord.timeline`). nil: not known, nothing journaled (a
+    /// restart then needs a trusted wall clock for the gap; the simulator sets none, its
+    /// simulated wall clock is trusted).
     public var boot: BootIdentity?
     /// The last timeline of the ride being replayed (nil: none journaled, e.g. an older app's).
     public internal(set) var replayedTimeline: RideTimeline?
