@@ -38,6 +38,49 @@ public struct RideID: Hashable, Sendable, Comparable, CustomStringConvertible {
     }
 }
 
+/// The kernel's identity of one boot (`/proc/sys/kernel/random/boot_id`, a random UUID made at
+/// each boot): the device's monotonic clock runs on, without a jump, for as long as it is the same.
+public struct BootIdentity: Hashable, Sendable, CustomStringConvertible {
+    public var high: UInt64
+    public var low: UInt64
+
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// Parses the kernel's form (8-4-4-4-12 hexadecimal digits, a newline allowed after).
+    public init?(_ text: String) {
+        var t = Substring(text)
+        while t.last == "\n" { t = t.dropLast() }
+        guard let id = RideID(String(t)) else { return nil }
+        high = id.high
+        low = id.low
+    }
+
+    public var description: String { RideID(high: high, low: low).description }
+}
+
+/// How a ride's instants relate to the device's monotonic clock in one boot: ride instant =
+/// device instant + `offsetMs` (0 for a ride started in this process; after a recovery, the
+/// downtime and the earlier offsets). Journaled when the ride starts and after each recovery,
+/// so that an app restarted in the same boot measures the time it was down from the monotonic
+/// clock (FlashJournal.open) instead of needing a trusted wall clock.
+public struct RideTimeline: Hashable, Sendable {
+    public var boot: BootIdentity
+    public var offsetMs: Int64
+
+    public init(boot: BootIdentity, offsetMs: Int64) {
+        self.boot = boot
+        self.offsetMs = offsetMs
+    }
+
+    /// The ride's instant at device instant `deviceNow` of the same boot.
+    public func rideInstant(atDevice deviceNow: MonotonicInstant) -> MonotonicInstant {
+        deviceNow.advanced(byMs: offsetMs)
+    }
+}
+
 /// What the ride needs to be rebuilt, written when the ride starts.
 public struct RideHeader: Sendable, Hashable {
     public var rideID: RideID
