@@ -92,10 +92,10 @@ extension AppCore {
     /// How long the device was down, in ms, for a recovery at device instant `deviceNow`: from
     /// the monotonic clock when the ride's last journaled timeline is of this boot (the app
     /// restarted: a crash, a kill, an upgrade), else from a trusted wall clock against the ride's
-    /// trusted anchor, else 0 (not known: a power cut without a clock). At most `maxMs`; nil with
-    /// nothing replayed.
-    public func recoveryGapMs(deviceNow: MonotonicInstant, wallNow: WallClockTime?, maxMs: Int64) -> (ms: Int64, from: RecoveryGapSource)? {
-        guard let last = lastReplayedInstant else { return nil }
+    /// trusted anchor, else 0 (not known: a power cut without a clock; or nothing replayed). At
+    /// most `maxMs`.
+    public func recoveryGapMs(deviceNow: MonotonicInstant, wallNow: WallClockTime?, maxMs: Int64) -> (ms: Int64, from: RecoveryGapSource) {
+        guard let last = lastReplayedInstant else { return (0, .unknown) }
         if let b = boot, let t = replayedTimeline, t.boot == b {
             return (max(0, min(t.rideInstant(atDevice: deviceNow).milliseconds(since: last), maxMs)), .monotonicClock)
         }

@@ -191,8 +191,8 @@ public final class FlashJournal: RideJournalPort {
             }
             report.recordsReplayed = replayed
             let gap = core.recoveryGapMs(deviceNow: deviceNow, wallNow: wallNow, maxMs: Self.gapMsMax)
-            report.gapMs = gap?.ms ?? 0
-            report.gapSource = gap?.from ?? .unknown
+            report.gapMs = gap.ms
+            report.gapSource = gap.from
             core.finishRecovery(deviceNow: deviceNow, gapMs: report.gapMs)
             if ride.started {
                 report.recoveredRide = ride.rideID

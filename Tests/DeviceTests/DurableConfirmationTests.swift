@@ -164,13 +164,20 @@ struct BoardSyncRingTests {
         return poll(&p, 1, timeoutMs) == 1
     }
 
-    @Test func journalSyncsCompleteOnTheEventfd() throws {
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+    /// The board's journal in `dir` with its syncs through io_uring.
+    func openOnRing(_ dir: String) throws -> (opened: (journal: FlashJournal, core: AppCore, report: RecoveryReport),
+                                              storage: BoardSegmentStorage, ring: SyncRing) {
         let opened = try BoardJournal.open(directory: dir, configuration: AppConfiguration(), randomSeed: 1, deviceNow: .zero,
                                            wallNow: nil, policy: CommitPolicy())
         let storage = try #require(opened.journal.storage as? BoardSegmentStorage)
         let ring = try #require(storage.ring, "io_uring must work on this machine (Debian 12's kernel has it): \(storage.fallbackReason ?? "")")
+        return (opened, storage, ring)
+    }
+
+    @Test func journalSyncsCompleteOnTheEventfd() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let (opened, storage, ring) = try openOnRing(dir)
         #expect(opened.journal.writer.defersSyncs)
         var core = opened.core
         var appended = 0
@@ -210,10 +217,7 @@ struct BoardSyncRingTests {
     @Test func aSegmentReadWhileItsWriteIsInFlightHasTheWrite() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let opened = try BoardJournal.open(directory: dir, configuration: AppConfiguration(), randomSeed: 1, deviceNow: .zero,
-                                           wallNow: nil, policy: CommitPolicy())
-        let storage = try #require(opened.journal.storage as? BoardSegmentStorage)
-        let ring = try #require(storage.ring)
+        let (opened, storage, ring) = try openOnRing(dir)
         var core = opened.core
         var t: Int64 = 0
         func feed(_ input: AppInput) {
