@@ -191,6 +191,10 @@ int cbs_uring_prep_write(cbs_uring *r, int fd, const void *bytes, uint32_t lengt
     struct io_uring_sqe *sqe = prepare(r, user_data, link, NULL);
     if (!sqe) return -1;
     sqe->opcode = IORING_OP_WRITE;
+    // Straight to the kernel's worker: without IOSQE_ASYNC the submitter tries the write first
+    // where the file system takes buffered writes without waiting (FMODE_BUF_WASYNC), and such a
+    // try can still wait for a page under writeback (stable pages): the loop would wait for the card.
+    sqe->flags |= IOSQE_ASYNC;
     sqe->fd = fd;
     sqe->addr = (uint64_t)(uintptr_t)bytes;
     sqe->len = length;

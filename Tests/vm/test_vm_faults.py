@@ -270,7 +270,8 @@ def test_latency_on_a_stalling_card_is_measured(latency):
 
 # The most the journal's segment creation, sync submission and compaction may cost the loop on
 # the 200 ms/write card: a quarter of one stalled write on a quiet host. On a loaded host (the
-# plain card's own longest turn >= 200 ms, where a TCG guest's handlers that touch no card took
+# plain card's own longest turn >= 200 ms, or a delayed-card handler that touches no card >= 50 ms,
+# where a TCG guest's handlers that touch no card took
 # 0.2-1.6 s) it is one stalled write, which a cost that waited for the card meets or exceeds:
 # there the plain card's own sync submission (a card that never stalls) has taken 62 ms and the
 # delayed card's 137 ms (stop 35's CI, whose half-a-write bound failed on load alone). The
@@ -282,7 +283,8 @@ JOURNAL_LOOP_COST_MAX_US = 50_000
 JOURNAL_LOOP_COST_LOADED_MAX_US = 200_000
 JOURNAL_WRITE_MAX_US = 200_000
 # The loop's handlers that write nothing to the card: one of them taking a stalled write's length
-# (200 ms) on the delayed card is the host's load, not the card.
+# (200 ms) on the delayed card is the host's load, not the card, for the presses; for the journal's
+# own cost on the loop, one taking the quiet bound's length (50 ms) is.
 NO_CARD_HANDLERS = {"gpio.buttons", "buttons.debounce", "display.flush", "control.accept", "bridge.accept", "control.sweep"}
 
 
@@ -301,12 +303,19 @@ def test_no_button_waits_for_a_sync(latency):
     # open + posix_fallocate took up to 285 ms on this card. And the write into the page cache.
     # The host is loaded when the plain card's own longest turn, or a delayed-card handler that
     # never touches the card, took a stalled write's length.
+    # The load is judged at the bound's own scale: a handler that never touches the card taking
+    # 50 ms says the host can stretch any span of the loop by that much. Stop 43's CI: a 64 ms
+    # submission (io_uring_enter, the write and its sync punted to the kernel's workers) on the
+    # delayed card whose buttons.debounce (a few comparisons) took 54 ms and bridge.packet 104 ms;
+    # a submission that waited for the card would take a stalled write (200 ms), which the loaded
+    # bound still refuses.
     no_card = {n: v for n, v in delay["handlers_max_us"].items() if n in NO_CARD_HANDLERS}
     host_loaded = plain["loop_turn_max_us"] >= 200_000 or max(no_card.values(), default=0) >= 200_000
-    cost_max = JOURNAL_LOOP_COST_LOADED_MAX_US if host_loaded else JOURNAL_LOOP_COST_MAX_US
+    loaded_at_cost_scale = host_loaded or max(no_card.values(), default=0) >= JOURNAL_LOOP_COST_MAX_US
+    cost_max = JOURNAL_LOOP_COST_LOADED_MAX_US if loaded_at_cost_scale else JOURNAL_LOOP_COST_MAX_US
     for cost in ["slowest_submit_us", "slowest_create_us", "slowest_remove_us"]:
         assert cost in sync, (cost, sync)
-        assert sync[cost] < cost_max, (cost, cost_max, "loaded host" if host_loaded else "quiet host", sync)
+        assert sync[cost] < cost_max, (cost, cost_max, "loaded host" if loaded_at_cost_scale else "quiet host", no_card, sync)
     # The journal's writes went through the ring, linked before their syncs (a pwrite in the
     # loop waited for the card when the kernel's writeback had the tail page: 204 ms once in
     # stop 42's CI); what the loop still writes itself (none in a ride's steady state) is bounded.

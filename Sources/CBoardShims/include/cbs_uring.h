@@ -33,7 +33,8 @@ int cbs_uring_supports_write(const cbs_uring *r);
 /// Queues an fsync/fdatasync of `fd`.
 int cbs_uring_prep_fsync(cbs_uring *r, int fd, int datasync, uint64_t user_data, int link);
 /// pwrite(fd, bytes, length, offset) (IORING_OP_WRITE, 5.6 and later); `bytes` must stay valid
-/// and unchanged until its completion. A short write breaks a link (the rest: -ECANCELED).
+/// and unchanged until its completion. A short write breaks a link (the rest: -ECANCELED). Queued
+/// with IOSQE_ASYNC: the kernel's worker runs it, never the submitter.
 int cbs_uring_prep_write(cbs_uring *r, int fd, const void *bytes, uint32_t length, uint64_t offset, uint64_t user_data, int link);
 /// Queues openat(dirfd, path, flags, mode); the completion's result is the new descriptor.
 int cbs_uring_prep_openat(cbs_uring *r, int dirfd, const char *path, int flags, unsigned mode, uint64_t user_data);
