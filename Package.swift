@@ -24,7 +24,6 @@ let package = Package(
         // ConfigurationSupport trait: swift-configuration has a target named Configuration too.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0", traits: ["FullFoundation"]),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.0.0"),
-        .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
         // Only so its module can be aliased (see CompanionTests): hummingbird's graph has it.
         .package(url: "https://github.com/apple/swift-configuration", from: "1.0.0", traits: []),
         // Elementary functions (pow, sin, cos) for the pure Positioning module, without Foundation.
@@ -47,6 +46,8 @@ let package = Package(
         .target(name: "CourseImport", dependencies: ["Navigation", "Positioning", "RideFiles"], swiftSettings: swift6),
         .target(name: "Journal", dependencies: ["RideModel"], swiftSettings: swift6),
         .target(name: "RideFiles", dependencies: ["RideModel"], swiftSettings: swift6),
+        // SHA-256 for the companion's token file (pure, no Foundation).
+        .target(name: "Digest", swiftSettings: swift6),
         // The unit's own battery: fuel-gauge registers, charge, drain, alert levels (docs/power.md).
         .target(name: "Battery", swiftSettings: swift6),
         .target(name: "AppCore", dependencies: ["Battery", "Navigation", "Positioning", "RideModel", "Training"], swiftSettings: swift6),
@@ -109,8 +110,10 @@ let package = Package(
                 "BoardIO", "Configuration", "Control", "RideModel",
                 // Course upload (CourseRoutes.swift): the pure importer and the compact codec.
                 "CourseImport", "Navigation",
+                // Token hashes (SHA-256): our own, not swift-crypto, whose BoringSSL was most of the
+                // companion's compile on both CPUs (docs/releasing.md).
+                "Digest",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -157,7 +160,7 @@ let package = Package(
         .testTarget(
             name: "CompanionTests",
             dependencies: [
-                "AppCore", "BoardIO", "CBoardShims", "Control", "Device", "Journal", "RideModel",
+                "AppCore", "BoardIO", "CBoardShims", "Control", "Device", "Digest", "Journal", "RideModel",
                 .product(name: "Configuration", package: "swift-configuration", moduleAliases: ["Configuration": "SwiftConfiguration"]),
             ],
             swiftSettings: swift6),

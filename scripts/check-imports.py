@@ -12,7 +12,7 @@ root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 dump = json.loads(subprocess.run(["swift", "package", "dump-package"], cwd=root, capture_output=True, text=True, check=True).stdout)
 system = {"Glibc", "Foundation", "FoundationNetworking", "Testing", "XCTest", "Dispatch", "FoundationEssentials", "Synchronization"}
 # Modules that come from package products (named by their product's module).
-external = {"ArgumentParser", "Hummingbird", "HummingbirdWebSocket", "Crypto", "Logging", "NIOCore", "SwiftConfiguration"}
+external = {"ArgumentParser", "Hummingbird", "HummingbirdWebSocket", "Logging", "NIOCore", "SwiftConfiguration"}
 # Modules a product brings along that the target may import without naming them.
 transitive_ok = {"bikecompanion": {"Logging", "NIOCore"}}
 local = {t["name"] for t in dump["targets"]}

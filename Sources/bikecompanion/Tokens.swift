@@ -1,5 +1,5 @@
 import BoardIO
-import Crypto
+import Digest
 import Foundation
 
 /// Companion access tokens, stored hashed (SHA-256) in `<data dir>/companion-tokens`, mode 0600.
@@ -138,7 +138,7 @@ final class TokenStore: @unchecked Sendable {
     // MARK: Helpers
 
     static func sha256Hex(_ s: String) -> String {
-        SHA256.hash(data: Data(s.utf8)).map { String(format: "%02x", $0) }.joined()
+        SHA256.hex(s.utf8)
     }
 
     static func randomHex<R: RandomNumberGenerator>(_ bytes: Int, _ rng: inout R) -> String {
