@@ -270,9 +270,9 @@ def test_latency_on_a_stalling_card_is_measured(latency):
 
 # The most the journal's segment creation, sync submission and compaction may cost the loop on
 # the 200 ms/write card: a quarter of one stalled write on a quiet host. On a loaded host (the
-# plain card's own longest turn >= 200 ms, or a delayed-card handler that touches no card >= 50 ms,
-# where a TCG guest's handlers that touch no card took
-# 0.2-1.6 s) it is one stalled write, which a cost that waited for the card meets or exceeds:
+# plain card's own longest turn >= 200 ms, or a delayed-card handler that touches no card >= 50 ms;
+# such handlers have taken 0.2-1.6 s in a TCG guest) it is one stalled write, which a cost that
+# waited for the card meets or exceeds:
 # there the plain card's own sync submission (a card that never stalls) has taken 62 ms and the
 # delayed card's 137 ms (stop 35's CI, whose half-a-write bound failed on load alone). The
 # journal's writes go through the ring, linked before their syncs; a write the loop still makes
@@ -301,8 +301,6 @@ def test_no_button_waits_for_a_sync(latency):
     # the open and preallocation run in the kernel's io_uring worker), a compaction's unlink;
     # each well under one stalled write (200 ms). Before the creation left the loop, its
     # open + posix_fallocate took up to 285 ms on this card. And the write into the page cache.
-    # The host is loaded when the plain card's own longest turn, or a delayed-card handler that
-    # never touches the card, took a stalled write's length.
     # The load is judged at the bound's own scale: a handler that never touches the card taking
     # 50 ms says the host can stretch any span of the loop by that much. Stop 43's CI: a 64 ms
     # submission (io_uring_enter, the write and its sync punted to the kernel's workers) on the
