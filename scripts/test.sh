@@ -150,12 +150,13 @@ if [ "$status" -ne 0 ]; then
 fi
 
 stage "oracle tests (pytest)"
-# In BIKE_ORACLE_WORKERS (3) workers, each test file in one (its module fixtures are its own): on
-# its own the suite kept 2 CPUs 41 % busy (905 s); in two workers 70 % (556 s, the x86 release
-# build cold); in three 82 % (386 s): most tests wait on a process, a socket or a timer. Ports, run
-# directories and the caches it fills (debian-src, pypi-sdist, SwiftPM's release build) are safe
-# to share.
-BIKE_BIN="$(swift build --show-bin-path)" .venv/bin/python -m pytest -q -n "${BIKE_ORACLE_WORKERS:-3}" --dist loadfile --durations=15 Tests/oracle
+# In BIKE_ORACLE_WORKERS (2) workers, each test file in one (its module fixtures are its own): on
+# its own the suite kept 2 CPUs 41 % busy (905 s); in two, 60-70 % (404 s warm, 556 s with the x86
+# release build cold). Three were faster alone (386 s) but not in CI, where the arm64 cross build
+# shares the CPUs (stop 44: 687 s at 94 % against two workers' 630 s at 84 %, and the arm64
+# release 222 s later). Ports, run directories and the caches it fills (debian-src, pypi-sdist,
+# SwiftPM's release build) are safe to share.
+BIKE_BIN="$(swift build --show-bin-path)" .venv/bin/python -m pytest -q -n "${BIKE_ORACLE_WORKERS:-2}" --dist loadfile --durations=15 Tests/oracle
 
 # --- The sensor bridge's own tests (board/bridge/tests: framing, replay, faked radios).
 # The installed system around it (board/install.sh, the units, power cuts, storage faults, the
