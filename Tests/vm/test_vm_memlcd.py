@@ -110,7 +110,7 @@ def test_vcom_alternates_at_its_rate_while_idle(run):
     assert len(changes) >= 5, f"3.2 s idle: {len(changes)} VCOM changes"
     gaps = gaps_ms(changes)
     # What the panel needs (Sharp: each polarity at most 1 s, or a DC bias builds up): no gap over
-    # 1 s. The rate: 500 ms on average. A single short gap is a late delivery followed by one on
+    # 1 s. The rate: 500 ms on average. A single short gap fits a late delivery followed by one on
     # time, not a faster rate: the times are the SPI transfers the kernel saw, which a loaded host
     # delays (the guest's vCPU descheduled while sibling guests run) — stop 43's CI saw 513, 670,
     # 147, 681, 491 ms, 5 gaps in 2,502 ms, the flips on a 500 ms schedule delivered 0-350 ms late.
