@@ -20,9 +20,11 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        // Only the companion process (bikecompanion) links the web stack. Hummingbird without its
-        // ConfigurationSupport trait: swift-configuration has a target named Configuration too.
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0", traits: ["FullFoundation"]),
+        // Only the companion process (bikecompanion) links the web stack. Hummingbird with no
+        // trait: not its default ConfigurationSupport (swift-configuration has a target named
+        // Configuration too), nor FullFoundation, so the companion links FoundationEssentials
+        // only, not Foundation and its ICU.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0", traits: []),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.0.0"),
         // Only so its module can be aliased (see CompanionTests): hummingbird's graph has it.
         .package(url: "https://github.com/apple/swift-configuration", from: "1.0.0", traits: []),

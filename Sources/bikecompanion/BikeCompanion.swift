@@ -1,6 +1,8 @@
 import ArgumentParser
+import BoardIO
 import Configuration
-import Foundation
+import FoundationEssentials
+import Glibc
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
@@ -44,14 +46,37 @@ struct CommonOptions: ParsableArguments {
     /// The tokens are in the data directory's companion/ (the companion's unit lets it see and
     /// write that directory only: not the journal, not the rides; issue 27).
     func tokenStore(_ c: DeviceConfig) -> TokenStore {
-        TokenStore(dataDir: ((dataDir ?? c.storage.dataDir) as NSString).appendingPathComponent(Self.tokensDirectory))
+        TokenStore(dataDir: joinPath(dataDir ?? c.storage.dataDir, Self.tokensDirectory))
     }
 
     static let tokensDirectory = "companion"
 }
 
 func printError(_ s: String) {
-    FileHandle.standardError.write(Data((s + "\n").utf8))
+    writeLine(s, to: STDERR_FILENO)
+}
+
+/// A line to standard output or error, unbuffered (write(2)): the journal has each line at
+/// once, whole, whichever thread wrote it. A line that cannot be written is dropped: there is
+/// nowhere left to say so.
+func writeLine(_ s: String, to fd: Int32) {
+    do { try FileDescriptor(rawValue: fd).writeAll(Array((s + "\n").utf8)) } catch {}
+}
+
+extension String {
+    /// Without leading and trailing spaces and tabs (what CharacterSet.whitespaces trimmed).
+    func trimmingSpaces() -> String {
+        func isSpace(_ u: Unicode.Scalar) -> Bool { u == "\t" || u.properties.generalCategory == .spaceSeparator }
+        let u = unicodeScalars
+        guard let first = u.firstIndex(where: { !isSpace($0) }), let last = u.lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(String.UnicodeScalarView(u[first...last]))
+    }
+}
+
+/// `dir/name` (no doubled slash; `name` alone when `dir` is empty).
+func joinPath(_ dir: String, _ name: String) -> String {
+    if dir.isEmpty { return name }
+    return dir.hasSuffix("/") ? dir + name : dir + "/" + name
 }
 
 /// `host:port` → parts (config validation already checked the port).
@@ -88,7 +113,7 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(2)
         }
         let log: @Sendable (String) -> Void = { line in
-            FileHandle.standardOutput.write(Data("bikecompanion: \(line)\n".utf8))
+            writeLine("bikecompanion: \(line)", to: STDOUT_FILENO)
         }
         let hub = Hub()
         let link = DeviceLink(socketPath: socket ?? config.control.socket, hub: hub)
@@ -100,7 +125,7 @@ struct Serve: AsyncParsableCommand {
         }
         var server = CompanionServer(link: link, tokens: tokens, pairing: pairing, log: log)
         if let chartjs { server.chartJSPath = chartjs }
-        server.coursesDirectory = ((common.dataDir ?? config.storage.dataDir) as NSString).appendingPathComponent("courses")
+        server.coursesDirectory = joinPath(common.dataDir ?? config.storage.dataDir, "courses")
         if !FileManager.default.fileExists(atPath: server.chartJSPath) {
             log("no Chart.js at \(server.chartJSPath): the page works without its charts; sudo apt-get install libjs-chart.js")
         }
@@ -172,8 +197,9 @@ struct Tokens: ParsableCommand {
         let all = store.all()
         if all.isEmpty { print("no paired companions (\(store.path))") }
         for e in all {
-            let date = Date(timeIntervalSince1970: TimeInterval(e.createdUnixS))
-            print("\(e.id)  \(ISO8601DateFormatter().string(from: date))  \(e.name)")
+            // The file is plain text: a creation time no clock could have had is shown as read.
+            let (ms, overflow) = e.createdUnixS.multipliedReportingOverflow(by: 1000)
+            print("\(e.id)  \(overflow ? "\(e.createdUnixS) s" : UTCDateTime(unixMs: ms).iso8601)  \(e.name)")
         }
     }
 }

@@ -1,9 +1,11 @@
 import BoardIO
+import Control
 import CourseImport
-import Foundation
+import Dispatch
 import Hummingbird
 import Navigation
 import NIOCore
+import Synchronization
 
 /// Courses from the phone (docs/companion.md, "Courses"; docs/navigation.md): the courses on the
 /// card, a GPX, TCX or FIT file uploaded and imported as `bikecomputer courses import` imports it
@@ -27,7 +29,7 @@ extension CompanionServer {
             guard server.authorize(request) != nil else { return Self.json(Self.pairingRequired, status: .unauthorized) }
             let dir = server.coursesDirectory
             let listed = await CourseImportQueue.shared.run { Self.listCourses(dir) }
-            return Self.json(["courses": listed, "directory": dir])
+            return Self.json(["courses": .array(listed), "directory": .string(dir)])
         }
 
         router.post("/api/courses") { request, _ in
@@ -50,15 +52,15 @@ extension CompanionServer {
             let bytes = Array(body.readableBytesView)
             let dir = server.coursesDirectory
             let (status, obj) = await CourseImportQueue.shared.run { Self.importCourse(bytes, fileName: name, into: dir) }
-            server.log("course upload \(name) (\(bytes.count) bytes): \(obj["error"] as? String ?? "imported as \(obj["key"] as? String ?? "?")")")
+            server.log("course upload \(name) (\(bytes.count) bytes): \(obj["error"]?.string ?? "imported as \(obj["key"]?.string ?? "?")")")
             return Self.json(obj, status: status)
         }
 
         router.post("/api/courses/select") { request, _ in
             guard server.authorize(request) != nil else { return Self.json(Self.pairingRequired, status: .unauthorized) }
             let body = try await request.body.collect(upTo: Self.requestBodyBytesMax)
-            let obj = (try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any] ?? [:]
-            guard let key = obj["key"] as? String, Self.isCourseKey(key) else {
+            let obj = JSONValue.parse(body.readableBytesView)?.object ?? [:]
+            guard let key = obj["key"]?.string, Self.isCourseKey(key) else {
                 return Self.json(["error": "send {\"key\": \"alps\"}: a course's key or name from GET /api/courses (at most \(Self.courseKeyCharactersMax) characters, one line)"],
                                  status: .badRequest)
             }
@@ -71,17 +73,17 @@ extension CompanionServer {
         }
     }
 
-    func deviceReply(_ line: String) async -> [String: Any] {
+    func deviceReply(_ line: String) async -> [String: JSONValue] {
         let reply = DeviceReply(await link.request(line))
         log("\(line): \(reply.message)")
         var out = reply.json
-        out["request"] = line
+        out["request"] = .string(line)
         return out
     }
 
     static func courseTooLarge(_ length: Int?) -> Response {
         json(["error": "the course file is \(length.map { "\($0) bytes, " } ?? "")larger than \(courseUploadBytesMax >> 20) MiB, the most the companion takes; split the course, or copy it to the unit's courses/ folder",
-              "bytes_max": courseUploadBytesMax], status: .contentTooLarge)
+              "bytes_max": .integer(courseUploadBytesMax)], status: .contentTooLarge)
     }
 
     /// A key or name the control line can carry: 1 to `courseKeyCharactersMax` characters (code
@@ -94,11 +96,11 @@ extension CompanionServer {
 
     /// Imports a course file and stores its compact form under the file's key (replacing a course
     /// of that key), as `bikecomputer courses import` does. (status, JSON) for the phone.
-    static func importCourse(_ bytes: [UInt8], fileName: String, into dir: String) -> (HTTPResponse.Status, [String: Any]) {
+    static func importCourse(_ bytes: [UInt8], fileName: String, into dir: String) -> (HTTPResponse.Status, [String: JSONValue]) {
         let course: Course, report: ImportReport
         do { (course, report) = try CourseImport.course(from: bytes, fileName: fileName) } catch {
             // What is wrong with the file, naming it (docs/navigation.md, "Limits").
-            return (.unprocessableContent, ["error": error.description])
+            return (.unprocessableContent, ["error": .string(error.description)])
         }
         let key = CourseImport.key(forFile: fileName)
         let path = "\(dir)/\(key).course"
@@ -110,23 +112,23 @@ extension CompanionServer {
             return (.init(code: 507, reasonPhrase: "Insufficient Storage"), ["error": "cannot store the course in \(dir): \(error)"])
         }
         return (replaced ? .ok : .created, [
-            "key": key, "name": course.name, "format": report.format.rawValue, "replaced": replaced,
-            "points_read": report.pointsRead, "points_kept": course.pointCount, "length_m": (course.lengthM * 10).rounded() / 10,
-            "cues_from_file": report.cuesFromFile, "cues_derived": report.cuesDerived, "climbs": course.climbs.count,
-            "warnings": report.warnings,
+            "key": .string(key), "name": .string(course.name), "format": .string(report.format.rawValue), "replaced": .bool(replaced),
+            "points_read": .integer(report.pointsRead), "points_kept": .integer(course.pointCount), "length_m": .number((course.lengthM * 10).rounded() / 10),
+            "cues_from_file": .integer(report.cuesFromFile), "cues_derived": .integer(report.cuesDerived), "climbs": .integer(course.climbs.count),
+            "warnings": .array(report.warnings.map(JSONValue.string)),
         ])
     }
 
     /// The compact courses in `dir` (a damaged one is left out, as the unit's list leaves it out).
-    static func listCourses(_ dir: String) -> [[String: Any]] {
+    static func listCourses(_ dir: String) -> [JSONValue] {
         let names = (try? AtomicFiles.list(dir)) ?? []
-        var out: [[String: Any]] = []
+        var out: [JSONValue] = []
         for n in names.sorted() where n.hasSuffix(".course") {
             guard out.count < coursesListedMax else { break }
             guard let bytes = try? AtomicFiles.readAll("\(dir)/\(n)"), let c = try? CourseCodec.decode(bytes) else { continue }
-            out.append(["key": String(n.dropLast(".course".count)), "name": c.name, "length_m": (c.lengthM * 10).rounded() / 10,
-                        "ascent_m": c.hasAltitude ? (c.totalAscentM * 10).rounded() / 10 : NSNull(),
-                        "cues": c.cues.count, "climbs": c.climbs.count])
+            out.append(["key": .string(String(n.dropLast(".course".count))), "name": .string(c.name), "length_m": .number((c.lengthM * 10).rounded() / 10),
+                        "ascent_m": c.hasAltitude ? .number((c.totalAscentM * 10).rounded() / 10) : .null,
+                        "cues": .integer(c.cues.count), "climbs": .integer(c.climbs.count)])
         }
         return out
     }
@@ -135,14 +137,13 @@ extension CompanionServer {
 /// One course import at a time, on its own thread (an import of a long course takes a few
 /// hundred milliseconds and some megabytes): the server's event loops stay free, and the memory
 /// of at most one upload is held.
-final class CourseImportQueue: @unchecked Sendable {
+final class CourseImportQueue: Sendable {
     static let shared = CourseImportQueue()
     private let queue = DispatchQueue(label: "bikecompanion.course-import")
-    private let lock = NSLock()
-    private var busy = false
+    private let busy = Mutex(false)
 
-    func enter() -> Bool { lock.withLock { if busy { return false }; busy = true; return true } }
-    func leave() { lock.withLock { busy = false } }
+    func enter() -> Bool { busy.withLock { isBusy in if isBusy { return false }; isBusy = true; return true } }
+    func leave() { busy.withLock { $0 = false } }
 
     func run<T>(_ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { (cont: CheckedContinuation<T, Never>) in

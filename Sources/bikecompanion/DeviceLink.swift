@@ -1,6 +1,8 @@
 import BoardIO
 import Control
-import Foundation
+import Dispatch
+import Glibc
+import Synchronization
 
 /// The companion's link to the device: one kept-open `subscribe` connection (reconnecting
 /// with the last sequence number, so the device says what was missed), and a short connection
@@ -18,13 +20,17 @@ final class DeviceLink: @unchecked Sendable {
     let hub: Hub
     /// The ride so far, for the page's ride chart (RideHistory.swift).
     let history = RideHistory()
-    private let lock = NSLock()
-    private var view: [String: Any] = [:]
+    private let lock = Mutex(())
+    private var view: [String: JSONValue] = [:]
     private var lastSeq: UInt64?
     private var streamID: String?
     private var connectedFlag = false
     private var stopped = false
     private let commandQueue = DispatchQueue(label: "bikecompanion.commands", attributes: .concurrent)
+    /// Where `run` follows the stream, blocking on the socket for the life of the process: a
+    /// serial queue of its own, which libdispatch gives a thread of its own while it blocks
+    /// (Foundation's `Thread`, used before, is not in FoundationEssentials).
+    private let streamQueue = DispatchQueue(label: "bikecompanion.stream")
     var log: @Sendable (String) -> Void = { print($0) }
     /// Called when the stream says the rider cleared the pairing code (set before `start`).
     var onPairingDismissed: (@Sendable () -> Void)?
@@ -34,36 +40,34 @@ final class DeviceLink: @unchecked Sendable {
         self.hub = hub
     }
 
-    var isConnected: Bool { lock.withLock { connectedFlag } }
+    var isConnected: Bool { lock.withLock { _ in connectedFlag } }
 
     /// The current view as a `snapshot` message (what a new WebSocket client gets first).
     func snapshotMessage() -> String {
-        lock.withLock {
+        lock.withLock { _ in
             var v = view
             v["type"] = "snapshot"
-            v["device_connected"] = connectedFlag
-            if v["seq"] == nil { v["seq"] = NSNull() }
+            v["device_connected"] = .bool(connectedFlag)
+            if v["seq"] == nil { v["seq"] = .null }
             return Self.encode(v)
         }
     }
 
     func start() {
-        let t = Thread { [self] in self.run() }
-        t.name = "bikecompanion.stream"
-        t.start()
+        streamQueue.async { [self] in self.run() }
     }
 
-    func stop() { lock.withLock { stopped = true } }
+    func stop() { lock.withLock { _ in stopped = true } }
 
     private func run() {
         var lastReason = ""
-        while !lock.withLock({ stopped }) {
+        while !lock.withLock({ _ in stopped }) {
             let reason = followOnce()
             setConnected(false)
             if reason != lastReason { log("device link: \(reason); retrying every \(Int(Limits.reconnectDelayS)) s") }
             lastReason = reason
-            hub.publish(Self.encode(["type": "device", "connected": false, "reason": reason]))
-            Thread.sleep(forTimeInterval: Limits.reconnectDelayS)
+            hub.publish(Self.encode(["type": "device", "connected": false, "reason": .string(reason)]))
+            usleep(UInt32(Limits.reconnectDelayS * 1_000_000))
         }
     }
 
@@ -74,7 +78,7 @@ final class DeviceLink: @unchecked Sendable {
             return "cannot reach \(socketPath): \(error.message) (is bikecomputer running?)"
         }
         defer { conn.close() }
-        let (from, stream) = lock.withLock { (lastSeq, streamID) }
+        let (from, stream) = lock.withLock { _ in (lastSeq, streamID) }
         var request = "subscribe"
         if let from, let stream { request += " \(from) \(stream)" }
         do {
@@ -95,43 +99,50 @@ final class DeviceLink: @unchecked Sendable {
     }
 
     private func setConnected(_ c: Bool) {
-        lock.withLock { connectedFlag = c }
+        lock.withLock { _ in connectedFlag = c }
     }
 
     /// One stream line: update the view (unless it is replayed history), then forward it.
     private func handle(_ line: String) {
-        guard let obj = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
-              let type = obj["type"] as? String else { return }
-        let seq = (obj["seq"] as? NSNumber)?.uint64Value
-        var forward = line
-        lock.lock()
-        switch type {
-        case "snapshot":
-            view = obj
-            view.removeValue(forKey: "missed"); view.removeValue(forKey: "replayed"); view.removeValue(forKey: "complete")
-            streamID = obj["stream"] as? String
-            lastSeq = seq
-            connectedFlag = true
-            var v = obj
-            v["device_connected"] = true
-            forward = Self.encode(v)
-        case "metrics":
-            for (k, v) in obj where k != "type" { view[k] = v }
-            lastSeq = seq
-            history.add(obj)
-        case "state":
-            if obj["replay"] as? Bool != true {
-                for k in ["state", "mode", "countdown", "timer_ms", "lap", "seq", "t_ms"] { if let v = obj[k] { view[k] = v } }
+        guard let obj = JSONValue.parse(line.utf8)?.object, let type = obj["type"]?.string else { return }
+        let seq = obj["seq"].flatMap(Self.sequenceNumber)
+        let forward: String = lock.withLock { _ in
+            var forward = line
+            switch type {
+            case "snapshot":
+                view = obj
+                view.removeValue(forKey: "missed"); view.removeValue(forKey: "replayed"); view.removeValue(forKey: "complete")
+                streamID = obj["stream"]?.string
+                lastSeq = seq
+                connectedFlag = true
+                var v = obj
+                v["device_connected"] = true
+                forward = Self.encode(v)
+            case "metrics":
+                for (k, v) in obj where k != "type" { view[k] = v }
+                lastSeq = seq
+                history.add(obj)
+            case "state":
+                if obj["replay"]?.bool != true {
+                    for k in ["state", "mode", "countdown", "timer_ms", "lap", "seq", "t_ms"] { if let v = obj[k] { view[k] = v } }
+                }
+                if let seq, seq > (lastSeq ?? 0) { lastSeq = seq }
+            default:
+                if let seq, seq > (lastSeq ?? 0) { lastSeq = seq }
             }
-            if let seq, seq > (lastSeq ?? 0) { lastSeq = seq }
-        default:
-            if let seq, seq > (lastSeq ?? 0) { lastSeq = seq }
+            if obj["replay"]?.bool != true, let seq { view["seq"] = .integer(seq) }
+            return forward
         }
-        if obj["replay"] as? Bool != true, let seq { view["seq"] = seq }
-        lock.unlock()
         // The rider cleared a pairing code with a button: the code ends here too.
-        if type == "pairing", obj["shown"] as? Bool == false, obj["replay"] as? Bool != true { onPairingDismissed?() }
+        if type == "pairing", obj["shown"]?.bool == false, obj["replay"]?.bool != true { onPairingDismissed?() }
         hub.publish(forward)
+    }
+
+    /// A line's `seq`: the device writes a whole number from 0 up. Read as NSNumber's
+    /// `uint64Value` read it before, a fraction is dropped; a negative number (which that
+    /// wrapped around) or a non-number (`true` was 1) is no sequence number.
+    static func sequenceNumber(_ v: JSONValue) -> UInt64? {
+        v.double.flatMap { UInt64(exactly: $0.rounded(.towardZero)) }
     }
 
     // MARK: Commands
@@ -156,9 +167,9 @@ final class DeviceLink: @unchecked Sendable {
         }
     }
 
-    static func encode(_ obj: [String: Any]) -> String {
-        guard let d = try? JSONSerialization.data(withJSONObject: obj, options: [.sortedKeys]) else { return "{}" }
-        return String(decoding: d, as: UTF8.self)
+    /// One JSON object, its keys sorted (as JSONSerialization's `.sortedKeys` wrote it before).
+    static func encode(_ obj: [String: JSONValue]) -> String {
+        JSONValue.object(obj).serialized()
     }
 }
 
@@ -177,15 +188,15 @@ struct DeviceReply: Sendable {
         let states = ["idle", "prepared", "running", "paused", "stopped", "ended"]
         if let colon = body.firstIndex(of: ":"), states.contains(String(body[..<colon])) {
             state = String(body[..<colon])
-            message = String(body[body.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+            message = String(body[body.index(after: colon)...]).trimmingSpaces()
         } else {
             state = nil
             message = body
         }
     }
 
-    var json: [String: Any] {
-        ["ok": ok, "state": state ?? NSNull(), "message": message, "reply": line]
+    var json: [String: JSONValue] {
+        ["ok": .bool(ok), "state": state.map(JSONValue.string) ?? .null, "message": .string(message), "reply": .string(line)]
     }
 }
 
@@ -209,16 +220,16 @@ final class Hub: @unchecked Sendable {
         }
     }
 
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var clients: [Int: Client] = [:]
     private var nextID = 0
 
-    var count: Int { lock.withLock { clients.count } }
+    var count: Int { lock.withLock { _ in clients.count } }
 
     /// A new client's message stream, or nil when there are too many.
     func add(tokenID: String) -> (Client, AsyncStream<String>)? {
         let (stream, cont) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(Limits.queuedMessagesMax))
-        return lock.withLock {
+        return lock.withLock { _ in
             guard clients.count < Limits.clientsMax else { return nil }
             nextID += 1
             let c = Client(id: nextID, tokenID: tokenID, continuation: cont)
@@ -228,12 +239,12 @@ final class Hub: @unchecked Sendable {
     }
 
     func remove(_ c: Client) {
-        _ = lock.withLock { clients.removeValue(forKey: c.id) }
+        _ = lock.withLock { _ in clients.removeValue(forKey: c.id) }
         c.continuation.finish()
     }
 
     func publish(_ message: String) {
-        let all = lock.withLock { Array(clients.values) }
+        let all = lock.withLock { _ in Array(clients.values) }
         for c in all {
             if case .dropped = c.continuation.yield(message) {
                 close(c, reason: "fell behind: more than \(Limits.queuedMessagesMax) messages unread; reconnect")
@@ -250,14 +261,14 @@ final class Hub: @unchecked Sendable {
 
     /// Closes the clients whose token is no longer valid.
     func closeRevoked(valid: (String) -> Bool) {
-        let all = lock.withLock { Array(clients.values) }
+        let all = lock.withLock { _ in Array(clients.values) }
         for c in all where !valid(c.tokenID) { close(c, reason: "token revoked; pair again") }
     }
 
-    func closeReasonOf(_ c: Client) -> String? { lock.withLock { c.closeReason } }
+    func closeReasonOf(_ c: Client) -> String? { lock.withLock { _ in c.closeReason } }
 
     func close(_ c: Client, reason: String) {
-        lock.withLock {
+        lock.withLock { _ in
             if c.closeReason == nil { c.closeReason = reason }
             clients.removeValue(forKey: c.id)
         }

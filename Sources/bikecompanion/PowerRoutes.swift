@@ -1,4 +1,4 @@
-import Foundation
+import Control
 import Hummingbird
 import HummingbirdWebSocket
 import NIOCore
@@ -15,14 +15,16 @@ extension CompanionServer {
         router.post("/api/clock") { request, _ in
             guard server.authorize(request) != nil else { return Self.json(Self.pairingRequired, status: .unauthorized) }
             let body = try await request.body.collect(upTo: Self.requestBodyBytesMax)
-            let obj = (try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any] ?? [:]
-            guard let n = obj["unix_ms"] as? NSNumber, n.doubleValue == Double(n.int64Value), Self.phoneTimeRangeMs.contains(n.int64Value) else {
+            let obj = JSONValue.parse(body.readableBytesView)?.object ?? [:]
+            // A whole number of milliseconds in the range (`int64` drops no fraction). A JSON
+            // `true` was NSNumber 1 before, out of the range as now.
+            guard let ms = obj["unix_ms"]?.int64, Self.phoneTimeRangeMs.contains(ms) else {
                 return Self.json(["error": "send {\"unix_ms\": Date.now()}: the phone's time in milliseconds since 1970 (UTC)"], status: .badRequest)
             }
-            let reply = DeviceReply(await server.link.request("phone-time \(n.int64Value)"))
-            server.log("phone time \(n.int64Value): \(reply.message)")
+            let reply = DeviceReply(await server.link.request("phone-time \(ms)"))
+            server.log("phone time \(ms): \(reply.message)")
             var out = reply.json
-            out["request"] = "phone-time \(n.int64Value)"
+            out["request"] = "phone-time \(ms)"
             return Self.json(out)
         }
     }

@@ -1,4 +1,5 @@
-import Foundation
+import Control
+import Synchronization
 
 /// The ride so far, for the phone's "ride" chart: averages of the stream's 1 Hz metrics per
 /// interval of timer time, kept while the companion follows the ride (a companion started
@@ -10,7 +11,7 @@ final class RideHistory: @unchecked Sendable {
     /// The charted metrics, as the stream names them.
     static let keys = ["speed", "heart_rate", "power", "cadence"]
 
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var intervalMs = RideHistory.firstIntervalMs
     /// Timer time at the start of each point's interval, and the averages (nil: no data).
     private var timerMs: [Int64] = []
@@ -22,21 +23,25 @@ final class RideHistory: @unchecked Sendable {
     private var lastTimerMs: Int64 = -1
 
     /// One `metrics` (or `snapshot`) message of the device's stream.
-    func add(_ msg: [String: Any]) {
-        guard let timer = (msg["timer_ms"] as? NSNumber)?.int64Value, let state = msg["state"] as? String else { return }
-        lock.lock()
-        defer { lock.unlock() }
-        // A new ride: its timer starts again from (near) zero.
-        if timer + 2_000 < lastTimerMs || (state == "prepared" && !timerMs.isEmpty) { reset() }
-        lastTimerMs = timer
-        guard state == "running", let metrics = msg["metrics"] as? [String: Any] else { return }
-        let start = timer / intervalMs * intervalMs
-        if let open = openStartMs, open != start { close() }
-        openStartMs = start
-        for (i, k) in Self.keys.enumerated() {
-            if let v = (metrics[k] as? NSNumber)?.doubleValue, v.isFinite {
-                sums[i] += v
-                counts[i] += 1
+    /// The stream writes `timer_ms` as a whole number; a fraction is dropped, as NSNumber's
+    /// `int64Value` dropped it before. A metric is a number (a JSON `true`, once NSNumber 1, is
+    /// not one); null or absent is no data.
+    func add(_ msg: [String: JSONValue]) {
+        guard let timer = msg["timer_ms"]?.double.flatMap({ Int64(exactly: $0.rounded(.towardZero)) }),
+              let state = msg["state"]?.string else { return }
+        lock.withLock { _ in
+            // A new ride: its timer starts again from (near) zero.
+            if timer + 2_000 < lastTimerMs || (state == "prepared" && !timerMs.isEmpty) { reset() }
+            lastTimerMs = timer
+            guard state == "running", let metrics = msg["metrics"]?.object else { return }
+            let start = timer / intervalMs * intervalMs
+            if let open = openStartMs, open != start { close() }
+            openStartMs = start
+            for (i, k) in Self.keys.enumerated() {
+                if let v = metrics[k]?.double, v.isFinite {
+                    sums[i] += v
+                    counts[i] += 1
+                }
             }
         }
     }
@@ -82,20 +87,20 @@ final class RideHistory: @unchecked Sendable {
 
     /// `{"interval_ms", "timer_ms": [...], "speed": [...], ...}` with the interval being filled
     /// as the last point.
-    func json() -> [String: Any] {
-        lock.lock()
-        defer { lock.unlock() }
-        var out: [String: Any] = ["interval_ms": intervalMs]
-        var t = timerMs.map { NSNumber(value: $0) }
-        var series = values.map { $0.map { $0.map { NSNumber(value: ($0 * 100).rounded() / 100) } ?? NSNull() } as [Any] }
-        if let open = openStartMs {
-            t.append(NSNumber(value: open))
-            for i in Self.keys.indices {
-                series[i].append(counts[i] > 0 ? NSNumber(value: (sums[i] / Double(counts[i]) * 100).rounded() / 100) : NSNull())
+    func json() -> [String: JSONValue] {
+        lock.withLock { _ in
+            var out: [String: JSONValue] = ["interval_ms": .integer(intervalMs)]
+            var t = timerMs.map(JSONValue.integer)
+            var series = values.map { $0.map { $0.map { JSONValue.number(($0 * 100).rounded() / 100) } ?? .null } }
+            if let open = openStartMs {
+                t.append(.integer(open))
+                for i in Self.keys.indices {
+                    series[i].append(counts[i] > 0 ? .number((sums[i] / Double(counts[i]) * 100).rounded() / 100) : .null)
+                }
             }
+            out["timer_ms"] = .array(t)
+            for (i, k) in Self.keys.enumerated() { out[k] = .array(series[i]) }
+            return out
         }
-        out["timer_ms"] = t
-        for (i, k) in Self.keys.enumerated() { out[k] = series[i] }
-        return out
     }
 }

@@ -1,5 +1,6 @@
 import Configuration
-import Foundation
+import Control
+import FoundationEssentials
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
@@ -52,7 +53,7 @@ struct CompanionServer: Sendable {
     func authorize(_ request: Request) -> String? {
         guard Self.sameOrigin(request) else { return nil }
         if let auth = request.headers[.authorization], auth.lowercased().hasPrefix("bearer ") {
-            return tokens.validate(String(auth.dropFirst(7)).trimmingCharacters(in: .whitespaces))
+            return tokens.validate(String(auth.dropFirst(7)).trimmingSpaces())
         }
         if let cookie = request.cookies[Self.cookieName] { return tokens.validate(cookie.value) }
         return nil
@@ -72,17 +73,17 @@ struct CompanionServer: Sendable {
     static func retryLater(_ message: String, _ seconds: Int) -> Response {
         var headers: HTTPFields = [:]
         headers[.retryAfter] = String(seconds)
-        return json(["error": message, "retry_after_s": seconds], status: .tooManyRequests, headers: headers)
+        return json(["error": .string(message), "retry_after_s": .integer(seconds)], status: .tooManyRequests, headers: headers)
     }
 
-    static func json(_ obj: [String: Any], status: HTTPResponse.Status = .ok, headers extra: HTTPFields = [:]) -> Response {
+    static func json(_ obj: [String: JSONValue], status: HTTPResponse.Status = .ok, headers extra: HTTPFields = [:]) -> Response {
         var headers = extra
         headers[.contentType] = "application/json"
         headers[.cacheControl] = "no-store"
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: DeviceLink.encode(obj))))
     }
 
-    static var pairingRequired: [String: Any] { [
+    static var pairingRequired: [String: JSONValue] { [
         "error": "pairing required",
         "hint": "POST /api/pair/request to show a code on the unit, then POST /api/pair {\"code\": \"...\"}; send the token as a bearer token or the bkc_token cookie",
     ] }
@@ -93,28 +94,30 @@ struct CompanionServer: Sendable {
     static let commandIDBytesMax = 64
 
     /// Turns a client's command message into a control line, or says what is wrong with it.
-    static func controlLine(_ msg: [String: Any]) -> Result<String, CommandError> {
+    static func controlLine(_ msg: [String: JSONValue]) -> Result<String, CommandError> {
         // The id is the client's own label, echoed in the result: a string (docs/companion-openapi.yaml).
         if let id = msg["id"] {
-            guard let label = id as? String, label.utf8.count <= commandIDBytesMax else {
+            guard let label = id.string, label.utf8.count <= commandIDBytesMax else {
                 return .failure(CommandError("id must be a string of at most \(commandIDBytesMax) bytes (it is echoed in the result)"))
             }
         }
-        switch msg["type"] as? String {
+        switch msg["type"]?.string {
         case "command":
-            guard let word = (msg["command"] as? String)?.lowercased(), commandWords.contains(word) else {
+            guard let word = msg["command"]?.string?.lowercased(), commandWords.contains(word) else {
                 return .failure(CommandError("unknown command; use one of \(commandWords.joined(separator: ", ")) or a marker message"))
             }
             return .success(word)
         case "marker":
-            let kind = ((msg["kind"] as? String) ?? "generic").lowercased()
+            let kind = (msg["kind"]?.string ?? "generic").lowercased()
             guard markerKinds.contains(kind) else { return .failure(CommandError("unknown marker kind '\(kind)'; use \(markerKinds.joined(separator: ", "))")) }
             var value: Int64 = 0
             if let v = msg["value"] {
-                guard let n = v as? NSNumber, n.doubleValue == n.doubleValue.rounded(), n.int64Value >= 0, n.int64Value <= 1_000_000 else {
+                // A number only: JSON `true` passed as 1 while JSONSerialization's NSNumber read
+                // the body; it is refused now, as docs/companion-openapi.yaml's integer says.
+                guard let d = v.double, d == d.rounded(), d >= 0, d <= 1_000_000 else {
                     return .failure(CommandError("marker value must be a whole number in 0...1000000"))
                 }
-                value = n.int64Value
+                value = Int64(d)
             }
             return .success("marker \(kind) \(value)")
         default:
@@ -123,18 +126,18 @@ struct CompanionServer: Sendable {
     }
 
     /// Sends a command to the device; the result carries the device's own reply.
-    func run(_ msg: [String: Any]) async -> [String: Any] {
-        var result: [String: Any] = ["type": "command_result"]
+    func run(_ msg: [String: JSONValue]) async -> [String: JSONValue] {
+        var result: [String: JSONValue] = ["type": "command_result"]
         if let id = msg["id"] { result["id"] = id }
         switch Self.controlLine(msg) {
         case .failure(let why):
             result["ok"] = false
-            result["message"] = why.message
-            result["state"] = NSNull()
+            result["message"] = .string(why.message)
+            result["state"] = .null
         case .success(let line):
             let reply = DeviceReply(await link.request(line))
             for (k, v) in reply.json { result[k] = v }
-            result["request"] = line
+            result["request"] = .string(line)
         }
         return result
     }
@@ -173,7 +176,7 @@ struct CompanionServer: Sendable {
 
         router.get("/api/session") { request, _ in
             guard let id = server.authorize(request) else { return Self.json(Self.pairingRequired, status: .unauthorized) }
-            return Self.json(["paired": true, "token_id": id, "device_connected": server.link.isConnected])
+            return Self.json(["paired": true, "token_id": .string(id), "device_connected": .bool(server.link.isConnected)])
         }
 
         // The pairing routes need no token, so each checks the Origin (another site's page open
@@ -192,15 +195,15 @@ struct CompanionServer: Sendable {
             server.log("pairing code \(code) for \(context.clientKey) (shown on the unit for \(Int(Pairing.Limits.codeLifetimeS)) s)")
             let reply = DeviceReply(await server.link.request("pairing-code \(code)"))
             if !reply.ok { server.log("the unit could not show the pairing code: \(reply.message); read it from this log") }
-            return Self.json(["ok": true, "expires_in_s": Int(Pairing.Limits.codeLifetimeS), "shown_on_device": reply.ok,
+            return Self.json(["ok": true, "expires_in_s": .integer(Int(Pairing.Limits.codeLifetimeS)), "shown_on_device": .bool(reply.ok),
                               "hint": "enter the code the unit shows: POST /api/pair {\"code\": \"...\"}"])
         }
 
         router.post("/api/pair") { request, context in
             guard Self.sameOrigin(request) else { return Self.crossOrigin }
             let body = try await request.body.collect(upTo: Self.requestBodyBytesMax)
-            let obj = (try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any] ?? [:]
-            guard let code = obj["code"] as? String else {
+            let obj = JSONValue.parse(body.readableBytesView)?.object ?? [:]
+            guard let code = obj["code"]?.string else {
                 return Self.json(["error": "send {\"code\": \"123456\"} with the code the unit shows"], status: .badRequest)
             }
             switch server.pairing.attempt(code, client: context.clientKey) {
@@ -213,15 +216,15 @@ struct CompanionServer: Sendable {
             case .wrong(let left):
                 if left == 0 { _ = await server.link.request("pairing-code clear") }
                 return Self.json(["error": left > 0 ? "wrong code" : "wrong code; the code is cancelled, request a new one",
-                                  "attempts_left": left], status: .forbidden)
+                                  "attempts_left": .integer(left)], status: .forbidden)
             case .paired:
                 _ = await server.link.request("pairing-code clear")
                 do {
-                    let issued = try server.tokens.issue(name: obj["name"] as? String ?? "companion")
+                    let issued = try server.tokens.issue(name: obj["name"]?.string ?? "companion")
                     server.log("paired companion token \(issued.id)")
                     var headers: HTTPFields = [:]
                     headers[.setCookie] = "\(Self.cookieName)=\(issued.token); Path=/; HttpOnly; SameSite=Strict; Max-Age=31536000"
-                    return Self.json(["token": issued.token, "token_id": issued.id], headers: headers)
+                    return Self.json(["token": .string(issued.token), "token_id": .string(issued.id)], headers: headers)
                 } catch {
                     return Self.json(["error": "\(error)"], status: .init(code: 507, reasonPhrase: "Insufficient Storage"))
                 }
@@ -238,7 +241,7 @@ struct CompanionServer: Sendable {
         router.post("/api/command") { request, _ in
             guard server.authorize(request) != nil else { return Self.json(Self.pairingRequired, status: .unauthorized) }
             let body = try await request.body.collect(upTo: Self.requestBodyBytesMax)
-            let obj = (try? JSONSerialization.jsonObject(with: Data(buffer: body))) as? [String: Any] ?? [:]
+            let obj = JSONValue.parse(body.readableBytesView)?.object ?? [:]
             let result = await server.run(obj)
             return Self.json(result, status: result["reply"] == nil ? .badRequest : .ok)
         }
@@ -270,7 +273,7 @@ struct CompanionServer: Sendable {
                 group.addTask {
                     for try await message in inbound.messages(maxSize: Self.webSocketMessageBytesMax) {
                         guard case .text(let text) = message else { continue }
-                        guard let obj = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
+                        guard let obj = JSONValue.parse(text.utf8)?.object else {
                             server.link.hub.send(DeviceLink.encode(["type": "error", "message": "send one JSON object per message"]), to: client)
                             continue
                         }
@@ -292,12 +295,6 @@ extension TokenStore {
     func validate(tokenID: String) -> Bool { all().contains { $0.id == tokenID } }
 }
 
-
-extension Data {
-    init(buffer: ByteBuffer) {
-        self = Data(buffer.readableBytesView)
-    }
-}
 
 struct CommandError: Error {
     let message: String

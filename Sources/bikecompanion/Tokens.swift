@@ -1,6 +1,7 @@
 import BoardIO
 import Digest
-import Foundation
+import FoundationEssentials
+import Synchronization
 
 /// Companion access tokens, stored hashed (SHA-256) in `<data dir>/companion-tokens`, mode 0600.
 /// A token is `ID.SECRET` (8 + 64 hex digits); only its ID and hash are kept. The file is
@@ -34,21 +35,22 @@ final class TokenStore: @unchecked Sendable {
 
     static let fileName = "companion-tokens"
     let path: String
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var entries: [Entry] = []
     private var loadedStamp: String?
     /// Lines of the file that could not be read (counted, skipped).
     private(set) var badLines = 0
 
     init(dataDir: String) {
-        path = (dataDir as NSString).appendingPathComponent(Self.fileName)
+        path = joinPath(dataDir, Self.fileName)
     }
 
     /// The current tokens (re-reads the file when it changed on disk).
     func all() -> [Entry] {
-        lock.lock(); defer { lock.unlock() }
-        reloadIfChanged()
-        return entries
+        lock.withLock { _ in
+            reloadIfChanged()
+            return entries
+        }
     }
 
     /// The token's ID when `token` is valid now.
@@ -64,28 +66,30 @@ final class TokenStore: @unchecked Sendable {
 
     /// Issues a new token for `name`; returns (token, id).
     func issue(name: String, now: Date = Date()) throws -> (token: String, id: String) {
-        lock.lock(); defer { lock.unlock() }
-        reloadIfChanged()
-        guard entries.count < Limits.tokensMax else { throw StoreError.full }
-        var rng = SystemRandomNumberGenerator()
-        var id = Self.randomHex(4, &rng)
-        while entries.contains(where: { $0.id == id }) { id = Self.randomHex(4, &rng) }
-        let token = id + "." + Self.randomHex(32, &rng)
-        let clean = String(name.unicodeScalars.filter { $0.value > 0x20 && $0.value != 0x7F }.map(Character.init).prefix(Limits.nameCharactersMax))
-        entries.append(Entry(id: id, hash: Self.sha256Hex(token), createdUnixS: Int64(now.timeIntervalSince1970), name: clean.isEmpty ? "companion" : clean))
-        try write()
-        return (token, id)
+        try lock.withLock { _ in
+            reloadIfChanged()
+            guard entries.count < Limits.tokensMax else { throw StoreError.full }
+            var rng = SystemRandomNumberGenerator()
+            var id = Self.randomHex(4, &rng)
+            while entries.contains(where: { $0.id == id }) { id = Self.randomHex(4, &rng) }
+            let token = id + "." + Self.randomHex(32, &rng)
+            let clean = String(name.unicodeScalars.filter { $0.value > 0x20 && $0.value != 0x7F }.map(Character.init).prefix(Limits.nameCharactersMax))
+            entries.append(Entry(id: id, hash: Self.sha256Hex(token), createdUnixS: Int64(now.timeIntervalSince1970), name: clean.isEmpty ? "companion" : clean))
+            try write()
+            return (token, id)
+        }
     }
 
     /// Removes one token (by ID) or all; returns how many were removed.
     func revoke(id: String?) throws -> Int {
-        lock.lock(); defer { lock.unlock() }
-        reloadIfChanged()
-        let before = entries.count
-        if let id { entries.removeAll { $0.id == id.lowercased() } } else { entries.removeAll() }
-        let removed = before - entries.count
-        if removed > 0 { try write() }
-        return removed
+        try lock.withLock { _ in
+            reloadIfChanged()
+            let before = entries.count
+            if let id { entries.removeAll { $0.id == id.lowercased() } } else { entries.removeAll() }
+            let removed = before - entries.count
+            if removed > 0 { try write() }
+            return removed
+        }
     }
 
     // MARK: File
@@ -120,11 +124,11 @@ final class TokenStore: @unchecked Sendable {
     /// companion and `bikecomputer companion revoke` never write through each other's temporary,
     /// and a power cut right after pairing keeps the new token (issue 27).
     private func write() throws {
-        let dir = (path as NSString).deletingLastPathComponent
+        let dir = AtomicFiles.directoryName(of: path)
         do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            try AtomicFiles.makeDirectories(dir)
         } catch {
-            throw StoreError.io("cannot create the data directory \(dir): \(error.localizedDescription); set --data-dir or [storage] data_dir")
+            throw StoreError.io("cannot create the data directory \(dir): \(error.message); set --data-dir or [storage] data_dir")
         }
         let text = entries.map { "v1 \($0.id) \($0.hash) \($0.createdUnixS) \($0.name)\n" }.joined()
         do {
@@ -142,7 +146,13 @@ final class TokenStore: @unchecked Sendable {
     }
 
     static func randomHex<R: RandomNumberGenerator>(_ bytes: Int, _ rng: inout R) -> String {
-        (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &rng)) }.joined()
+        (0..<bytes).map { _ in hex2(UInt8.random(in: 0...255, using: &rng)) }.joined()
+    }
+
+    /// Two lowercase hex digits.
+    static func hex2(_ b: UInt8) -> String {
+        let h = String(b, radix: 16)
+        return b < 0x10 ? "0" + h : h
     }
 
     static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
@@ -207,7 +217,7 @@ final class Pairing: @unchecked Sendable {
         var lastSeen = Date.distantPast
     }
 
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var code: String?
     private var owner: String?
     private var expires = Date.distantPast
@@ -234,77 +244,82 @@ final class Pairing: @unchecked Sendable {
     func newCode(client clientKey: String, now: Date = Date()) -> Request {
         var rng = SystemRandomNumberGenerator()
         let c = (0..<Limits.codeDigits).map { _ in String(Int.random(in: 0...9, using: &rng)) }.joined()
-        lock.lock(); defer { lock.unlock() }
-        var me = client(clientKey, now)
-        me.lastSeen = now
-        defer { clients[clientKey] = me }
-        if code != nil, now < expires, let o = owner, o != clientKey {
-            return .busy(retryAfterS: Self.seconds(expires.timeIntervalSince(now)))
+        return lock.withLock { _ in
+            var me = client(clientKey, now)
+            me.lastSeen = now
+            defer { clients[clientKey] = me }
+            if code != nil, now < expires, let o = owner, o != clientKey {
+                return .busy(retryAfterS: Self.seconds(expires.timeIntervalSince(now)))
+            }
+            if now < me.nextCode { return .tooSoon(retryAfterS: Self.seconds(me.nextCode.timeIntervalSince(now))) }
+            let since = now.timeIntervalSince(lastIssued)
+            if !lastPaired && since < Limits.codeIntervalS {
+                return .tooSoon(retryAfterS: Self.seconds(Limits.codeIntervalS - since))
+            }
+            code = c
+            owner = clientKey
+            expires = now.addingTimeInterval(Limits.codeLifetimeS)
+            attemptsLeft = Limits.attemptsPerCodeMax
+            lastIssued = now
+            lastPaired = false
+            me.nextCode = now.addingTimeInterval(Self.wait(Limits.clientCodeWaitS, doublings: me.codesNotPaired))
+            me.codesNotPaired += 1
+            return .issued(c)
         }
-        if now < me.nextCode { return .tooSoon(retryAfterS: Self.seconds(me.nextCode.timeIntervalSince(now))) }
-        let since = now.timeIntervalSince(lastIssued)
-        if !lastPaired && since < Limits.codeIntervalS {
-            return .tooSoon(retryAfterS: Self.seconds(Limits.codeIntervalS - since))
-        }
-        code = c
-        owner = clientKey
-        expires = now.addingTimeInterval(Limits.codeLifetimeS)
-        attemptsLeft = Limits.attemptsPerCodeMax
-        lastIssued = now
-        lastPaired = false
-        me.nextCode = now.addingTimeInterval(Self.wait(Limits.clientCodeWaitS, doublings: me.codesNotPaired))
-        me.codesNotPaired += 1
-        return .issued(c)
     }
 
     /// Checks an entered code; a match or the last wrong attempt ends the code.
     func attempt(_ entered: String, client clientKey: String, now: Date = Date()) -> Attempt {
-        lock.lock(); defer { lock.unlock() }
-        guard let c = code, now < expires else { code = nil; owner = nil; return .noCode }
-        guard owner == clientKey else { return .notYours }
-        var me = client(clientKey, now)
-        me.lastSeen = now
-        defer { clients[clientKey] = me }
-        if now < me.nextAttempt { return .tooSoon(retryAfterS: Self.seconds(me.nextAttempt.timeIntervalSince(now))) }
-        let digits = entered.filter { !$0.isWhitespace }
-        if TokenStore.constantTimeEqual(c, digits) {
-            code = nil
-            owner = nil
-            lastPaired = true
-            me = Client(lastSeen: now)
-            return .paired
+        return lock.withLock { _ in
+            guard let c = code, now < expires else { code = nil; owner = nil; return .noCode }
+            guard owner == clientKey else { return .notYours }
+            var me = client(clientKey, now)
+            me.lastSeen = now
+            defer { clients[clientKey] = me }
+            if now < me.nextAttempt { return .tooSoon(retryAfterS: Self.seconds(me.nextAttempt.timeIntervalSince(now))) }
+            let digits = entered.filter { !$0.isWhitespace }
+            if TokenStore.constantTimeEqual(c, digits) {
+                code = nil
+                owner = nil
+                lastPaired = true
+                me = Client(lastSeen: now)
+                return .paired
+            }
+            attemptsLeft -= 1
+            me.nextAttempt = now.addingTimeInterval(Self.wait(Limits.clientAttemptWaitS, doublings: me.wrongEntries))
+            me.wrongEntries += 1
+            if attemptsLeft <= 0 { code = nil; owner = nil }
+            return .wrong(attemptsLeft: max(0, attemptsLeft))
         }
-        attemptsLeft -= 1
-        me.nextAttempt = now.addingTimeInterval(Self.wait(Limits.clientAttemptWaitS, doublings: me.wrongEntries))
-        me.wrongEntries += 1
-        if attemptsLeft <= 0 { code = nil; owner = nil }
-        return .wrong(attemptsLeft: max(0, attemptsLeft))
     }
 
     /// The rider cleared the code on the unit: it ends, and its client waits long for another.
     /// True when a code was active.
     @discardableResult
     func dismissedOnUnit(now: Date = Date()) -> Bool {
-        lock.lock(); defer { lock.unlock() }
-        guard code != nil, let o = owner else { return false }
-        var c = client(o, now)
-        c.codesNotPaired += Limits.dismissedStrikes
-        c.nextCode = max(c.nextCode, now.addingTimeInterval(Self.wait(Limits.clientCodeWaitS, doublings: c.codesNotPaired)))
-        clients[o] = c
-        code = nil
-        owner = nil
-        return true
+        return lock.withLock { _ in
+            guard code != nil, let o = owner else { return false }
+            var c = client(o, now)
+            c.codesNotPaired += Limits.dismissedStrikes
+            c.nextCode = max(c.nextCode, now.addingTimeInterval(Self.wait(Limits.clientCodeWaitS, doublings: c.codesNotPaired)))
+            clients[o] = c
+            code = nil
+            owner = nil
+            return true
+        }
     }
 
     /// Ends an expired code; true when one was ended (the unit's display must be cleared).
     func expireIfDue(now: Date = Date()) -> Bool {
-        lock.lock(); defer { lock.unlock() }
-        if code != nil && now >= expires { code = nil; owner = nil; return true }
-        return false
+        return lock.withLock { _ in
+            if code != nil && now >= expires { code = nil; owner = nil; return true }
+            return false
+        }
     }
 
     var isActive: Bool {
-        lock.lock(); defer { lock.unlock() }
-        return code != nil && Date() < expires
+        return lock.withLock { _ in
+            return code != nil && Date() < expires
+        }
     }
 }
