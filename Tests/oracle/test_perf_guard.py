@@ -8,10 +8,9 @@ It must read zero. Timings are reported elsewhere, never asserted here.
 
 The property is about the device's build, so the guard runs the release build of bikebench (a
 debug build allocates dozens of times per frame in unspecialized generic code and closure
-contexts, and proves nothing). The fixture builds it: from a clean clone that compiles the
-release configuration of the modules once (a few minutes on 2 cores); afterwards it is an
-incremental build of seconds, and the guard itself runs in under a second. BIKEBENCH=path uses
-a given binary instead.
+contexts, and proves nothing). The fixture builds it (release_build.py: in CI, scripts/test.sh
+has built it in the background by then); the guard itself runs in under a second.
+BIKEBENCH=path uses a given binary instead.
 """
 import os
 import pathlib
@@ -19,6 +18,8 @@ import re
 import subprocess
 
 import pytest
+
+from release_build import release_binary
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
@@ -29,12 +30,7 @@ GUARD_LINE = re.compile(r"(\d+) sensor frames in steady state, (\d+) heap alloca
 def bikebench():
     if os.environ.get("BIKEBENCH"):
         return pathlib.Path(os.environ["BIKEBENCH"])
-    r = subprocess.run(["swift", "build", "-c", "release", "--product", "bikebench"], cwd=REPO,
-                       capture_output=True, text=True, timeout=1800)
-    assert r.returncode == 0, "swift build -c release --product bikebench failed:\n" + r.stdout[-3000:] + r.stderr[-3000:]
-    out = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=REPO,
-                         capture_output=True, text=True, check=True)
-    return pathlib.Path(out.stdout.strip()) / "bikebench"
+    return release_binary("bikebench")
 
 
 def guard(bikebench, *extra):

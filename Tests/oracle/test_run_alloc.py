@@ -22,6 +22,7 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
+from release_build import release_binary  # noqa: E402
 from test_run import write_config  # noqa: E402
 from test_run_latency import VaryingBridge  # noqa: E402
 
@@ -125,12 +126,7 @@ def optimized_binary(bikecomputer) -> pathlib.Path:
     build, built (incrementally: the perf guard has built most of it already) when needed."""
     if "release" in str(bikecomputer):
         return bikecomputer
-    r = subprocess.run(["swift", "build", "-c", "release", "--product", "bikecomputer"], cwd=REPO,
-                       capture_output=True, text=True, timeout=1800)
-    assert r.returncode == 0, "release build of bikecomputer failed:\n" + r.stdout[-3000:] + r.stderr[-3000:]
-    out = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=REPO,
-                         capture_output=True, text=True, check=True).stdout.strip()
-    return pathlib.Path(out) / "bikecomputer"
+    return release_binary("bikecomputer")
 
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
