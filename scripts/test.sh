@@ -123,8 +123,7 @@ arm64_wait() {
     arm64_pid=
     return "$status"
 }
-x86_release_pid=
-trap 'for g in "$vm_prepare_pid" "$arm64_pid" "$x86_release_pid"; do [ -z "$g" ] || kill -- -"$g" 2>/dev/null || true; done' EXIT
+trap 'for g in "$vm_prepare_pid" "$arm64_pid"; do [ -z "$g" ] || kill -- -"$g" 2>/dev/null || true; done' EXIT
 vm_prepare host
 if [ "$(id -u)" = 0 ] && [ "$(uname -m)" = x86_64 ]; then
     arm64_start prepare 3600 prepare
@@ -137,16 +136,6 @@ stage "building"
 swift build 2>&1 | tail -n 3
 vm_prepare_wait
 vm_prepare image "$(swift build --show-bin-path)"
-# The optimized x86_64 build that the oracle's allocation tests measure (bikebench, bikecomputer:
-# a debug build allocates in unspecialized generic code), in the background of the tests like the
-# arm64 release and in its own scratch path (SwiftPM locks a scratch path for a whole command, so
-# in .build it would hold `swift test`). The tests' own `swift build -c release` (BIKE_RELEASE_SCRATCH)
-# then finds it built, or waits on SwiftPM's lock until it is. Log: .build/x86-release.log.
-export BIKE_RELEASE_SCRATCH="$PWD/.build/x86-release"
-setsid nice -n 10 timeout 3600 bash -c 'for p in bikebench bikecomputer; do
-    echo "x86-release: swift build -c release --product $p"; swift build -c release --scratch-path "$BIKE_RELEASE_SCRATCH" --product "$p" || exit; done
-    echo "x86-release: done in $SECONDS s"' > .build/x86-release.log 2>&1 &
-x86_release_pid=$!
 arm64_ok=no
 if [ -n "$arm64_pid" ]; then
     arm64_wait && arm64_start release 5400 && arm64_ok=started
@@ -161,12 +150,6 @@ if [ "$status" -ne 0 ]; then
 fi
 
 stage "oracle tests (pytest)"
-if ! kill -0 "$x86_release_pid" 2>/dev/null; then
-    wait "$x86_release_pid" && echo "test.sh: the x86_64 release build: $(tail -n 1 .build/x86-release.log)" \
-        || { echo "test.sh: the x86_64 release build failed (log: .build/x86-release.log):" >&2; tail -n 20 .build/x86-release.log >&2; }
-else
-    echo "test.sh: the x86_64 release build is still running (nice 10): the allocation tests wait for it on SwiftPM's lock"
-fi
 # In BIKE_ORACLE_WORKERS (2) workers, each test file in one (its module fixtures are its own): on
 # its own the suite kept 2 CPUs 41 % busy (905 s); in two, 60-70 % (404 s warm, 556 s with the x86
 # release build cold). Three were faster alone (386 s) but not in CI, where the arm64 cross build

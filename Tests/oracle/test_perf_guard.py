@@ -8,9 +8,9 @@ It must read zero. Timings are reported elsewhere, never asserted here.
 
 The property is about the device's build, so the guard runs the release build of bikebench (a
 debug build allocates dozens of times per frame in unspecialized generic code and closure
-contexts, and proves nothing). The fixture builds it (release_build.py: in CI, scripts/test.sh
-has built it in the background by then); the guard itself runs in under a second.
-BIKEBENCH=path uses a given binary instead.
+contexts, and proves nothing). The fixture builds it (release_build.py: minutes from a clean
+clone, seconds afterwards); the guard itself runs in under a second. BIKEBENCH=path uses a given
+binary instead.
 """
 import os
 import pathlib

@@ -409,6 +409,11 @@ def test_the_end_of_a_ride_does_not_wait_for_the_card(latency):
     assert delay["page_max_ms"] <= slowest_plain_ms + (plain_turn_ms if host_loaded else 200), (slowest_plain_ms, latency)
 
 
+# Less than one ride's dating takes on the 200 ms/write card: its offset, three files and the
+# removals, two stalled writes or more each (test below), 2 s or more.
+DATING_IN_ONE_HANDLER_US = 1_000_000
+
+
 def test_setting_the_clock_with_rides_waiting_does_not_stall_the_buttons(latency):
     """Issue 27: the clock becomes trusted with five rides waiting for their date on the 200 ms
     per write card. Each is dated as ordinary ride-file steps (every fsync on the ride files'
@@ -440,10 +445,16 @@ def test_setting_the_clock_with_rides_waiting_does_not_stall_the_buttons(latency
     # than the slowest other handler that grew during the same dating: a dating inside one
     # handler (issue 27: seconds a ride) still stands out. The presses below are the end-to-end
     # bound either way.
+    # Stop 45's CI: ridefile.step 420 ms against the slowest other handler's 394 ms, at load (the
+    # plain card's turns to 208 ms) with the loop's thread never seen waiting in the kernel (0 of
+    # 2,953 samples, below): a dating step does more CPU work a call than a sensor's packet, and the
+    # host stretches both. So on a loaded host the bound is also no lower than DATING_IN_ONE_HANDLER_US,
+    # which one ride dated inside one handler exceeds (ten stalled writes of 200 ms or more); the
+    # sampler below is the evidence of waits on the card.
     plain_turn_ms = max(plain["loop_turn_max_us"], save["loop_turn_max_after_us"]) / 1000
     host_loaded = plain_turn_ms >= 200
     others = max((v for n, v in r["handlers_max_us"].items() if n not in dating), default=0)
-    handler_bound = max(turn_bound, others) if host_loaded else turn_bound
+    handler_bound = max(turn_bound, others, DATING_IN_ONE_HANDLER_US) if host_loaded else turn_bound
     assert slowest[1] < handler_bound, (slowest, handler_bound, "loaded host" if host_loaded else "quiet host", r)
     assert r["handlers_max_us"].get("wallclock", 0) < handler_bound, r
     # What the loop's thread was doing during the dating, sampled every 10 ms from /proc
