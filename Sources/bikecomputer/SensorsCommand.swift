@@ -58,9 +58,9 @@ struct SensorsCommand: ParsableCommand {
                 let reply = try ControlSocketClient.request("status", path: path)
                 let (ok, body) = ControlProtocol.parseReply(reply)
                 guard ok else { throw CommandFailure("bikecomputer sensors: status refused: \(body)") }
-                for item in MiniJSON.parse(body)?["paired"]?.array ?? [] {
+                for item in JSONValue.parse(body.utf8)?["paired"]?.array ?? [] {
                     guard let id = item["sensor"]?.string else { continue }
-                    live[id] = (item["state"]?.string ?? "?", item["battery_percent"]?.number.map { Int($0) })
+                    live[id] = (item["state"]?.string ?? "?", item["battery_percent"]?.double.map { Int($0) })
                 }
             } catch let e as CommandFailure {
                 throw e
@@ -194,12 +194,12 @@ extension SensorsCommand {
                 throw ExitCode(1)
             }
             printError("searching for \(seconds) s...")
-            var last = MiniJSON.null
+            var last = JSONValue.null
             var reported = 0
             let deadline = MonotonicClock.nowNs + UInt64(seconds) * 1_000_000_000 + 1_500_000_000
             repeat {
                 _ = Glibc.usleep(500_000)
-                guard let reply = t.ask("sensors found"), reply.ok, let j = MiniJSON.parse(reply.body) else { continue }
+                guard let reply = t.ask("sensors found"), reply.ok, let j = JSONValue.parse(reply.body.utf8) else { continue }
                 last = j
                 let n = j["found"]?.array?.count ?? 0
                 if n != reported {
@@ -218,7 +218,7 @@ extension SensorsCommand {
                     w.string("sensor", f["sensor"]?.string)
                     w.string("kind", f["kind"]?.string)
                     w.string("name", f["name"]?.string)
-                    w.int("rssi", f["rssi"]?.number.map { Int64($0) })
+                    w.int("rssi", f["rssi"]?.double.map { Int64($0) })
                     w.bool("paired", { if case .bool(true)? = f["paired"] { return true } else { return false } }())
                     w.endObject()
                 }
@@ -230,7 +230,7 @@ extension SensorsCommand {
             } else {
                 print("SENSOR".padding(30) + "KIND".padding(15) + "SIGNAL".padding(9) + "NAME")
                 for f in found {
-                    let rssi = f["rssi"]?.number.map { "\(Int($0)) dBm" } ?? "?"
+                    let rssi = f["rssi"]?.double.map { "\(Int($0)) dBm" } ?? "?"
                     var name = f["name"]?.string ?? ""
                     if case .bool(true)? = f["paired"] { name += " (paired)" }
                     print((f["sensor"]?.string ?? "?").padding(30) + (f["kind"]?.string ?? "?").padding(15) + rssi.padding(9) + name)
@@ -259,7 +259,7 @@ extension SensorsCommand {
             let t = try SensorsTarget(config: config, socket: socket)
             var kind = role
             var name = name
-            if kind == nil || name == nil, let reply = t.ask("sensors found"), reply.ok, let j = MiniJSON.parse(reply.body),
+            if kind == nil || name == nil, let reply = t.ask("sensors found"), reply.ok, let j = JSONValue.parse(reply.body.utf8),
                let seen = j["found"]?.array?.first(where: { $0["sensor"]?.string?.lowercased() == sensor.lowercased() }) {
                 // What the last search found: its kind, and the name it advertised.
                 kind = kind ?? seen["kind"]?.string
@@ -333,121 +333,4 @@ extension SensorsCommand {
 /// The alert level, named once (AppCore's).
 enum AppCoreBattery {
     static let lowPercent = AppCore.sensorBatteryLowPercent
-}
-
-/// Just enough JSON to read `ctl status` back (objects, arrays, strings, numbers, literals).
-/// Bounded: input over `bytesMax` or nesting over `depthMax` is refused (nil).
-indirect enum MiniJSON {
-    case object([String: MiniJSON]), array([MiniJSON]), string(String), number(Double), bool(Bool), null
-
-    static let bytesMax = 1 << 20
-    static let depthMax = 32
-
-    subscript(key: String) -> MiniJSON? { if case .object(let o) = self { o[key] } else { nil } }
-    var array: [MiniJSON]? { if case .array(let a) = self { a } else { nil } }
-    var string: String? { if case .string(let s) = self { s } else { nil } }
-    var number: Double? { if case .number(let n) = self { n } else { nil } }
-
-    static func parse(_ text: String) -> MiniJSON? {
-        let bytes = Array(text.utf8)
-        guard bytes.count <= bytesMax else { return nil }
-        var i = 0
-        guard let v = value(bytes, &i, depth: 0) else { return nil }
-        skip(bytes, &i)
-        return i == bytes.count ? v : nil
-    }
-
-    private static func skip(_ b: [UInt8], _ i: inout Int) {
-        while i < b.count, b[i] == 0x20 || b[i] == 0x0A || b[i] == 0x0D || b[i] == 0x09 { i += 1 }
-    }
-
-    private static func value(_ b: [UInt8], _ i: inout Int, depth: Int) -> MiniJSON? {
-        guard depth < depthMax else { return nil }
-        skip(b, &i)
-        guard i < b.count else { return nil }
-        switch b[i] {
-        case UInt8(ascii: "{"):
-            i += 1
-            var o: [String: MiniJSON] = [:]
-            skip(b, &i)
-            if i < b.count, b[i] == UInt8(ascii: "}") { i += 1; return .object(o) }
-            while true {
-                skip(b, &i)
-                guard case .string(let k)? = string(b, &i) else { return nil }
-                skip(b, &i)
-                guard i < b.count, b[i] == UInt8(ascii: ":") else { return nil }
-                i += 1
-                guard let v = value(b, &i, depth: depth + 1) else { return nil }
-                o[k] = v
-                skip(b, &i)
-                guard i < b.count else { return nil }
-                if b[i] == UInt8(ascii: ",") { i += 1; continue }
-                if b[i] == UInt8(ascii: "}") { i += 1; return .object(o) }
-                return nil
-            }
-        case UInt8(ascii: "["):
-            i += 1
-            var a: [MiniJSON] = []
-            skip(b, &i)
-            if i < b.count, b[i] == UInt8(ascii: "]") { i += 1; return .array(a) }
-            while true {
-                guard let v = value(b, &i, depth: depth + 1) else { return nil }
-                a.append(v)
-                skip(b, &i)
-                guard i < b.count else { return nil }
-                if b[i] == UInt8(ascii: ",") { i += 1; continue }
-                if b[i] == UInt8(ascii: "]") { i += 1; return .array(a) }
-                return nil
-            }
-        case UInt8(ascii: "\""):
-            return string(b, &i)
-        case UInt8(ascii: "t"): return literal(b, &i, "true", .bool(true))
-        case UInt8(ascii: "f"): return literal(b, &i, "false", .bool(false))
-        case UInt8(ascii: "n"): return literal(b, &i, "null", .null)
-        default:
-            let start = i
-            while i < b.count, (b[i] >= UInt8(ascii: "0") && b[i] <= UInt8(ascii: "9")) || b[i] == UInt8(ascii: "-")
-                    || b[i] == UInt8(ascii: "+") || b[i] == UInt8(ascii: ".") || b[i] == UInt8(ascii: "e") || b[i] == UInt8(ascii: "E") { i += 1 }
-            guard i > start, let d = Double(String(decoding: b[start..<i], as: UTF8.self)) else { return nil }
-            return .number(d)
-        }
-    }
-
-    private static func literal(_ b: [UInt8], _ i: inout Int, _ word: String, _ v: MiniJSON) -> MiniJSON? {
-        let w = Array(word.utf8)
-        guard i + w.count <= b.count, Array(b[i..<i + w.count]) == w else { return nil }
-        i += w.count
-        return v
-    }
-
-    private static func string(_ b: [UInt8], _ i: inout Int) -> MiniJSON? {
-        guard i < b.count, b[i] == UInt8(ascii: "\"") else { return nil }
-        i += 1
-        var out: [UInt8] = []
-        while i < b.count {
-            let c = b[i]
-            i += 1
-            if c == UInt8(ascii: "\"") { return .string(String(decoding: out, as: UTF8.self)) }
-            if c == UInt8(ascii: "\\") {
-                guard i < b.count else { return nil }
-                let e = b[i]
-                i += 1
-                switch e {
-                case UInt8(ascii: "n"): out.append(0x0A)
-                case UInt8(ascii: "t"): out.append(0x09)
-                case UInt8(ascii: "r"): out.append(0x0D)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0C)
-                case UInt8(ascii: "u"):
-                    guard i + 4 <= b.count, let u = UInt32(String(decoding: b[i..<i + 4], as: UTF8.self), radix: 16) else { return nil }
-                    i += 4
-                    out += Array(String(Unicode.Scalar(u).map(Character.init) ?? "?").utf8)
-                default: out.append(e)
-                }
-            } else {
-                out.append(c)
-            }
-        }
-        return nil
-    }
 }
