@@ -1,6 +1,7 @@
 """Issue 26, item 4: the same answers on both CPUs. The aarch64 `bikesim` of the release (static,
 Swift 6.2.3: bash scripts/release-arm64.sh), run under qemu-aarch64-static, and this machine's
-x86_64 `bikesim` (the build under test) replay the fixture rides (../shared/fixtures/rides) and
+x86_64 `bikesim` (BIKE_BIN's, else the debug build; scripts/test.sh gives it the release build,
+as the aarch64 one is) replay the fixture rides (../shared/fixtures/rides) and
 run the scenarios headless; every file they write (summary.json, the FIT, GPX and TCX files, the
 journal's ride files, the screenshots) must be byte for byte the same. A difference is a bug
 (floating-point order, integer widths, endianness), never a tolerance.
