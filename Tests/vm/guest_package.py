@@ -107,6 +107,9 @@ def main() -> int:
         time.sleep(4)
         gs.press(LAP, hold_s=1.0)
         time.sleep(2.5)
+        # The rider has no phone companion and turns its unit off: the upgrade must leave it off.
+        run("systemctl", "disable", "bikecompanion.service")
+        record["rider_disabled"] = run("systemctl", "is-enabled", "bikecompanion.service", check=False).strip()
         before = status()
         record["before_upgrade"] = {"state": before["state"], "timer_ms": before["timer_ms"],
                                     "pid": unit("bikecomputer")["MainPID"], "version": before.get("version")}

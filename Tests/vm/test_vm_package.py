@@ -136,6 +136,13 @@ def test_an_upgrade_with_a_ride_in_progress_recovers_it_after_the_restart(pkg):
     assert r["config_kept"], "the rider's config (a conffile they changed) is kept"
 
 
+def test_an_upgrade_leaves_each_unit_enabled_or_disabled_as_the_rider_left_it(pkg):
+    _, r = pkg
+    assert r["rider_disabled"] == "disabled", r["rider_disabled"]
+    states = {u: s["enabled"] for u, s in r["units_after_upgrade"].items()}
+    assert states == {"bikecomputer": "enabled", "bikebridge": "enabled", "bikecompanion": "disabled"}, states
+
+
 def test_apt_remove_keeps_the_rides_and_the_config(pkg):
     _, r = pkg
     gone = r["removed"]
