@@ -66,6 +66,11 @@ public final class HeadlessRun {
     let summaries = SummaryRecorder()
     var inputOrder = 0
     var nextStep = 0
+    /// Whether the scenario's own button presses and holds are performed. The interactive
+    /// simulator clears it at the rider's first button key: from then on the rider has the
+    /// buttons, and the demo's scripted start (at 5 s) can no longer pause a ride the rider has
+    /// just started. The scenario's other steps (dropouts, crashes, …) go on.
+    public var scriptedButtons = true
     var downUntilMs: Int64 = 0
     /// Device is down (crashed or rebooting) until this instant.
     var deviceDownUntilMs: Int64?
@@ -178,8 +183,10 @@ public final class HeadlessRun {
             }
         }
         while nextStep < scenario.steps.count, scenario.steps[nextStep].atMs <= nowMs {
-            perform(scenario.steps[nextStep].action, at: nowMs)
+            let action = scenario.steps[nextStep].action
             nextStep += 1
+            if !scriptedButtons, action.isButton { continue }
+            perform(action, at: nowMs)
             if deviceDownUntilMs != nil { return }
         }
         if let full = diskFullUntilMs, nowMs >= full {

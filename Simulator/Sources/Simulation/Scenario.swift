@@ -73,6 +73,14 @@ public struct Scenario: Sendable, Hashable {
         case batteryLevel(Double)
         /// The rider switches the unit on again (after it powered itself off).
         case powerOn
+
+        /// A press or a hold of one of the unit's buttons.
+        public var isButton: Bool {
+            switch self {
+            case .press, .hold: true
+            default: false
+            }
+        }
     }
 
     /// The unit's battery (`battery START% DRAIN%/h`): nil, no battery gauge.

@@ -72,13 +72,15 @@ struct Interactive {
     }
 
     /// Returns a new speed when the key changed it.
+    /// A button key gives the rider the buttons: the scenario's own presses stop
+    /// (`HeadlessRun.scriptedButtons`).
     mutating func handle(key: UInt8) -> Double? {
         switch key {
-        case UInt8(ascii: "s"): sim.inject(.press(.startPause))
-        case UInt8(ascii: "l"): sim.inject(.press(.lap))
-        case UInt8(ascii: "p"): sim.inject(.press(.page))
-        case UInt8(ascii: "S"): sim.inject(.hold(.startPause, ms: 2_000))
-        case UInt8(ascii: "L"): sim.inject(.hold(.lap, ms: 2_000))
+        case UInt8(ascii: "s"): press(.press(.startPause))
+        case UInt8(ascii: "l"): press(.press(.lap))
+        case UInt8(ascii: "p"): press(.press(.page))
+        case UInt8(ascii: "S"): press(.hold(.startPause, ms: 2_000))
+        case UInt8(ascii: "L"): press(.hold(.lap, ms: 2_000))
         case UInt8(ascii: "w"): sim.inject(.command(.marker(.water, value: 250)))
         case UInt8(ascii: "c"): sim.inject(.crash)
         case UInt8(ascii: "x"): sim.inject(.powerCut)
@@ -92,6 +94,12 @@ struct Interactive {
         }
         lastDrawMs = -1_000
         return nil
+    }
+
+    mutating func press(_ button: Scenario.Action) {
+        precondition(button.isButton, "press(_:) is for the buttons")
+        sim.scriptedButtons = false
+        sim.inject(button)
     }
 
     mutating func redrawIfDue() {
@@ -139,7 +147,8 @@ struct Interactive {
             lines.append("")
             lines += Self.help
         } else if core.state == .idle {
-            // The first screen: how to start riding (the demo also presses start by itself).
+            // The first screen: how to start riding (the demo also presses start by itself, until
+            // the rider's first button key).
             lines.append("press s to start the ride   ? help   q quit")
         } else {
             lines.append("? help   q quit")
