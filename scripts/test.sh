@@ -164,15 +164,19 @@ for p in "${release_products[@]}"; do
         exit 1
     }
 done
+# Hard links, not symbolic ones: `bikecomputer companion` runs the bikecompanion beside its own
+# /proc/self/exe, which a symbolic link resolves into the release directory. release-products
+# names the release build's programs (Tests/oracle/release_build.py finds them there).
 oracle_bin="$PWD/.build/oracle-bin"
 rm -rf "$oracle_bin"
 mkdir -p "$oracle_bin"
 release_bin="$(swift build -c release --show-bin-path)"
 for p in "${release_products[@]}"; do
-    ln -s "$release_bin/$p" "$oracle_bin/$p"
+    ln "$release_bin/$p" "$oracle_bin/$p"
 done
-ln -s "$(swift build --show-bin-path)/bikecompanion" "$oracle_bin/bikecompanion"
-echo "test.sh: the release build took $((SECONDS - stage_at)) s; the oracle tests run:$(for p in "$oracle_bin"/*; do printf ' %s' "$(readlink "$p" | sed "s|^$PWD/||")"; done)"
+ln "$(swift build --show-bin-path)/bikecompanion" "$oracle_bin/bikecompanion"
+echo "${release_products[*]}" > "$oracle_bin/release-products"
+echo "test.sh: the release build took $((SECONDS - stage_at)) s; the oracle tests run the release build of $(cat "$oracle_bin/release-products") and the debug build of bikecompanion (.build/oracle-bin)"
 # In BIKE_ORACLE_WORKERS (2) workers, each test file in one (its module fixtures are its own): on
 # its own the suite kept 2 CPUs 41 % busy (905 s); in two, 60-70 % (404 s warm, 556 s with the x86
 # release build cold). Three were faster alone (386 s) but not in CI, where the arm64 cross build

@@ -124,8 +124,6 @@ def optimized_binary(bikecomputer) -> pathlib.Path:
     """Allocation counts mean something only in an optimized build (a debug build allocates in
     unspecialized generic code): BIKE_BIN if it is a release build, else the package's release
     build, built (incrementally: the perf guard has built most of it already) when needed."""
-    if "release" in bikecomputer.resolve().parts:
-        return bikecomputer
     return release_binary("bikecomputer")
 
 
