@@ -82,16 +82,26 @@ python3 scripts/check-imports.py || { echo "test.sh: scripts/check-imports.py fa
 # installed system image (board/install.sh booted in a guest) and the libgpiod 2 build (stage
 # image). Tests/vm/run below finds them cached; a step that failed here fails the VM test that
 # needs it, with the reason. Logs: .build/vm-prepare-{host,image}.log.
+#
+# The background jobs run in this script's session, each in a process group of its own (`timeout`
+# makes one; the trap below kills them by it), stdin from /dev/null. Not in sessions of their own
+# (setsid, until stop 46): Linux's autogroup scheduling (sched_autogroup_enabled, on here and on
+# Debian's kernels) shares the CPUs fairly between sessions, whatever a process's nice, so a
+# "nice 10" cross build in its own session took as much CPU as the whole foreground (swift test,
+# the oracle tests, the VM guests with their timing bounds). In one session nice means what it
+# says: the niced jobs take what the foreground leaves.
 mkdir -p .build
+VM_PREPARE_TIMEOUT_S=3600
 vm_prepare() {  # vm_prepare STAGE [BIKE_BIN]: runs in the background, in its own process group
-    BIKE_BIN="${2:-}" setsid .venv/bin/python Tests/vm/builds.py prepare "$1" > ".build/vm-prepare-$1.log" 2>&1 &
+    BIKE_BIN="${2:-}" timeout "$VM_PREPARE_TIMEOUT_S" .venv/bin/python Tests/vm/builds.py prepare "$1" \
+        < /dev/null > ".build/vm-prepare-$1.log" 2>&1 &
     vm_prepare_pid=$!
     vm_prepare_stage=$1
 }
 vm_prepare_wait() {
     local status=0 vm_prepare_waited=$SECONDS
     wait "$vm_prepare_pid" || status=$?
-    echo "test.sh: VM preparation ($vm_prepare_stage): status $status, waited for it $((SECONDS - vm_prepare_waited)) s;" \
+    echo "test.sh: VM preparation ($vm_prepare_stage): status $status$([ "$status" = 124 ] && echo " (timed out after $VM_PREPARE_TIMEOUT_S s)"), waited for it $((SECONDS - vm_prepare_waited)) s;" \
          "$(grep -o "prepare $vm_prepare_stage: .*" ".build/vm-prepare-$vm_prepare_stage.log" | tail -n 1) (log: .build/vm-prepare-$vm_prepare_stage.log)"
     [ "$status" = 0 ] || tail -n 30 ".build/vm-prepare-$vm_prepare_stage.log" >&2
     vm_prepare_pid=
@@ -104,10 +114,11 @@ vm_prepare_pid=
 # Each stage is bounded (timeout) and says what it waited for. Logs: .build/arm64-{prepare,release}.log.
 arm64_pid=
 arm64_stage=
-arm64_start() {  # arm64_start STAGE TIMEOUT_S [ARGS]: release-arm64.sh in the background, own process group
+arm64_start() {  # arm64_start STAGE TIMEOUT_S NICE [ARGS]: release-arm64.sh in the background, own process group
     arm64_stage=$1
-    # nice: the cross build runs beside the tests (timing bounds among them) and yields to them.
-    setsid nice -n 10 timeout "$2" bash scripts/release-arm64.sh ${3:-} > ".build/arm64-$1.log" 2>&1 &
+    # nice 10 for the cross build: it runs beside the tests (timing bounds among them) and takes
+    # what they leave; its chroot and downloads (`prepare`) run beside the x86 build at its priority.
+    nice -n "$3" timeout "$2" bash scripts/release-arm64.sh ${4:-} < /dev/null > ".build/arm64-$1.log" 2>&1 &
     arm64_pid=$!
 }
 arm64_wait() {
@@ -127,7 +138,7 @@ same_answers_pid=
 trap 'for g in "$vm_prepare_pid" "$arm64_pid" "$same_answers_pid"; do [ -z "$g" ] || kill -- -"$g" 2>/dev/null || true; done' EXIT
 vm_prepare host
 if [ "$(id -u)" = 0 ] && [ "$(uname -m)" = x86_64 ]; then
-    arm64_start prepare 3600 prepare
+    arm64_start prepare 3600 0 prepare
 else
     export BIKE_ARM64_RELEASE_ERROR="the arm64 release needs root on x86_64 (debootstrap, chroot): run scripts/test.sh as root"
     echo "test.sh: $BIKE_ARM64_RELEASE_ERROR; its VM tests will fail with this reason" >&2
@@ -139,7 +150,7 @@ vm_prepare_wait
 vm_prepare image "$(swift build --show-bin-path)"
 arm64_ok=no
 if [ -n "$arm64_pid" ]; then
-    arm64_wait && arm64_start release 5400 && arm64_ok=started
+    arm64_wait && arm64_start release 5400 10 && arm64_ok=started
 fi
 stage "swift test"
 swift test 2>&1 | tee .build/swift-test.log | grep -E "error:|✘|Test run with|Executed [0-9]+ tests" || true
@@ -210,37 +221,43 @@ tail -n 15 .build/bridge-tests.log
 # against libgpiod v1 and v2, `bikecomputer run` end to end, the shims on arm64. Installs what
 # it needs (qemu, busybox-static, kernel headers, the arm64 cross compiler), caches under
 # .build/vm and .build-gpiod2, and fails with the reason when it cannot run.
-vm_prepare_wait
-if [ "$arm64_ok" = started ] && arm64_wait; then
-    export BIKE_ARM64_RELEASE="$PWD/.build/release-arm64"
-fi
+# The amd64 VM tests need only the first part of the image stage (the installed x86 image, the
+# libgpiod 2 build, done minutes ago): they start without waiting for the rest of it (the arm64
+# Debian system, its second stage at nice 10) or for the arm64 cross build (nice 10), which take
+# what the guests leave. The builders share files under cross-process locks, so a guest that
+# needs something still being built waits for it (bounded) instead of building it twice.
 # The arm64 guests (the aarch64 release on Debian's arm64 kernel, the package) run after the
 # others, in their own pytest. (Run beside them, one pytest each, the two sets of guests loaded the
 # 2-core machine to 8 and the timing bounds of the amd64 tests failed: stop 34.)
 # The same answers on both CPUs (Tests/vm/test_arm64_same_answers.py: the aarch64 bikesim under
-# qemu-user, no guest, no timing bound) runs at nice 10 beside the amd64 guests instead, in the CPU
-# they leave idle: first in the arm64 pytest, it held every arm64 guest back for 63 s (stop 45).
-# Its x86_64 side is the release build, like the aarch64 one (.build/oracle-bin): 74 CPU-s against
-# 141 with the debug bikesim, the same bytes either way (stop 46).
+# qemu-user, no guest, no timing bound) runs at nice 10 beside the arm64 guests: first in the arm64
+# pytest, it held every arm64 guest back for 63 s (stop 45). Its x86_64 side is the release build,
+# like the aarch64 one (.build/oracle-bin): 74 CPU-s against 141 with the debug bikesim, the same
+# bytes either way (stop 46).
 arm64_tests="arm64 or package"
 same_answers=Tests/vm/test_arm64_same_answers.py
-stage "VM tests (Tests/vm/run) beside $same_answers (nice 10), then the arm64 ones (-k '$arm64_tests')"
+stage "VM tests (Tests/vm/run), then the arm64 ones (-k '$arm64_tests') beside $same_answers (nice 10)"
 vm_started=$SECONDS
-BIKE_BIN="$oracle_bin" setsid nice -n 10 .venv/bin/python -m pytest -q -p no:cacheprovider -rA "$same_answers" \
-    > .build/vm-same-answers.log 2>&1 &
-same_answers_pid=$!
 vm_status=0
 BIKE_BIN="$(swift build --show-bin-path)" bash Tests/vm/run --deselect "$same_answers" -k "not ($arm64_tests)" || vm_status=$?
 echo "test.sh: the VM tests but the arm64 ones took $((SECONDS - vm_started)) s (status $vm_status)"
+vm_prepare_wait
+if [ "$arm64_ok" = started ] && arm64_wait; then
+    export BIKE_ARM64_RELEASE="$PWD/.build/release-arm64"
+fi
 arm64_started=$SECONDS
+BIKE_BIN="$oracle_bin" nice -n 10 timeout 1800 .venv/bin/python -m pytest -q -p no:cacheprovider -rA "$same_answers" \
+    < /dev/null > .build/vm-same-answers.log 2>&1 &
+same_answers_pid=$!
 arm64_vm_status=0
 BIKE_BIN="$(swift build --show-bin-path)" bash Tests/vm/run --deselect "$same_answers" -k "$arm64_tests" || arm64_vm_status=$?
 echo "test.sh: the arm64 VM tests took $((SECONDS - arm64_started)) s (status $arm64_vm_status)"
 same_answers_status=0
 same_answers_waited=$SECONDS
 wait "$same_answers_pid" || same_answers_status=$?
-echo "test.sh: $same_answers (beside the others; waited for it $((SECONDS - same_answers_waited)) s; status $same_answers_status; log: .build/vm-same-answers.log):"
-grep -E "passed|failed|error" .build/vm-same-answers.log | tail -n 3
+same_answers_pid=
+echo "test.sh: $same_answers (beside the arm64 VM tests; waited for it $((SECONDS - same_answers_waited)) s; status $same_answers_status; log: .build/vm-same-answers.log):"
+grep -E "passed|failed|error" .build/vm-same-answers.log | tail -n 3 || true
 [ "$same_answers_status" = 0 ] || tail -n 40 .build/vm-same-answers.log >&2
 echo "test.sh: VM tests took $((SECONDS - vm_started)) s"
 stage
