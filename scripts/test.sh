@@ -83,17 +83,19 @@ python3 scripts/check-imports.py || { echo "test.sh: scripts/check-imports.py fa
 # image). Tests/vm/run below finds them cached; a step that failed here fails the VM test that
 # needs it, with the reason. Logs: .build/vm-prepare-{host,image}.log.
 #
-# The background jobs run in this script's session, each in a process group of its own (`timeout`
-# makes one; the trap below kills them by it), stdin from /dev/null. Not in sessions of their own
-# (setsid, until stop 46): Linux's autogroup scheduling (sched_autogroup_enabled, on here and on
-# Debian's kernels) shares the CPUs fairly between sessions, whatever a process's nice, so a
-# "nice 10" cross build in its own session took as much CPU as the whole foreground (swift test,
-# the oracle tests, the VM guests with their timing bounds). In one session nice means what it
-# says: the niced jobs take what the foreground leaves.
+# Each background job runs in a session of its own (setsid: the trap below kills it by its process
+# group). Linux's autogroup scheduling (sched_autogroup_enabled: on here, and by default on
+# Debian's kernels) shares the CPUs fairly between sessions, whatever a process's nice: a
+# "nice 10" job in a session of its own takes as much CPU as all of this script's session (swift
+# test, the oracle tests) or as a VM guest (each in its own session). The jobs that must yield
+# (the arm64 cross build, the qemu-user comparison) run through $LOW_PRIORITY: their session's
+# autogroup at nice 10, so they take what the others leave (stop 46: the cross build had taken
+# half the machine from the tests in every CI before).
+LOW_PRIORITY=(setsid sh -c 'echo 10 > /proc/self/autogroup 2>/dev/null || :; exec nice -n 10 "$@"' low-priority)
 mkdir -p .build
 VM_PREPARE_TIMEOUT_S=3600
-vm_prepare() {  # vm_prepare STAGE [BIKE_BIN]: runs in the background, in its own process group
-    BIKE_BIN="${2:-}" timeout "$VM_PREPARE_TIMEOUT_S" .venv/bin/python Tests/vm/builds.py prepare "$1" \
+vm_prepare() {  # vm_prepare STAGE [BIKE_BIN]: runs in the background, in a session of its own
+    BIKE_BIN="${2:-}" setsid timeout "$VM_PREPARE_TIMEOUT_S" .venv/bin/python Tests/vm/builds.py prepare "$1" \
         < /dev/null > ".build/vm-prepare-$1.log" 2>&1 &
     vm_prepare_pid=$!
     vm_prepare_stage=$1
@@ -114,11 +116,16 @@ vm_prepare_pid=
 # Each stage is bounded (timeout) and says what it waited for. Logs: .build/arm64-{prepare,release}.log.
 arm64_pid=
 arm64_stage=
-arm64_start() {  # arm64_start STAGE TIMEOUT_S NICE [ARGS]: release-arm64.sh in the background, own process group
+arm64_start() {  # arm64_start STAGE TIMEOUT_S [ARGS]: release-arm64.sh in the background, in a session of its own
     arm64_stage=$1
-    # nice 10 for the cross build: it runs beside the tests (timing bounds among them) and takes
-    # what they leave; its chroot and downloads (`prepare`) run beside the x86 build at its priority.
-    nice -n "$3" timeout "$2" bash scripts/release-arm64.sh ${4:-} < /dev/null > ".build/arm64-$1.log" 2>&1 &
+    if [ "$1" = release ]; then
+        # The cross build runs beside the tests (timing bounds among them) and the amd64 guests,
+        # and takes what they leave; the VM stage waits for it before the arm64 guests only.
+        "${LOW_PRIORITY[@]}" timeout "$2" bash scripts/release-arm64.sh ${3:-} < /dev/null > ".build/arm64-$1.log" 2>&1 &
+    else
+        # Its chroot and downloads (`prepare`), beside the x86 build: needed when that ends.
+        setsid timeout "$2" bash scripts/release-arm64.sh ${3:-} < /dev/null > ".build/arm64-$1.log" 2>&1 &
+    fi
     arm64_pid=$!
 }
 arm64_wait() {
@@ -138,7 +145,7 @@ same_answers_pid=
 trap 'for g in "$vm_prepare_pid" "$arm64_pid" "$same_answers_pid"; do [ -z "$g" ] || kill -- -"$g" 2>/dev/null || true; done' EXIT
 vm_prepare host
 if [ "$(id -u)" = 0 ] && [ "$(uname -m)" = x86_64 ]; then
-    arm64_start prepare 3600 0 prepare
+    arm64_start prepare 3600 prepare
 else
     export BIKE_ARM64_RELEASE_ERROR="the arm64 release needs root on x86_64 (debootstrap, chroot): run scripts/test.sh as root"
     echo "test.sh: $BIKE_ARM64_RELEASE_ERROR; its VM tests will fail with this reason" >&2
@@ -150,7 +157,7 @@ vm_prepare_wait
 vm_prepare image "$(swift build --show-bin-path)"
 arm64_ok=no
 if [ -n "$arm64_pid" ]; then
-    arm64_wait && arm64_start release 5400 10 && arm64_ok=started
+    arm64_wait && arm64_start release 5400 && arm64_ok=started
 fi
 stage "swift test"
 swift test 2>&1 | tee .build/swift-test.log | grep -E "error:|✘|Test run with|Executed [0-9]+ tests" || true
@@ -221,11 +228,9 @@ tail -n 15 .build/bridge-tests.log
 # against libgpiod v1 and v2, `bikecomputer run` end to end, the shims on arm64. Installs what
 # it needs (qemu, busybox-static, kernel headers, the arm64 cross compiler), caches under
 # .build/vm and .build-gpiod2, and fails with the reason when it cannot run.
-# The amd64 VM tests need only the first part of the image stage (the installed x86 image, the
-# libgpiod 2 build, done minutes ago): they start without waiting for the rest of it (the arm64
-# Debian system, its second stage at nice 10) or for the arm64 cross build (nice 10), which take
-# what the guests leave. The builders share files under cross-process locks, so a guest that
-# needs something still being built waits for it (bounded) instead of building it twice.
+# The amd64 VM tests start once the image stage is done (at a normal priority it would take a
+# guest's share), without waiting for the arm64 cross build (low priority: it takes what the
+# guests leave); the arm64 guests wait for it.
 # The arm64 guests (the aarch64 release on Debian's arm64 kernel, the package) run after the
 # others, in their own pytest. (Run beside them, one pytest each, the two sets of guests loaded the
 # 2-core machine to 8 and the timing bounds of the amd64 tests failed: stop 34.)
@@ -238,15 +243,15 @@ arm64_tests="arm64 or package"
 same_answers=Tests/vm/test_arm64_same_answers.py
 stage "VM tests (Tests/vm/run), then the arm64 ones (-k '$arm64_tests') beside $same_answers (nice 10)"
 vm_started=$SECONDS
+vm_prepare_wait
 vm_status=0
 BIKE_BIN="$(swift build --show-bin-path)" bash Tests/vm/run --deselect "$same_answers" -k "not ($arm64_tests)" || vm_status=$?
 echo "test.sh: the VM tests but the arm64 ones took $((SECONDS - vm_started)) s (status $vm_status)"
-vm_prepare_wait
 if [ "$arm64_ok" = started ] && arm64_wait; then
     export BIKE_ARM64_RELEASE="$PWD/.build/release-arm64"
 fi
 arm64_started=$SECONDS
-BIKE_BIN="$oracle_bin" nice -n 10 timeout 1800 .venv/bin/python -m pytest -q -p no:cacheprovider -rA "$same_answers" \
+BIKE_BIN="$oracle_bin" "${LOW_PRIORITY[@]}" timeout 1800 .venv/bin/python -m pytest -q -p no:cacheprovider -rA "$same_answers" \
     < /dev/null > .build/vm-same-answers.log 2>&1 &
 same_answers_pid=$!
 arm64_vm_status=0
