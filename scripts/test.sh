@@ -109,6 +109,22 @@ vm_prepare_wait() {
     vm_prepare_pid=
 }
 vm_prepare_pid=
+# The arm64 Debian system for the arm64 guests (Tests/vm/builds.py prepare arm64: debootstrap's
+# second stage under qemu-user, minutes of CPU): low priority, waited for before the arm64 guests.
+vm_arm64_pid=
+vm_arm64_start() {
+    "${LOW_PRIORITY[@]}" timeout "$VM_PREPARE_TIMEOUT_S" .venv/bin/python Tests/vm/builds.py prepare arm64 \
+        < /dev/null > .build/vm-prepare-arm64.log 2>&1 &
+    vm_arm64_pid=$!
+}
+vm_arm64_wait() {
+    local status=0 waited=$SECONDS
+    wait "$vm_arm64_pid" || status=$?
+    echo "test.sh: VM preparation (arm64): status $status$([ "$status" = 124 ] && echo " (timed out after $VM_PREPARE_TIMEOUT_S s)"), waited for it $((SECONDS - waited)) s;" \
+         "$(grep -o "prepare arm64: .*" .build/vm-prepare-arm64.log | tail -n 1) (log: .build/vm-prepare-arm64.log)"
+    [ "$status" = 0 ] || tail -n 30 .build/vm-prepare-arm64.log >&2
+    vm_arm64_pid=
+}
 # --- The board's release (issue 26, docs/releasing.md): the aarch64 executables and the Debian
 # package from Debian's Swift in a sid chroot (scripts/release-arm64.sh, cached under .build/arm64).
 # Its chroot, sysroot and downloads are prepared in the background of the x86 build; the cross
@@ -142,7 +158,7 @@ arm64_wait() {
     return "$status"
 }
 same_answers_pid=
-trap 'for g in "$vm_prepare_pid" "$arm64_pid" "$same_answers_pid"; do [ -z "$g" ] || kill -- -"$g" 2>/dev/null || true; done' EXIT
+trap 'for g in "$vm_prepare_pid" "$vm_arm64_pid" "$arm64_pid" "$same_answers_pid"; do [ -z "$g" ] || kill -- -"$g" 2>/dev/null || true; done' EXIT
 vm_prepare host
 if [ "$(id -u)" = 0 ] && [ "$(uname -m)" = x86_64 ]; then
     arm64_start prepare 3600 prepare
@@ -155,6 +171,7 @@ stage "building"
 swift build 2>&1 | tail -n 3
 vm_prepare_wait
 vm_prepare image "$(swift build --show-bin-path)"
+vm_arm64_start
 arm64_ok=no
 if [ -n "$arm64_pid" ]; then
     arm64_wait && arm64_start release 5400 && arm64_ok=started
@@ -229,8 +246,8 @@ tail -n 15 .build/bridge-tests.log
 # it needs (qemu, busybox-static, kernel headers, the arm64 cross compiler), caches under
 # .build/vm and .build-gpiod2, and fails with the reason when it cannot run.
 # The amd64 VM tests start once the image stage is done (at a normal priority it would take a
-# guest's share), without waiting for the arm64 cross build (low priority: it takes what the
-# guests leave); the arm64 guests wait for it.
+# guest's share), without waiting for the arm64 system or the arm64 cross build (low priority:
+# they take what the guests leave); the arm64 guests wait for them.
 # The arm64 guests (the aarch64 release on Debian's arm64 kernel, the package) run after the
 # others, in their own pytest. (Run beside them, one pytest each, the two sets of guests loaded the
 # 2-core machine to 8 and the timing bounds of the amd64 tests failed: stop 34.)
@@ -247,6 +264,7 @@ vm_prepare_wait
 vm_status=0
 BIKE_BIN="$(swift build --show-bin-path)" bash Tests/vm/run --deselect "$same_answers" -k "not ($arm64_tests)" || vm_status=$?
 echo "test.sh: the VM tests but the arm64 ones took $((SECONDS - vm_started)) s (status $vm_status)"
+vm_arm64_wait
 if [ "$arm64_ok" = started ] && arm64_wait; then
     export BIKE_ARM64_RELEASE="$PWD/.build/release-arm64"
 fi
