@@ -85,13 +85,13 @@ python3 scripts/check-imports.py || { echo "test.sh: scripts/check-imports.py fa
 #
 # Each background job runs in a session of its own (setsid: the trap below kills it by its process
 # group). Linux's autogroup scheduling (sched_autogroup_enabled: on here, and by default on
-# Debian's kernels) shares the CPUs fairly between sessions, whatever a process's nice: a
-# "nice 10" job in a session of its own takes as much CPU as all of this script's session (swift
-# test, the oracle tests) or as a VM guest (each in its own session). The jobs that must yield
-# (the arm64 cross build, the qemu-user comparison) run through $LOW_PRIORITY: their session's
-# autogroup at nice 10, so they take what the others leave (stop 46: the cross build had taken
-# half the machine from the tests in every CI before).
-LOW_PRIORITY=(setsid sh -c 'echo 10 > /proc/self/autogroup 2>/dev/null || :; exec nice -n 10 "$@"' low-priority)
+# Debian's kernels) shares the CPUs fairly between sessions, whatever a process's nice: so the
+# cross build's "nice 10" below gives it an equal share beside this script's session, not a small
+# one. Tried in stop 46 and not kept: the cross build and the arm64 system at a low priority
+# (their sessions' autogroup at nice 10). `swift test` then took 412 s (629 s) and the oracle
+# stage 514 s (667 s), but the deferred work ran beside the VM guests, whose TCG work it slowed
+# by more than it gained (the amd64 guests 2,159 guest-s against 1,707, their stage 834 s against
+# 677 s; the arm64 stage 600 s): 3,036 s in all against 2,893 s (docs/testing.md, "Timings").
 mkdir -p .build
 VM_PREPARE_TIMEOUT_S=3600
 vm_prepare() {  # vm_prepare STAGE [BIKE_BIN]: runs in the background, in a session of its own
@@ -109,22 +109,6 @@ vm_prepare_wait() {
     vm_prepare_pid=
 }
 vm_prepare_pid=
-# The arm64 Debian system for the arm64 guests (Tests/vm/builds.py prepare arm64: debootstrap's
-# second stage under qemu-user, minutes of CPU): low priority, waited for before the arm64 guests.
-vm_arm64_pid=
-vm_arm64_start() {
-    "${LOW_PRIORITY[@]}" timeout "$VM_PREPARE_TIMEOUT_S" .venv/bin/python Tests/vm/builds.py prepare arm64 \
-        < /dev/null > .build/vm-prepare-arm64.log 2>&1 &
-    vm_arm64_pid=$!
-}
-vm_arm64_wait() {
-    local status=0 waited=$SECONDS
-    wait "$vm_arm64_pid" || status=$?
-    echo "test.sh: VM preparation (arm64): status $status$([ "$status" = 124 ] && echo " (timed out after $VM_PREPARE_TIMEOUT_S s)"), waited for it $((SECONDS - waited)) s;" \
-         "$(grep -o "prepare arm64: .*" .build/vm-prepare-arm64.log | tail -n 1) (log: .build/vm-prepare-arm64.log)"
-    [ "$status" = 0 ] || tail -n 30 .build/vm-prepare-arm64.log >&2
-    vm_arm64_pid=
-}
 # --- The board's release (issue 26, docs/releasing.md): the aarch64 executables and the Debian
 # package from Debian's Swift in a sid chroot (scripts/release-arm64.sh, cached under .build/arm64).
 # Its chroot, sysroot and downloads are prepared in the background of the x86 build; the cross
@@ -134,14 +118,8 @@ arm64_pid=
 arm64_stage=
 arm64_start() {  # arm64_start STAGE TIMEOUT_S [ARGS]: release-arm64.sh in the background, in a session of its own
     arm64_stage=$1
-    if [ "$1" = release ]; then
-        # The cross build runs beside the tests (timing bounds among them) and the amd64 guests,
-        # and takes what they leave; the VM stage waits for it before the arm64 guests only.
-        "${LOW_PRIORITY[@]}" timeout "$2" bash scripts/release-arm64.sh ${3:-} < /dev/null > ".build/arm64-$1.log" 2>&1 &
-    else
-        # Its chroot and downloads (`prepare`), beside the x86 build: needed when that ends.
-        setsid timeout "$2" bash scripts/release-arm64.sh ${3:-} < /dev/null > ".build/arm64-$1.log" 2>&1 &
-    fi
+    # nice: within its session (see above), for its own processes' order only.
+    setsid nice -n 10 timeout "$2" bash scripts/release-arm64.sh ${3:-} < /dev/null > ".build/arm64-$1.log" 2>&1 &
     arm64_pid=$!
 }
 arm64_wait() {
@@ -157,8 +135,7 @@ arm64_wait() {
     arm64_pid=
     return "$status"
 }
-same_answers_pid=
-trap 'for g in "$vm_prepare_pid" "$vm_arm64_pid" "$arm64_pid" "$same_answers_pid"; do [ -z "$g" ] || kill -- -"$g" 2>/dev/null || true; done' EXIT
+trap 'for g in "$vm_prepare_pid" "$arm64_pid"; do [ -z "$g" ] || kill -- -"$g" 2>/dev/null || true; done' EXIT
 vm_prepare host
 if [ "$(id -u)" = 0 ] && [ "$(uname -m)" = x86_64 ]; then
     arm64_start prepare 3600 prepare
@@ -171,7 +148,6 @@ stage "building"
 swift build 2>&1 | tail -n 3
 vm_prepare_wait
 vm_prepare image "$(swift build --show-bin-path)"
-vm_arm64_start
 arm64_ok=no
 if [ -n "$arm64_pid" ]; then
     arm64_wait && arm64_start release 5400 && arm64_ok=started
@@ -245,43 +221,35 @@ tail -n 15 .build/bridge-tests.log
 # against libgpiod v1 and v2, `bikecomputer run` end to end, the shims on arm64. Installs what
 # it needs (qemu, busybox-static, kernel headers, the arm64 cross compiler), caches under
 # .build/vm and .build-gpiod2, and fails with the reason when it cannot run.
-# The amd64 VM tests start once the image stage is done (at a normal priority it would take a
-# guest's share), without waiting for the arm64 system or the arm64 cross build (low priority:
-# they take what the guests leave); the arm64 guests wait for them.
-# The arm64 guests (the aarch64 release on Debian's arm64 kernel, the package) run after the
-# others, in their own pytest. (Run beside them, one pytest each, the two sets of guests loaded the
-# 2-core machine to 8 and the timing bounds of the amd64 tests failed: stop 34.)
-# The same answers on both CPUs (Tests/vm/test_arm64_same_answers.py: the aarch64 bikesim under
-# qemu-user, no guest, no timing bound) runs at nice 10 beside the arm64 guests: first in the arm64
-# pytest, it held every arm64 guest back for 63 s (stop 45). Its x86_64 side is the release build,
-# like the aarch64 one (.build/oracle-bin): 74 CPU-s against 141 with the debug bikesim, the same
-# bytes either way (stop 46).
-arm64_tests="arm64 or package"
-same_answers=Tests/vm/test_arm64_same_answers.py
-stage "VM tests (Tests/vm/run), then the arm64 ones (-k '$arm64_tests') beside $same_answers (nice 10)"
-vm_started=$SECONDS
 vm_prepare_wait
-vm_status=0
-BIKE_BIN="$(swift build --show-bin-path)" bash Tests/vm/run --deselect "$same_answers" -k "not ($arm64_tests)" || vm_status=$?
-echo "test.sh: the VM tests but the arm64 ones took $((SECONDS - vm_started)) s (status $vm_status)"
-vm_arm64_wait
 if [ "$arm64_ok" = started ] && arm64_wait; then
     export BIKE_ARM64_RELEASE="$PWD/.build/release-arm64"
 fi
+# The arm64 guests (the aarch64 release on Debian's arm64 kernel, the package) run after the
+# others, in their own pytest. (Run beside them, one pytest each, the two sets of guests loaded the
+# 2-core machine to 8 and the timing bounds of the amd64 tests failed: stop 34.)
+# Between them, alone: the same answers on both CPUs (Tests/vm/test_arm64_same_answers.py: the
+# aarch64 bikesim under qemu-user, no guest), its x86_64 side the release build like the aarch64
+# one (.build/oracle-bin): 74 CPU-s against 141 with the debug bikesim, the same bytes either way.
+# (Beside the arm64 guests at a low priority, stop 46, it slowed them: their stage 600 s.)
+arm64_tests="arm64 or package"
+same_answers=Tests/vm/test_arm64_same_answers.py
+stage "VM tests (Tests/vm/run), $same_answers, then the arm64 ones (-k '$arm64_tests')"
+vm_started=$SECONDS
+vm_status=0
+BIKE_BIN="$(swift build --show-bin-path)" bash Tests/vm/run --deselect "$same_answers" -k "not ($arm64_tests)" || vm_status=$?
+echo "test.sh: the VM tests but the arm64 ones took $((SECONDS - vm_started)) s (status $vm_status)"
+same_answers_started=$SECONDS
+same_answers_status=0
+BIKE_BIN="$oracle_bin" .venv/bin/python -m pytest -q -p no:cacheprovider -rA "$same_answers" > .build/vm-same-answers.log 2>&1 \
+    || same_answers_status=$?
+echo "test.sh: $same_answers took $((SECONDS - same_answers_started)) s (status $same_answers_status; log: .build/vm-same-answers.log):"
+grep -E "passed|failed|error" .build/vm-same-answers.log | tail -n 3 || true
+[ "$same_answers_status" = 0 ] || tail -n 40 .build/vm-same-answers.log >&2
 arm64_started=$SECONDS
-BIKE_BIN="$oracle_bin" "${LOW_PRIORITY[@]}" timeout 1800 .venv/bin/python -m pytest -q -p no:cacheprovider -rA "$same_answers" \
-    < /dev/null > .build/vm-same-answers.log 2>&1 &
-same_answers_pid=$!
 arm64_vm_status=0
 BIKE_BIN="$(swift build --show-bin-path)" bash Tests/vm/run --deselect "$same_answers" -k "$arm64_tests" || arm64_vm_status=$?
 echo "test.sh: the arm64 VM tests took $((SECONDS - arm64_started)) s (status $arm64_vm_status)"
-same_answers_status=0
-same_answers_waited=$SECONDS
-wait "$same_answers_pid" || same_answers_status=$?
-same_answers_pid=
-echo "test.sh: $same_answers (beside the arm64 VM tests; waited for it $((SECONDS - same_answers_waited)) s; status $same_answers_status; log: .build/vm-same-answers.log):"
-grep -E "passed|failed|error" .build/vm-same-answers.log | tail -n 3 || true
-[ "$same_answers_status" = 0 ] || tail -n 40 .build/vm-same-answers.log >&2
 echo "test.sh: VM tests took $((SECONDS - vm_started)) s"
 stage
 [ "$vm_status" = 0 ] && [ "$arm64_vm_status" = 0 ] && [ "$same_answers_status" = 0 ] || exit 1

@@ -182,8 +182,7 @@ def modules(k: vmlib.Kernel) -> list[pathlib.Path]:
 # scripts/test.sh prepares the VM tests' inputs in the background while it builds and tests the
 # Swift package (they take minutes on a clean machine: downloads, debootstrap, the install boot),
 # then runs Tests/vm/run, which finds them cached. Stage "host" needs no Swift binary; stage
-# "image" needs the built products (BIKE_BIN); stage "arm64" (the arm64 Debian system) runs at a
-# low priority and only the arm64 VM tests wait for it. Each step's failure is reported and the next goes
+# "image" needs the built products (BIKE_BIN). Each step's failure is reported and the next goes
 # on: the VM tests then fail with the reason when they need what is missing.
 
 def prepare(stage: str) -> int:
@@ -225,17 +224,15 @@ def prepare(stage: str) -> int:
         bin_dir = swift_products(["bikecomputer", "bikecompanion"])
         step("the installed system image (install.sh in a guest)", system.installed_image, k["amd64"], bin_dir, modules(k["amd64"]))
         step("board-vm-checks against libgpiod 2", swift_gpiod2_checks)
-    elif stage == "arm64":
         # The arm64 Debian system needs no Swift binary, but its second stage (debootstrap under
         # qemu-aarch64-static, ~5.5 min) in stage host held `scripts/test.sh` for ~200 s after the
-        # build (stop 34's CI); a stage of its own, it runs at a low priority beside the tests and
-        # the amd64 guests (scripts/test.sh), and only the arm64 VM tests, which run last, wait for it.
-        k = {}
+        # build (stop 34's CI); here it runs beside `swift test` and the oracle tests, and the
+        # arm64 VM tests, which need it, run last.
         step("the arm64 kernel", lambda: k.setdefault("arm64", vmlib.kernel("arm64")))
         if "arm64" in k:
             step("the arm64 Debian system (debootstrap, its second stage under qemu-aarch64-static)", _arm64_system, k["arm64"])
     else:
-        raise SystemExit(f"builds.py prepare: stage is host, image or arm64, not {stage}")
+        raise SystemExit(f"builds.py prepare: stage is host or image, not {stage}")
     vmlib.log(f"prepare {stage}: {'done' if not failed else 'FAILED: ' + ', '.join(failed)} in "
               f"{__import__('time').monotonic() - started:.0f} s")
     print(vmlib.timing_summary(json_name=f"timings-prepare-{stage}.json"), file=sys.stderr)
@@ -261,5 +258,5 @@ def _prepare_ble() -> None:
 if __name__ == "__main__":
     import sys
     if len(sys.argv) != 3 or sys.argv[1] != "prepare":
-        raise SystemExit("usage: python3 Tests/vm/builds.py prepare host|image|arm64   (image: BIKE_BIN=the bin dir)")
+        raise SystemExit("usage: python3 Tests/vm/builds.py prepare host|image   (image: BIKE_BIN=the bin dir)")
     sys.exit(prepare(sys.argv[2]))
