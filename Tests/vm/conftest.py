@@ -58,7 +58,7 @@ def gpiod2_checks():
 
 def pytest_sessionfinish(session, exitstatus):
     # Only a session that booted guests prunes: one that booted none (scripts/test.sh runs the
-    # qemu-user comparison beside the VM tests) must not remove their run directories.
+    # qemu-user comparison in a pytest of its own) has no run directories to keep in check.
     if any(e.kind == "guest" for e in vmlib.TIMINGS):
         vmlib.prune_runs()
 
@@ -177,5 +177,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """Where the run's time went (vmlib.timing_summary): the last thing Tests/vm/run prints."""
     terminalreporter.write_sep("=", "VM timings")
     booted = any(e.kind == "guest" for e in vmlib.TIMINGS)
-    # A run that booted no guest (the qemu-user comparison beside the VM tests) keeps its own file.
+    # A run that booted no guest (the qemu-user comparison on its own) keeps its own file.
     terminalreporter.write_line(vmlib.timing_summary(json_name="timings.json" if booted else "timings-no-guests.json"))
