@@ -91,7 +91,8 @@ python3 scripts/check-imports.py || { echo "test.sh: scripts/check-imports.py fa
 # (their sessions' autogroup at nice 10). `swift test` then took 412 s (629 s) and the oracle
 # stage 514 s (667 s), but the deferred work ran beside the VM guests, whose TCG work it slowed
 # by more than it gained (the amd64 guests 2,159 guest-s against 1,707, their stage 834 s against
-# 677 s; the arm64 stage 600 s): 3,036 s in all against 2,893 s (docs/testing.md, "Timings").
+# 677 s; the arm64 stage 600 s): 3,036 s in all against stop 45's 2,893 s, though on a slower
+# day (docs/testing.md, "Timings": not yet a same-day comparison).
 mkdir -p .build
 VM_PREPARE_TIMEOUT_S=3600
 vm_prepare() {  # vm_prepare STAGE [BIKE_BIN]: runs in the background, in a session of its own
