@@ -257,12 +257,14 @@ EOF
 # ------------------------------------------------------------------------------ the build
 # The swift build options of every aarch64 build. The commit reaches Sources/CBuildInfo through a
 # header in a directory on the include path (the flag never changes; only build_info.c includes
-# the header), so a new commit recompiles one C file, not the package.
+# the header), so a new commit recompiles one C file, not the package. No debug information
+# (-gnone, -g0; SwiftPM's release builds ask for it): the shipped binaries are stripped of it
+# anyway, and without it bikecomputer's cold cross build took 280 CPU-s against 300 (stop 47).
 build_flags() {
     mkdir -p "$ARM/buildinfo"
     local h="#define BIKECOMPUTER_GIT_COMMIT \"$COMMIT\""
     [ "$(cat "$ARM/buildinfo/bikecomputer_commit.h" 2>/dev/null)" = "$h" ] || echo "$h" > "$ARM/buildinfo/bikecomputer_commit.h"
-    echo "-c release --scratch-path $ARM/scratch --swift-sdks-path $ARM/sdk --swift-sdk $SDK_ID --static-swift-stdlib -Xcc -I$ARM/buildinfo"
+    echo "-c release --scratch-path $ARM/scratch --swift-sdks-path $ARM/sdk --swift-sdk $SDK_ID --static-swift-stdlib -Xcc -I$ARM/buildinfo -Xswiftc -gnone -Xcc -g0"
 }
 
 source_key() {
@@ -270,7 +272,7 @@ source_key() {
     { git ls-files -s -- Package.swift Sources Simulator 2>/dev/null
       git diff HEAD -- Package.swift Sources Simulator 2>/dev/null
       git ls-files --others --exclude-standard -- Sources Simulator 2>/dev/null
-      cat "$ARM/sid.ready" "$ARM/sysroot.ready"; echo "$COMMIT"; } | sha256sum | cut -c1-16
+      cat "$ARM/sid.ready" "$ARM/sysroot.ready"; echo "$COMMIT"; declare -f build_flags; } | sha256sum | cut -c1-16
 }
 
 version_and_commit() {

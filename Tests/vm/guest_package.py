@@ -145,7 +145,7 @@ def main() -> int:
         record["config_kept_over_reinstall"] = gs.CONFIG.read_text() == rider_config
         # 6. apt purge: the configuration goes, the rides stay.
         record["purge"] = apt("purge", "bikecomputer")
-        record["purged"] = {"package": package_state(), "etc": mode_owner("/etc/bikecomputer"),
+        record["purged"] = {"package": package_state(), "etc": mode_owner("/etc/bikecomputer"), "units": units_state(),
                             "default": mode_owner("/etc/default/bikebridge"), "rides": rides()}
     except Exception as e:
         record["errors"].append(f"{type(e).__name__}: {e}")

@@ -181,7 +181,7 @@ def wait_for(predicate, timeout_s: float, what: str, poll_s: float = 0.1):
 
 
 def unit(name: str) -> dict:
-    out = run("systemctl", "show", name, "-p", "ActiveState,SubState,NRestarts,MainPID,Result,User,ExecMainStatus")
+    out = run("systemctl", "show", name, "-p", "ActiveState,SubState,NRestarts,MainPID,Result,User,ExecMainStatus,LoadState,NeedDaemonReload")
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
 

@@ -151,8 +151,16 @@ def test_apt_remove_keeps_the_rides_and_the_config(pkg):
     assert gone["config_kept"]
     assert not gone["binaries"]["bikecomputer"]["exists"] and not gone["bridge_dir"]["exists"], gone
     assert gone["units"]["bikecomputer"]["ActiveState"] == "inactive", gone["units"]
+    # The maintainer scripts leave systemd in step with the files on disk after each step (the
+    # postrm reloads on a removal only; deb-systemd-helper's mask and unmask reload for it too).
+    for u, s in gone["units"].items():
+        assert s["enabled"] == "masked" and s["LoadState"] == "masked" and s["NeedDaemonReload"] == "no", (u, s)
+    for u, s in r["units_after_upgrade"].items():
+        assert s["LoadState"] == "loaded" and s["NeedDaemonReload"] == "no", (u, s)
     assert r["rides_listed_after_reinstall"] == r["rides_listed"], "installed again, it has the rides"
     assert r["config_kept_over_reinstall"]
     purged = r["purged"]
     assert purged["package"] == "not known to dpkg" and not purged["etc"]["exists"] and not purged["default"]["exists"], purged
     assert purged["rides"] == r["rides_before_remove"], "a purge leaves the rides"
+    for u, s in purged["units"].items():
+        assert s["LoadState"] == "not-found" and s["NeedDaemonReload"] == "no" and not s["fragment"], (u, s)
