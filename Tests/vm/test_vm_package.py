@@ -37,7 +37,9 @@ def previous_version(deb: pathlib.Path, out: pathlib.Path) -> pathlib.Path:
     version = re.search(r"^Version: (\S+)$", text, re.M).group(1)
     control.write_text(re.sub(r"^Version: .*$", f"Version: {version}~previous", text, flags=re.M))
     previous = out / "previous.deb"
-    vmlib.sh(["dpkg-deb", "--root-owner-group", "-Zxz", "--build", str(tree), str(previous)], timeout=600)
+    # xz at level 1: 5.6 CPU-s against 27.5 at dpkg-deb's default 6 (stop 47), before each package
+    # guest boots; it unpacks as fast (1 s on the host) and is 13.1 MB against 11.4.
+    vmlib.sh(["dpkg-deb", "--root-owner-group", "-Zxz", "-z1", "--build", str(tree), str(previous)], timeout=600)
     shutil.rmtree(tree)
     return previous
 
