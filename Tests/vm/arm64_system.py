@@ -101,8 +101,8 @@ def _second_stage_on_host(root: pathlib.Path) -> tuple[bool, str]:
     # nice 10: scripts/test.sh runs this in the background of `swift test` and the oracle tests
     # (stage image), and the arm64 VM tests that need it come ~15 min later; at the tests' own
     # priority its qemu-user CPU (5.5 min before stop 47's cut lists, 3.2 min since) took an
-    # equal share of the 2 CPUs from them. Only CPU work, no timing: the install guest before it in that stage,
-    # whose timeouts would suffer, keeps its priority.
+    # equal share of the 2 CPUs from them. Only CPU work, no timing: the install guest before it
+    # in that stage, whose timeouts would suffer, keeps its priority.
     proc = subprocess.Popen(["nice", "-n", "10", "unshare", "--user", "--mount", "--propagation", "private", "--fork", "sh", "-c",
                              HOST_SECOND_STAGE, "second-stage", str(root), BINFMT_AARCH64],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -137,15 +137,15 @@ def _second_stage_on_host(root: pathlib.Path) -> tuple[bool, str]:
 
 
 def trim_package_lists(root: pathlib.Path) -> None:
-    """The first stage's package lists cut down to the packages it downloaded (debootstrap/debpaths,
-    ~150 of bookworm's 60,000 for arm64): debootstrap's second stage runs in the arm64 tree, so its
-    own scans of the lists (pkgdetails, a perl script, for each pre-dependency it installs and
-    for dpkg's `available`) run under qemu-user, and over the whole 49 MB list they were half of
-    the stage: on the quiet machine the second stage took 332 CPU-s (276 s) with the whole
-    list and 180-192 CPU-s (155-167 s, two runs) with the cut one (stop 47); its four gaps between dpkg runs, 74-98
-    s each in stop 46's dpkg.log, are 4-5 s. Every package it installs is one the first stage
-    downloaded, so the cut lists give it the same answers: dpkg's `available` and `status` came out
-    byte for byte the same."""
+    """The first stage's package lists cut down to the packages it downloaded
+    (debootstrap/debpaths, ~150 of bookworm's 60,000 for arm64). debootstrap's second stage runs
+    in the arm64 tree, so its own scans of the lists (pkgdetails, a perl script, for each
+    pre-dependency it installs and for dpkg's `available`) run under qemu-user, and over the
+    whole 49 MB list they were half of the stage. On the quiet machine the second stage took 332
+    CPU-s (276 s) with the whole list and 180-192 CPU-s (155-167 s, two runs) with the cut one
+    (stop 47); its four gaps between dpkg runs, 74-98 s each in stop 46's dpkg.log, are 4-5 s.
+    Every package it installs is one the first stage downloaded, so the cut lists give it the
+    same answers: dpkg's `available` and `status` came out byte for byte the same."""
     names = {line.split()[0] for line in (root / "debootstrap" / "debpaths").read_text().splitlines() if line.strip()}
     lists = sorted((root / "var" / "lib" / "apt" / "lists").glob("*_Packages"))
     if not names or not lists:
