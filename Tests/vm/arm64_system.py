@@ -186,7 +186,7 @@ def configured_rootfs() -> pathlib.Path | None:
         base.with_name(base.name + ".no-binfmt").write_text(why + "\n")
         shutil.rmtree(root, ignore_errors=True)
         return None
-    # apt in the guest has no network: what the package needs is installed; no lists, no cache.
+    # The downloaded packages go; image() drops apt's lists (system.drop_package_lists).
     for p in (root / "var" / "cache" / "apt" / "archives").glob("*.deb"):
         p.unlink()
     ready.write_text(why[-500:])
