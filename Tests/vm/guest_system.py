@@ -82,13 +82,28 @@ def sim() -> str:
     return sysread("/run/vm-hardware/sim")
 
 
+# A rider's finger is off a button for well over the app's debounce (buttons.debounce_ms, 30 ms)
+# between two presses. The harness pressed START again a few ms after releasing it (end_ride: the
+# pause press, a status, the long press): the release and the new press then came out as one
+# glitch, so the app saw the pause press held on and the long press's release as its end, and
+# the ride was not ended (twice in each latency guest on the release build, whose status answers
+# in a few ms; the debug build's 100-360 ms hid it: stop 48). A press waits this long after the
+# same line's last release.
+RELEASE_GAP_S = 0.15
+released_at: dict[int, float] = {}
+
+
 def press(offset: int, hold_s: float = 0.2) -> dict:
-    """Holds the line down for `hold_s`. Returns how long the kernel's two edges were at least
-    and at most apart by the guest's clock (`min_s`: from the press's write returning to the
-    release's write starting; `max_s`: from the one starting to the other returning). A guest
-    stalled by a loaded host holds longer than asked (a press of 0.5 s has been a long press);
-    presses held 0.5 s or more longer than asked are kept in record["presses_stretched"]."""
+    """Holds the line down for `hold_s`, RELEASE_GAP_S at least after its last release. Returns
+    how long the kernel's two edges were at least and at most apart by the guest's clock
+    (`min_s`: from the press's write returning to the release's write starting; `max_s`: from the
+    one starting to the other returning). A guest stalled by a loaded host holds longer than asked
+    (a press of 0.5 s has been a long press); presses held 0.5 s or more longer than asked are
+    kept in record["presses_stretched"]."""
     path = f"{sim()}/sim_gpio{offset}/pull"
+    wait_s = released_at.get(offset, -RELEASE_GAP_S) + RELEASE_GAP_S - time.monotonic()
+    if wait_s > 0:
+        time.sleep(wait_s)
     down_start = time.monotonic()
     syswrite(path, "pull-down")
     down_done = time.monotonic()
@@ -96,6 +111,7 @@ def press(offset: int, hold_s: float = 0.2) -> dict:
     up_start = time.monotonic()
     syswrite(path, "pull-up")
     up_done = time.monotonic()
+    released_at[offset] = up_done
     hold = {"line": offset, "asked_s": hold_s, "min_s": round(up_start - down_done, 3),
             "max_s": round(up_done - down_start, 3), "t": round(down_start - t0, 1)}
     if hold["min_s"] >= hold_s + 0.5:
@@ -672,7 +688,7 @@ def long_press_end() -> int:
             return attempt
         except TimeoutError:
             state = wait_for(lambda: status()["state"], 30, "a status")
-            note("long press did not end the ride", attempt=attempt, state=state)
+            note("long press did not end the ride", attempt=attempt, state=state, buttons=status().get("buttons"))
             if state == "ended":
                 return attempt
             if state == "running":  # taken as a short press: pause again
