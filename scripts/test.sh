@@ -78,10 +78,10 @@ python3 scripts/check-imports.py || { echo "test.sh: scripts/check-imports.py fa
 
 # --- The VM tests' inputs, prepared in the background while the Swift package builds and its
 # tests run (docs/testing.md, "Timings"): Debian's kernels, the modules, debootstrap's root file
-# system, the C shim tests and the BLE rig first (stage host); once the binaries are built, the
-# installed system image (board/install.sh booted in a guest) and the libgpiod 2 build (stage
-# image). Tests/vm/run below finds them cached; a step that failed here fails the VM test that
-# needs it, with the reason. Logs: .build/vm-prepare-{host,image}.log.
+# system, the C shim tests and the BLE rig first (stage host); once the release build is done, the
+# installed system image (board/install.sh of .build/test-bin booted in a guest), the libgpiod 2
+# build and the arm64 system (stage image). Tests/vm/run below finds them cached; a step that
+# failed here fails the VM test that needs it, with the reason. Logs: .build/vm-prepare-{host,image}.log.
 #
 # Each background job runs in a session of its own (setsid: the trap below kills it by its process
 # group). Linux's autogroup scheduling (sched_autogroup_enabled: on here, and by default on
@@ -148,26 +148,20 @@ fi
 stage "building"
 swift build 2>&1 | tail -n 3
 vm_prepare_wait
-vm_prepare image "$(swift build --show-bin-path)"
 arm64_ok=no
 if [ -n "$arm64_pid" ]; then
     arm64_wait && arm64_start release 5400 && arm64_ok=started
 fi
-stage "swift test"
-swift test 2>&1 | tee .build/swift-test.log | grep -E "error:|✘|Test run with|Executed [0-9]+ tests" || true
-status=${PIPESTATUS[0]}
-if [ "$status" -ne 0 ]; then
-    echo "test.sh: swift test failed (full log: .build/swift-test.log)" >&2
-    grep -E "error|failed|✘" .build/swift-test.log | head -n 60 >&2 || true
-    exit "$status"
-fi
 
-stage "oracle tests (pytest), on the release build"
-# The programs the oracle tests run, in .build/oracle-bin: the optimized build (swift build -c
-# release) of those that replay and run rides, as the board's is; the companion's debug build (its
-# release build, SwiftNIO's, costs 250 CPU-s more; CPU is what bounds CI). The allocation tests
-# needed the release build already (240 CPU-s); on it the rest of the suite took ~215 CPU-s
-# against the debug build's 440 (stop 46, docs/testing.md "Timings").
+stage "the release build"
+# The programs the oracle and VM tests run, in .build/test-bin (BIKE_BIN): the optimized build
+# (swift build -c release) of those that replay and run rides, as the board's is; the debug build
+# of the companion (its release build, SwiftNIO's, costs 250 CPU-s more; CPU is what bounds CI)
+# and of the VM tests' own tools (board-vm-checks, screen-oracle). The allocation tests needed
+# the release build already (240 CPU-s); on it the oracle suite took ~215 CPU-s against the debug
+# build's 440 (stop 46), and the VM guests, which run `bikecomputer` under TCG, less too (stop 48,
+# docs/testing.md "Timings"). It is built here, before `swift test`, because the installed
+# system image (stage image, in the background of the tests) is made from it.
 release_products=(bikecomputer bikesim bikebench journal-bench bikefuzz)
 for p in "${release_products[@]}"; do
     swift build -c release --product "$p" > .build/release-build.log 2>&1 || {
@@ -179,23 +173,58 @@ done
 # Hard links, not symbolic ones: `bikecomputer companion` runs the bikecompanion beside its own
 # /proc/self/exe, which a symbolic link resolves into the release directory. release-products
 # names the release build's programs (Tests/oracle/release_build.py finds them there).
-oracle_bin="$PWD/.build/oracle-bin"
-rm -rf "$oracle_bin"
-mkdir -p "$oracle_bin"
+test_bin="$PWD/.build/test-bin"
+rm -rf "$test_bin"
+mkdir -p "$test_bin"
 release_bin="$(swift build -c release --show-bin-path)"
+debug_bin="$(swift build --show-bin-path)"
 for p in "${release_products[@]}"; do
-    ln "$release_bin/$p" "$oracle_bin/$p"
+    ln "$release_bin/$p" "$test_bin/$p"
 done
-ln "$(swift build --show-bin-path)/bikecompanion" "$oracle_bin/bikecompanion"
-echo "${release_products[*]}" > "$oracle_bin/release-products"
-echo "test.sh: the release build took $((SECONDS - stage_at)) s; the oracle tests run the release build of $(cat "$oracle_bin/release-products") and the debug build of bikecompanion (.build/oracle-bin)"
+for p in bikecompanion board-vm-checks screen-oracle; do
+    ln "$debug_bin/$p" "$test_bin/$p"
+done
+echo "${release_products[*]}" > "$test_bin/release-products"
+echo "test.sh: .build/test-bin holds the release build of $(cat "$test_bin/release-products") and the debug build of bikecompanion, board-vm-checks and screen-oracle"
+vm_prepare image "$test_bin"
+stage "swift test"
+swift test 2>&1 | tee .build/swift-test.log | grep -E "error:|✘|Test run with|Executed [0-9]+ tests" || true
+status=${PIPESTATUS[0]}
+if [ "$status" -ne 0 ]; then
+    echo "test.sh: swift test failed (full log: .build/swift-test.log)" >&2
+    grep -E "error|failed|✘" .build/swift-test.log | head -n 60 >&2 || true
+    exit "$status"
+fi
+
+stage "oracle tests (pytest), on the release build, beside the same answers on both CPUs"
+# The same answers on both CPUs (Tests/vm/test_arm64_same_answers.py: the aarch64 bikesim under
+# qemu-user beside the x86_64 one, no guest, no timing) needs the arm64 release, done by now in CI
+# (stop 47's: 8 s before this stage's tests began). It ran alone between the amd64 and the arm64
+# guests: 60 s of one busy core out of two. Here it takes CPU the oracle tests leave idle (the
+# stage was 75 % busy), at nice 10 in this session, so that their timing tests keep the CPUs
+# they need. (Beside the arm64 guests at a low priority, stop 46, it had slowed them.)
+if [ "$arm64_ok" = started ] && arm64_wait; then
+    export BIKE_ARM64_RELEASE="$PWD/.build/release-arm64"
+fi
+arm64_ok=waited
+same_answers=Tests/vm/test_arm64_same_answers.py
+same_answers_started=$SECONDS
+BIKE_BIN="$test_bin" nice -n 10 .venv/bin/python -m pytest -q -p no:cacheprovider -rA "$same_answers" > .build/vm-same-answers.log 2>&1 &
+same_answers_pid=$!
 # In BIKE_ORACLE_WORKERS (2) workers, each test file in one (its module fixtures are its own): on
 # its own the suite kept 2 CPUs 41 % busy (905 s); in two, 60-70 % (404 s warm, 556 s with the x86
 # release build cold). Three were faster alone (386 s) but not in CI, where the arm64 cross build
 # shares the CPUs (stop 44: 687 s at 94 % against two workers' 630 s at 84 %, and the arm64
 # release 222 s later). Ports, run directories and the caches it fills (debian-src, pypi-sdist,
-# SwiftPM's release build) are safe to share.
-BIKE_BIN="$oracle_bin" .venv/bin/python -m pytest -q -n "${BIKE_ORACLE_WORKERS:-2}" --dist loadfile --durations=15 Tests/oracle
+# SwiftPM's release build) are safe to share. The release build is .build/test-bin (above).
+oracle_status=0
+BIKE_BIN="$test_bin" .venv/bin/python -m pytest -q -n "${BIKE_ORACLE_WORKERS:-2}" --dist loadfile --durations=15 Tests/oracle || oracle_status=$?
+same_answers_status=0
+wait "$same_answers_pid" || same_answers_status=$?
+echo "test.sh: $same_answers took $((SECONDS - same_answers_started)) s beside the oracle tests (status $same_answers_status; log: .build/vm-same-answers.log):"
+grep -E "passed|failed|error" .build/vm-same-answers.log | tail -n 3 || true
+[ "$same_answers_status" = 0 ] || tail -n 40 .build/vm-same-answers.log >&2
+[ "$oracle_status" = 0 ] || exit "$oracle_status"
 
 # --- The sensor bridge's own tests (board/bridge/tests: framing, replay, faked radios).
 # The installed system around it (board/install.sh, the units, power cuts, storage faults, the
@@ -223,33 +252,19 @@ tail -n 15 .build/bridge-tests.log
 # it needs (qemu, busybox-static, kernel headers, the arm64 cross compiler), caches under
 # .build/vm and .build-gpiod2, and fails with the reason when it cannot run.
 vm_prepare_wait
-if [ "$arm64_ok" = started ] && arm64_wait; then
-    export BIKE_ARM64_RELEASE="$PWD/.build/release-arm64"
-fi
 # The arm64 guests (the aarch64 release on Debian's arm64 kernel, the package) run after the
 # others, in their own pytest. (Run beside them, one pytest each, the two sets of guests loaded the
-# 2-core machine to 8 and the timing bounds of the amd64 tests failed: stop 34.)
-# Between them, alone: the same answers on both CPUs (Tests/vm/test_arm64_same_answers.py: the
-# aarch64 bikesim under qemu-user, no guest), its x86_64 side the release build like the aarch64
-# one (.build/oracle-bin): 74 CPU-s against 141 with the debug bikesim, the same bytes either way.
-# (Beside the arm64 guests at a low priority, stop 46, it slowed them: their stage 600 s.)
+# 2-core machine to 8 and the timing bounds of the amd64 tests failed: stop 34.) The same answers
+# on both CPUs ran beside the oracle tests (above); its status counts here.
 arm64_tests="arm64 or package"
-same_answers=Tests/vm/test_arm64_same_answers.py
-stage "VM tests (Tests/vm/run), $same_answers, then the arm64 ones (-k '$arm64_tests')"
+stage "VM tests (Tests/vm/run), the arm64 ones (-k '$arm64_tests') last"
 vm_started=$SECONDS
 vm_status=0
-BIKE_BIN="$(swift build --show-bin-path)" bash Tests/vm/run --deselect "$same_answers" -k "not ($arm64_tests)" || vm_status=$?
+BIKE_BIN="$test_bin" bash Tests/vm/run --deselect "$same_answers" -k "not ($arm64_tests)" || vm_status=$?
 echo "test.sh: the VM tests but the arm64 ones took $((SECONDS - vm_started)) s (status $vm_status)"
-same_answers_started=$SECONDS
-same_answers_status=0
-BIKE_BIN="$oracle_bin" .venv/bin/python -m pytest -q -p no:cacheprovider -rA "$same_answers" > .build/vm-same-answers.log 2>&1 \
-    || same_answers_status=$?
-echo "test.sh: $same_answers took $((SECONDS - same_answers_started)) s (status $same_answers_status; log: .build/vm-same-answers.log):"
-grep -E "passed|failed|error" .build/vm-same-answers.log | tail -n 3 || true
-[ "$same_answers_status" = 0 ] || tail -n 40 .build/vm-same-answers.log >&2
 arm64_started=$SECONDS
 arm64_vm_status=0
-BIKE_BIN="$(swift build --show-bin-path)" bash Tests/vm/run --deselect "$same_answers" -k "$arm64_tests" || arm64_vm_status=$?
+BIKE_BIN="$test_bin" bash Tests/vm/run --deselect "$same_answers" -k "$arm64_tests" || arm64_vm_status=$?
 echo "test.sh: the arm64 VM tests took $((SECONDS - arm64_started)) s (status $arm64_vm_status)"
 echo "test.sh: VM tests took $((SECONDS - vm_started)) s"
 stage

@@ -2,7 +2,7 @@
 unspecialized generic code and closure contexts, and proves nothing about the device's build).
 
 `release_binary(product)` takes BIKE_BIN's PRODUCT when it is the release build (a release
-directory, or named in its `release-products`: scripts/test.sh's .build/oracle-bin), else runs
+directory, or named in its `release-products`: scripts/test.sh's .build/test-bin), else runs
 `swift build -c release --product PRODUCT`: from a clean clone that
 compiles the release configuration of the modules (a few minutes on 2 cores: in CI, inside the
 first allocation test that needs it), afterwards an incremental build of seconds. Two pytest
@@ -20,7 +20,7 @@ BUILD_TIMEOUT_S = 1800
 def release_binary(product: str) -> pathlib.Path:
     given = os.environ.get("BIKE_BIN")
     if given:
-        # scripts/test.sh's .build/oracle-bin names the programs it holds from the release build.
+        # scripts/test.sh's .build/test-bin names the programs it holds from the release build.
         marker = pathlib.Path(given) / "release-products"
         if marker.is_file() and product in marker.read_text().split():
             return pathlib.Path(given) / product
