@@ -208,9 +208,13 @@ if [ "$arm64_ok" = started ] && arm64_wait; then
 fi
 arm64_ok=waited
 same_answers=Tests/vm/test_arm64_same_answers.py
-same_answers_started=$SECONDS
 BIKE_BIN="$test_bin" nice -n 10 .venv/bin/python -m pytest -q -p no:cacheprovider -rA "$same_answers" > .build/vm-same-answers.log 2>&1 &
 same_answers_pid=$!
+# The fuzzing's own build (scripts/fuzz.sh: bikefuzz with -sanitize=fuzzer, .build/fuzz) too, at
+# nice 10: 37 s at the start of the fuzzing stage in stop 48's CI, whose oracle stage was 54 %
+# busy. The fuzzing itself stays in its stage: it runs for a time, not a number of inputs.
+nice -n 10 bash scripts/fuzz.sh --build < /dev/null > .build/fuzz-build.log 2>&1 &
+fuzz_build_pid=$!
 # In BIKE_ORACLE_WORKERS (2) workers, each test file in one (its module fixtures are its own): on
 # its own the suite kept 2 CPUs 41 % busy (905 s); in two, 60-70 % (404 s warm, 556 s with the x86
 # release build cold). Three were faster alone (386 s) but not in CI, where the arm64 cross build
@@ -221,10 +225,14 @@ oracle_status=0
 BIKE_BIN="$test_bin" .venv/bin/python -m pytest -q -n "${BIKE_ORACLE_WORKERS:-2}" --dist loadfile --durations=15 Tests/oracle || oracle_status=$?
 same_answers_status=0
 wait "$same_answers_pid" || same_answers_status=$?
-echo "test.sh: $same_answers took $((SECONDS - same_answers_started)) s beside the oracle tests (status $same_answers_status; log: .build/vm-same-answers.log):"
+echo "test.sh: $same_answers beside the oracle tests: status $same_answers_status (log: .build/vm-same-answers.log):"
 grep -E "passed|failed|error" .build/vm-same-answers.log | tail -n 3 || true
 [ "$same_answers_status" = 0 ] || tail -n 40 .build/vm-same-answers.log >&2
+fuzz_build_status=0
+wait "$fuzz_build_pid" || fuzz_build_status=$?
+tail -n 2 .build/fuzz-build.log
 [ "$oracle_status" = 0 ] || exit "$oracle_status"
+[ "$fuzz_build_status" = 0 ] || { tail -n 40 .build/fuzz-build.log >&2; echo "test.sh: the fuzzing build failed (status $fuzz_build_status; log: .build/fuzz-build.log)" >&2; exit "$fuzz_build_status"; }
 
 # --- The sensor bridge's own tests (board/bridge/tests: framing, replay, faked radios).
 # The installed system around it (board/install.sh, the units, power cuts, storage faults, the
