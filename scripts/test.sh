@@ -206,7 +206,6 @@ stage "oracle tests (pytest), on the release build, beside the same answers on b
 if [ "$arm64_ok" = started ] && arm64_wait; then
     export BIKE_ARM64_RELEASE="$PWD/.build/release-arm64"
 fi
-arm64_ok=waited
 same_answers=Tests/vm/test_arm64_same_answers.py
 BIKE_BIN="$test_bin" nice -n 10 .venv/bin/python -m pytest -q -p no:cacheprovider -rA "$same_answers" > .build/vm-same-answers.log 2>&1 &
 same_answers_pid=$!
