@@ -78,9 +78,9 @@ python3 scripts/check-imports.py || { echo "test.sh: scripts/check-imports.py fa
 
 # --- The VM tests' inputs, prepared in the background while the Swift package builds and its
 # tests run (docs/testing.md, "Timings"): Debian's kernels, the modules, debootstrap's root file
-# system, the C shim tests, the BLE rig, the libgpiod 2 build and the arm64 system (stage host);
-# once the build is done, the installed system image (board/install.sh of .build/test-bin booted in
-# a guest: stage image). Tests/vm/run below finds them cached; a step that
+# system, the C shim tests and the BLE rig first (stage host); once the release build is done, the
+# installed system image (board/install.sh of .build/test-bin booted in a guest), the libgpiod 2
+# build and the arm64 system (stage image). Tests/vm/run below finds them cached; a step that
 # failed here fails the VM test that needs it, with the reason. Logs: .build/vm-prepare-{host,image}.log.
 #
 # Each background job runs in a session of its own (setsid: the trap below kills it by its process
@@ -112,9 +112,9 @@ vm_prepare_wait() {
 vm_prepare_pid=
 # --- The board's release (issue 26, docs/releasing.md): the aarch64 executables and the Debian
 # package from Debian's Swift in a sid chroot (scripts/release-arm64.sh, cached under .build/arm64).
-# Its chroot, sysroot and downloads, then its cross build, run in the background of the x86
-# build; the same answers on both CPUs and the arm64 VM tests use it. Bounded (timeout), and says
-# what it waited for. Log: .build/arm64-release.log.
+# Its chroot, sysroot and downloads are prepared in the background of the x86 build; the cross
+# build runs in the background of the tests once the x86 build is done; the VM tests use it.
+# Each stage is bounded (timeout) and says what it waited for. Logs: .build/arm64-{prepare,release}.log.
 arm64_pid=
 arm64_stage=
 arm64_start() {  # arm64_start STAGE TIMEOUT_S [ARGS]: release-arm64.sh in the background, in a session of its own
@@ -139,51 +139,56 @@ arm64_wait() {
 trap 'for g in "$vm_prepare_pid" "$arm64_pid"; do [ -z "$g" ] || kill -- -"$g" 2>/dev/null || true; done' EXIT
 vm_prepare host
 if [ "$(id -u)" = 0 ] && [ "$(uname -m)" = x86_64 ]; then
-    # The whole of it at once: its chroot and sysroot (downloads, ~4 min), then the cross build
-    # beside the x86 build. Every stage before the VM tests keeps both CPUs busy, so what runs
-    # beside what changes little of the sum; started here, the release is ready for the same
-    # answers on both CPUs (the oracle stage) without a wait.
-    arm64_start release 5400
+    arm64_start prepare 3600 prepare
 else
     export BIKE_ARM64_RELEASE_ERROR="the arm64 release needs root on x86_64 (debootstrap, chroot): run scripts/test.sh as root"
     echo "test.sh: $BIKE_ARM64_RELEASE_ERROR; its VM tests will fail with this reason" >&2
 fi
 
-stage "building (the release configuration, with the tests)"
-# One build for every test below (stop 49): the optimized build of every product and of the test
-# targets, testable (`-enable-testing`, so that the tests' `@testable import` works). It replaced
-# a debug build with its tests (594 CPU-s from a clean clone) and a release build of the programs
-# the oracle and VM tests run (333 CPU-s): 1,071 CPU-s, and `swift test` then runs in 48 CPU-s
-# instead of the debug build's 300 (docs/testing.md, "Timings"). The tests run optimized code, as
-# the board does; the aarch64 release the board runs is scripts/release-arm64.sh's (above).
-build_flags=(-c release -Xswiftc -enable-testing)
-swift build "${build_flags[@]}" --build-tests > .build/build.log 2>&1 || {
-    tail -n 40 .build/build.log >&2
-    echo "test.sh: swift build ${build_flags[*]} --build-tests failed (log: .build/build.log)" >&2
-    exit 1
-}
-tail -n 1 .build/build.log
+stage "building"
+swift build 2>&1 | tail -n 3
 vm_prepare_wait
+arm64_ok=no
+if [ -n "$arm64_pid" ]; then
+    arm64_wait && arm64_start release 5400 && arm64_ok=started
+fi
 
-# The programs the oracle and VM tests run, in .build/test-bin (BIKE_BIN): the build above, whose
-# optimized `bikecomputer` and `bikesim` are what the allocation tests measure (a debug build
-# allocates where the board's does not: Tests/oracle/release_build.py). Hard links, not symbolic
-# ones: `bikecomputer companion` runs the bikecompanion beside its own /proc/self/exe, which a
-# symbolic link resolves into the build directory. release-products names the release build's
-# programs (Tests/oracle/release_build.py finds them there).
-test_products=(bikecomputer bikesim bikecompanion bikebench journal-bench bikefuzz board-vm-checks screen-oracle)
+stage "the release build"
+# The programs the oracle and VM tests run, in .build/test-bin (BIKE_BIN): the optimized build
+# (swift build -c release) of those that replay and run rides, as the board's is; the debug build
+# of the companion (its release build, SwiftNIO's, costs 250 CPU-s more; CPU is what bounds CI)
+# and of the VM tests' own tools (board-vm-checks, screen-oracle). The allocation tests needed
+# the release build already (240 CPU-s); on it the oracle suite took ~215 CPU-s against the debug
+# build's 440 (stop 46), and the VM guests, which run `bikecomputer` under TCG, less too (stop 48,
+# docs/testing.md "Timings"). It is built here, before `swift test`, because the installed
+# system image (stage image, in the background of the tests) is made from it.
+release_products=(bikecomputer bikesim bikebench journal-bench bikefuzz)
+for p in "${release_products[@]}"; do
+    swift build -c release --product "$p" > .build/release-build.log 2>&1 || {
+        tail -n 40 .build/release-build.log >&2
+        echo "test.sh: swift build -c release --product $p failed (log: .build/release-build.log)" >&2
+        exit 1
+    }
+done
+# Hard links, not symbolic ones: `bikecomputer companion` runs the bikecompanion beside its own
+# /proc/self/exe, which a symbolic link resolves into the release directory. release-products
+# names the release build's programs (Tests/oracle/release_build.py finds them there).
 test_bin="$PWD/.build/test-bin"
 rm -rf "$test_bin"
 mkdir -p "$test_bin"
-release_bin="$(swift build "${build_flags[@]}" --show-bin-path)"
-for p in "${test_products[@]}"; do
+release_bin="$(swift build -c release --show-bin-path)"
+debug_bin="$(swift build --show-bin-path)"
+for p in "${release_products[@]}"; do
     ln "$release_bin/$p" "$test_bin/$p"
 done
-echo "${test_products[*]}" > "$test_bin/release-products"
-echo "test.sh: .build/test-bin holds the release build of $(cat "$test_bin/release-products")"
+for p in bikecompanion board-vm-checks screen-oracle; do
+    ln "$debug_bin/$p" "$test_bin/$p"
+done
+echo "${release_products[*]}" > "$test_bin/release-products"
+echo "test.sh: .build/test-bin holds the release build of $(cat "$test_bin/release-products") and the debug build of bikecompanion, board-vm-checks and screen-oracle"
 vm_prepare image "$test_bin"
 stage "swift test"
-swift test "${build_flags[@]}" --skip-build 2>&1 | tee .build/swift-test.log | grep -E "error:|✘|Test run with|Executed [0-9]+ tests" || true
+swift test 2>&1 | tee .build/swift-test.log | grep -E "error:|✘|Test run with|Executed [0-9]+ tests" || true
 status=${PIPESTATUS[0]}
 if [ "$status" -ne 0 ]; then
     echo "test.sh: swift test failed (full log: .build/swift-test.log)" >&2
@@ -198,7 +203,7 @@ stage "oracle tests (pytest), on the release build, beside the same answers on b
 # guests: 60 s of one busy core out of two. Here it takes CPU the oracle tests leave idle (the
 # stage was 75 % busy), at nice 10 in this session, so that their timing tests keep the CPUs
 # they need. (Beside the arm64 guests at a low priority, stop 46, it had slowed them.)
-if [ -n "$arm64_pid" ] && arm64_wait; then
+if [ "$arm64_ok" = started ] && arm64_wait; then
     export BIKE_ARM64_RELEASE="$PWD/.build/release-arm64"
 fi
 same_answers=Tests/vm/test_arm64_same_answers.py

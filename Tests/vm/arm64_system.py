@@ -98,10 +98,11 @@ def _second_stage_on_host(root: pathlib.Path) -> tuple[bool, str]:
     (False, why) when this kernel cannot give the namespace its own binfmt_misc."""
     import subprocess
     vmlib.ensure_packages(["qemu-user-static"])
-    # nice 10: scripts/test.sh runs this in the background of the build (stage host; in stage
-    # image, beside `swift test` and the oracle tests, until stop 49), and the arm64 VM tests that
-    # need it come much later. Only CPU work, no timing: within its session, the steps beside it
-    # keep their priority (its qemu-user CPU: 5.5 min before stop 47's cut lists, 3.2 min since).
+    # nice 10: scripts/test.sh runs this in the background of `swift test` and the oracle tests
+    # (stage image), and the arm64 VM tests that need it come ~15 min later; at the tests' own
+    # priority its qemu-user CPU (5.5 min before stop 47's cut lists, 3.2 min since) took an
+    # equal share of the 2 CPUs from them. Only CPU work, no timing: the install guest before it
+    # in that stage, whose timeouts would suffer, keeps its priority.
     proc = subprocess.Popen(["nice", "-n", "10", "unshare", "--user", "--mount", "--propagation", "private", "--fork", "sh", "-c",
                              HOST_SECOND_STAGE, "second-stage", str(root), BINFMT_AARCH64],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

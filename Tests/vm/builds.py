@@ -181,9 +181,8 @@ def modules(k: vmlib.Kernel) -> list[pathlib.Path]:
 # ------------------------------------------------------------------------------ ahead of the tests
 # scripts/test.sh prepares the VM tests' inputs in the background while it builds and tests the
 # Swift package (they take minutes on a clean machine: downloads, debootstrap, the install boot),
-# then runs Tests/vm/run, which finds them cached. Stage "host" needs no Swift binary (it builds
-# board-vm-checks against libgpiod 2 in a scratch path of its own); stage "image" needs the built
-# products (BIKE_BIN). Each step's failure is reported and the next goes
+# then runs Tests/vm/run, which finds them cached. Stage "host" needs no Swift binary; stage
+# "image" needs the built products (BIKE_BIN). Each step's failure is reported and the next goes
 # on: the VM tests then fail with the reason when they need what is missing.
 
 def prepare(stage: str) -> int:
@@ -218,19 +217,20 @@ def prepare(stage: str) -> int:
             step("busybox for arm64", vmlib.busybox_binary, vmlib.ARCHES["arm64"])
         step("the C shim tests (arm64, v1)", shim_tests, "arm64", 1)
         step("the C shim tests (arm64, v2)", shim_tests, "arm64", 2)
-        step("the BLE test's host packages, btvirt and the bridge's venv", _prepare_ble)
-        # Neither needs the package's build, only its sources: they run beside it. (Stop 34's CI
-        # had the arm64 system here held `scripts/test.sh` ~200 s after a debug build of ~5 min;
-        # since stop 49 the build is the release one with the tests, ~9 min alone, and the
-        # installed image, which needs the build, is all that is left for after it.)
         step("libgpiod 2 (amd64) for the second board-vm-checks build", gpiod_prefix, "amd64", 2)
-        step("board-vm-checks against libgpiod 2", swift_gpiod2_checks)
-        if "arm64" in k:
-            step("the arm64 Debian system (debootstrap, its second stage under qemu-aarch64-static)", _arm64_system, k["arm64"])
+        step("the BLE test's host packages, btvirt and the bridge's venv", _prepare_ble)
     elif stage == "image":
         k = {"amd64": vmlib.kernel("amd64")}
         bin_dir = swift_products(["bikecomputer", "bikecompanion"])
         step("the installed system image (install.sh in a guest)", system.installed_image, k["amd64"], bin_dir, modules(k["amd64"]))
+        step("board-vm-checks against libgpiod 2", swift_gpiod2_checks)
+        # The arm64 Debian system needs no Swift binary, but its second stage (debootstrap under
+        # qemu-aarch64-static, ~5.5 min) in stage host held `scripts/test.sh` for ~200 s after the
+        # build (stop 34's CI); here it runs beside `swift test` and the oracle tests, and the
+        # arm64 VM tests, which need it, run last.
+        step("the arm64 kernel", lambda: k.setdefault("arm64", vmlib.kernel("arm64")))
+        if "arm64" in k:
+            step("the arm64 Debian system (debootstrap, its second stage under qemu-aarch64-static)", _arm64_system, k["arm64"])
     else:
         raise SystemExit(f"builds.py prepare: stage is host or image, not {stage}")
     vmlib.log(f"prepare {stage}: {'done' if not failed else 'FAILED: ' + ', '.join(failed)} in "
