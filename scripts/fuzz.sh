@@ -5,13 +5,14 @@
 #
 #   bash scripts/fuzz.sh [SECONDS] [TARGET...]   each target for SECONDS (default 60), all by default
 #   bash scripts/fuzz.sh --merge [TARGET...]     fold what the runs found into the committed corpus
-#   bash scripts/fuzz.sh --build                 build the fuzzing bikefuzz only (scripts/test.sh, ahead)
+#   bash scripts/fuzz.sh --build                 build the fuzzing bikefuzz only
 #
 # The committed corpus (Tests/Fuzz/Corpus/TARGET) is read, never written: new inputs go to
 # .build/fuzz/corpus/TARGET, crashes to .build/fuzz/crashes/ (the run fails, naming them; copy a
 # crash into the corpus as its regression test once fixed: `swift test --filter FuzzCorpusTests`
 # replays every corpus file). Figures (executions, coverage) are printed per target and appended
-# to .build/fuzz/summary.tsv. CI (scripts/test.sh) runs every target for BIKE_FUZZ_SECONDS (20).
+# to .build/fuzz/summary.tsv. CI (scripts/test.sh) runs every target for BIKE_FUZZ_SECONDS (30),
+# beside the oracle tests at nice 10.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch=.build/fuzz

@@ -196,7 +196,7 @@ if [ "$status" -ne 0 ]; then
     exit "$status"
 fi
 
-stage "oracle tests (pytest), on the release build, beside the same answers on both CPUs"
+stage "oracle tests (pytest), on the release build, beside the same answers on both CPUs, the fuzzing and the bridge tests"
 # The same answers on both CPUs (Tests/vm/test_arm64_same_answers.py: the aarch64 bikesim under
 # qemu-user beside the x86_64 one, no guest, no timing) needs the arm64 release, done by now in CI
 # (stop 47's: 8 s before this stage's tests began). It ran alone between the amd64 and the arm64
@@ -209,11 +209,23 @@ fi
 same_answers=Tests/vm/test_arm64_same_answers.py
 BIKE_BIN="$test_bin" nice -n 10 .venv/bin/python -m pytest -q -p no:cacheprovider -rA "$same_answers" > .build/vm-same-answers.log 2>&1 &
 same_answers_pid=$!
-# The fuzzing's own build (scripts/fuzz.sh: bikefuzz with -sanitize=fuzzer, .build/fuzz) too, at
-# nice 10: 37 s at the start of the fuzzing stage in stop 48's CI, whose oracle stage was 54 %
-# busy. The fuzzing itself stays in its stage: it runs for a time, not a number of inputs.
-nice -n 10 bash scripts/fuzz.sh --build < /dev/null > .build/fuzz-build.log 2>&1 &
-fuzz_build_pid=$!
+# --- Coverage-guided fuzzing (docs/testing.md, "Fuzzing", issue 27): libFuzzer on every parser of
+# outside input, BIKE_FUZZ_SECONDS each from the committed corpus; a crash fails the run. Its
+# build (bikefuzz with -sanitize=fuzzer, .build/fuzz), then the targets two at a time, at nice 10
+# beside the oracle tests (stop 49): in a stage of their own they kept the 2 CPUs busy for 122 s
+# of CI (20 s a target) while the oracle stage left 46 % of them idle (stop 48's CI). A time-boxed
+# fuzzer at a low priority tries fewer inputs when the oracle tests want the CPUs, so each target
+# has 30 s here against 20 s alone; CI's log prints each target's executions (docs/testing.md,
+# "Timings", compares them with a stage of their own).
+nice -n 10 bash scripts/fuzz.sh "${BIKE_FUZZ_SECONDS:-30}" < /dev/null > .build/fuzz.log 2>&1 &
+fuzz_pid=$!
+# --- The sensor bridge's own tests (board/bridge/tests: framing, replay, faked radios).
+# The installed system around it (board/install.sh, the units, power cuts, storage faults, the
+# clock) is tested in the VM below (Tests/vm/test_vm_system.py and the rest of issue 17's files).
+# They mostly wait on sockets and timeouts (29 s at 6 % of the CPUs), at this session's own
+# priority, so that their timeouts keep the CPU they need.
+.venv/bin/python -m pytest -q -p no:cacheprovider board/bridge/tests > .build/bridge-tests.log 2>&1 &
+bridge_pid=$!
 # In BIKE_ORACLE_WORKERS (2) workers, each test file in one (its module fixtures are its own): on
 # its own the suite kept 2 CPUs 41 % busy (905 s); in two, 60-70 % (404 s warm, 556 s with the x86
 # release build cold). Three were faster alone (386 s) but not in CI, where the arm64 cross build
@@ -222,36 +234,23 @@ fuzz_build_pid=$!
 # SwiftPM's release build) are safe to share. The release build is .build/test-bin (above).
 oracle_status=0
 BIKE_BIN="$test_bin" .venv/bin/python -m pytest -q -n "${BIKE_ORACLE_WORKERS:-2}" --dist loadfile --durations=15 Tests/oracle || oracle_status=$?
+oracle_done=$SECONDS
 same_answers_status=0
 wait "$same_answers_pid" || same_answers_status=$?
 echo "test.sh: $same_answers beside the oracle tests: status $same_answers_status (log: .build/vm-same-answers.log):"
 grep -E "passed|failed|error" .build/vm-same-answers.log | tail -n 3 || true
 [ "$same_answers_status" = 0 ] || tail -n 40 .build/vm-same-answers.log >&2
-fuzz_build_status=0
-wait "$fuzz_build_pid" || fuzz_build_status=$?
-tail -n 2 .build/fuzz-build.log
-[ "$oracle_status" = 0 ] || exit "$oracle_status"
-[ "$fuzz_build_status" = 0 ] || { tail -n 40 .build/fuzz-build.log >&2; echo "test.sh: the fuzzing build failed (status $fuzz_build_status; log: .build/fuzz-build.log)" >&2; exit "$fuzz_build_status"; }
-
-# --- The sensor bridge's own tests (board/bridge/tests: framing, replay, faked radios).
-# The installed system around it (board/install.sh, the units, power cuts, storage faults, the
-# clock) is tested in the VM below (Tests/vm/test_vm_system.py and the rest of issue 17's files).
-# They mostly wait on sockets and timeouts (29 s at 6 % of the CPUs), so they run beside the
-# fuzzing below, which runs nicer so that their timeouts keep the CPU they need.
-stage "bridge tests (board/bridge/tests) beside the fuzzing (scripts/fuzz.sh, ${BIKE_FUZZ_SECONDS:-20} s per target)"
-.venv/bin/python -m pytest -q -p no:cacheprovider board/bridge/tests > .build/bridge-tests.log 2>&1 &
-bridge_pid=$!
-
-# --- Coverage-guided fuzzing (docs/testing.md, "Fuzzing", issue 27): libFuzzer on every parser of
-# outside input, BIKE_FUZZ_SECONDS (20) each from the committed corpus; a crash fails the run.
-fuzz_status=0
-nice -n 5 bash scripts/fuzz.sh "${BIKE_FUZZ_SECONDS:-20}" || fuzz_status=$?
 bridge_status=0
 wait "$bridge_pid" || bridge_status=$?
 echo "test.sh: bridge tests (log: .build/bridge-tests.log):"
 tail -n 15 .build/bridge-tests.log
+fuzz_status=0
+wait "$fuzz_pid" || fuzz_status=$?
+echo "test.sh: the fuzzing (scripts/fuzz.sh, ${BIKE_FUZZ_SECONDS:-30} s a target) beside the oracle tests: status $fuzz_status, done $((SECONDS - oracle_done)) s after them (log: .build/fuzz.log):"
+grep -vE "^\[[0-9]+/[0-9]+\]" .build/fuzz.log | tail -n 20
+[ "$oracle_status" = 0 ] || exit "$oracle_status"
 [ "$bridge_status" = 0 ] || { echo "test.sh: the bridge tests failed (status $bridge_status): .build/bridge-tests.log" >&2; exit "$bridge_status"; }
-[ "$fuzz_status" = 0 ] || exit "$fuzz_status"
+[ "$fuzz_status" = 0 ] || { echo "test.sh: the fuzzing failed (status $fuzz_status; log: .build/fuzz.log)" >&2; exit "$fuzz_status"; }
 
 # --- The board on a real kernel (docs/testing.md): Debian's own kernel booted in QEMU (TCG)
 # with the project's simulated SSD1306, i2c-stub and gpio-sim; BoardHardware and the C shims
