@@ -5,7 +5,6 @@
 #
 #   bash scripts/fuzz.sh [SECONDS] [TARGET...]   each target for SECONDS (default 60), all by default
 #   bash scripts/fuzz.sh --merge [TARGET...]     fold what the runs found into the committed corpus
-#   bash scripts/fuzz.sh --build                 build the fuzzing bikefuzz only
 #
 # The committed corpus (Tests/Fuzz/Corpus/TARGET) is read, never written: new inputs go to
 # .build/fuzz/corpus/TARGET, crashes to .build/fuzz/crashes/ (the run fails, naming them; copy a
@@ -17,9 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch=.build/fuzz
 merge=false
-build_only=false
 seconds=60
-if [ "${1:-}" = "--merge" ]; then merge=true; shift; elif [ "${1:-}" = "--build" ]; then build_only=true; shift; elif [[ "${1:-}" =~ ^[0-9]+$ ]]; then seconds=$1; shift; fi
+if [ "${1:-}" = "--merge" ]; then merge=true; shift; elif [[ "${1:-}" =~ ^[0-9]+$ ]]; then seconds=$1; shift; fi
 
 echo "fuzz.sh: building bikefuzz with -sanitize=fuzzer (scratch path $scratch)"
 # libFuzzer's runtime brings a `main` and SwiftPM links the executable's own: both run the same
@@ -28,7 +26,6 @@ flags=(-Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING -Xlinker --allow-multiple-de
 swift build --scratch-path "$scratch" --product bikefuzz "${flags[@]}" 2>&1 | tail -n 3
 bin="$(swift build --scratch-path "$scratch" "${flags[@]}" --show-bin-path)/bikefuzz"
 [ -x "$bin" ] || { echo "fuzz.sh: $bin was not built" >&2; exit 1; }
-if $build_only; then echo "fuzz.sh: built $bin"; exit 0; fi
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(grep -oE 'FuzzTarget\(name: "[a-z0-9-]+"' Tests/Fuzz/FuzzTargets/FuzzTargets.swift | cut -d'"' -f2)
 mkdir -p "$scratch/crashes"
