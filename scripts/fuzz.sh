@@ -10,7 +10,7 @@
 # .build/fuzz/corpus/TARGET, crashes to .build/fuzz/crashes/ (the run fails, naming them; copy a
 # crash into the corpus as its regression test once fixed: `swift test --filter FuzzCorpusTests`
 # replays every corpus file). Figures (executions, coverage) are printed per target and appended
-# to .build/fuzz/summary.tsv. CI (scripts/test.sh) runs every target for BIKE_FUZZ_SECONDS (45),
+# to .build/fuzz/summary.tsv. CI (scripts/test.sh) runs every target for BIKE_FUZZ_SECONDS (30),
 # beside the oracle tests at nice 10.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -39,14 +39,6 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 
-# The companion's browser test drives headless Chromium; without it that test is skipped (with
-# the reason), so a failed install is not fatal.
-if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "test.sh: installing chromium for the companion's browser test"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq chromium; } >/dev/null 2>&1 \
-        || echo "test.sh: could not install chromium; the companion browser test will fail (install it: sudo apt-get install chromium)" >&2
-fi
-
 
 # Oracle tools in a venv (created once, refreshed when requirements change).
 req=Tests/oracle/requirements.txt
@@ -57,6 +49,35 @@ if [ ! -x .venv/bin/python ] || ! cmp -s "$req" .venv/requirements.installed; th
     .venv/bin/pip install -q -r "$req"
     cp "$req" .venv/requirements.installed
 fi
+
+# --- Fetched ahead, in the background of the build (a session of its own; the oracle stage waits
+# for it): Chromium for the companion's browser test (that test fails, saying so, without it), and
+# what the oracle tests otherwise fetch on first use (Tests/oracle/prefetch.py: gpsd from apt and
+# its regression logs, Debian source tarballs, an sdist). In stop 49's CI they cost the stage
+# before the build ~19 s (Chromium) and the oracle stage ~70 s (the gpsd tests' set-up: apt). A
+# failure here only costs time: a test fetches what is missing itself. Log: .build/prefetch.log.
+mkdir -p .build
+prefetch() {
+    if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "test.sh: installing chromium for the companion's browser test"
+        local apt=(apt-get -o DPkg::Lock::Timeout=900)
+        { DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -qq chromium \
+            || { "${apt[@]}" update -qq && DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -qq chromium; }; } >/dev/null 2>&1 \
+            || echo "test.sh: could not install chromium; the companion browser test will fail (install it: sudo apt-get install chromium)"
+    fi
+    .venv/bin/python Tests/oracle/prefetch.py
+}
+PREFETCH_TIMEOUT_S=1800
+setsid timeout "$PREFETCH_TIMEOUT_S" bash -c "$(declare -f prefetch); prefetch" < /dev/null > .build/prefetch.log 2>&1 &
+prefetch_pid=$!
+trap '[ -z "$prefetch_pid" ] || kill -- -"$prefetch_pid" 2>/dev/null || true' EXIT  # the whole trap below
+prefetch_wait() {
+    local status=0 waited=$SECONDS
+    wait "$prefetch_pid" || status=$?
+    echo "test.sh: fetched ahead (chromium, Tests/oracle/prefetch.py): status $status$([ "$status" = 124 ] && echo " (timed out after $PREFETCH_TIMEOUT_S s)"), waited for it $((SECONDS - waited)) s (log: .build/prefetch.log):"
+    sed 's/^/    /' .build/prefetch.log
+    prefetch_pid=
+}
 
 # Each stage's wall time and how busy the machine's CPUs were during it (all processes, the
 # background builds included, from /proc/stat): where CI's time goes (docs/testing.md "Timings").
@@ -136,7 +157,7 @@ arm64_wait() {
     arm64_pid=
     return "$status"
 }
-trap 'for g in "$vm_prepare_pid" "$arm64_pid"; do [ -z "$g" ] || kill -- -"$g" 2>/dev/null || true; done' EXIT
+trap 'for g in "$vm_prepare_pid" "$arm64_pid" "$prefetch_pid"; do [ -z "$g" ] || kill -- -"$g" 2>/dev/null || true; done' EXIT
 vm_prepare host
 if [ "$(id -u)" = 0 ] && [ "$(uname -m)" = x86_64 ]; then
     arm64_start prepare 3600 prepare
@@ -203,6 +224,7 @@ stage "oracle tests (pytest), on the release build, beside the same answers on b
 # guests: 60 s of one busy core out of two. Here it takes CPU the oracle tests leave idle (the
 # stage was 75 % busy), at nice 10 in this session, so that their timing tests keep the CPUs
 # they need. (Beside the arm64 guests at a low priority, stop 46, it had slowed them.)
+prefetch_wait
 if [ "$arm64_ok" = started ] && arm64_wait; then
     export BIKE_ARM64_RELEASE="$PWD/.build/release-arm64"
 fi
@@ -217,9 +239,10 @@ same_answers_pid=$!
 # fuzzer at a low priority tries fewer inputs when the oracle tests want the CPUs: at 30 s a
 # target here, stop 49's CI counted 31-57 % of the executions of 20 s in a stage of their own
 # (bridge frames 124,642 against 235,858; TOML 11,356 against 36,028), the coverage within 2 %,
-# and the fuzzing was done ~160 s before the oracle tests. Hence 45 s. CI's log prints each
-# target's executions (docs/testing.md, "Timings", "Stop 49").
-nice -n 10 bash scripts/fuzz.sh "${BIKE_FUZZ_SECONDS:-45}" < /dev/null > .build/fuzz.log 2>&1 &
+# and the fuzzing was done ~160 s before the oracle tests. At 45 s (stop 49's CI) it ended with
+# them, 0 s after; with the oracle tests' fetching moved ahead (stop 50) their stage is shorter, so
+# 30 s. CI's log prints each target's executions (docs/testing.md, "Timings", "Stop 49", "Stop 50").
+nice -n 10 bash scripts/fuzz.sh "${BIKE_FUZZ_SECONDS:-30}" < /dev/null > .build/fuzz.log 2>&1 &
 fuzz_pid=$!
 # --- The sensor bridge's own tests (board/bridge/tests: framing, replay, faked radios).
 # The installed system around it (board/install.sh, the units, power cuts, storage faults, the
@@ -248,7 +271,7 @@ echo "test.sh: bridge tests (log: .build/bridge-tests.log):"
 tail -n 15 .build/bridge-tests.log
 fuzz_status=0
 wait "$fuzz_pid" || fuzz_status=$?
-echo "test.sh: the fuzzing (scripts/fuzz.sh, ${BIKE_FUZZ_SECONDS:-45} s a target) beside the oracle tests: status $fuzz_status, done $((SECONDS - oracle_done)) s after them (log: .build/fuzz.log):"
+echo "test.sh: the fuzzing (scripts/fuzz.sh, ${BIKE_FUZZ_SECONDS:-30} s a target) beside the oracle tests: status $fuzz_status, done $((SECONDS - oracle_done)) s after them (log: .build/fuzz.log):"
 grep -vE "^\[[0-9]+/[0-9]+\]" .build/fuzz.log | tail -n 20
 [ "$oracle_status" = 0 ] || exit "$oracle_status"
 [ "$bridge_status" = 0 ] || { echo "test.sh: the bridge tests failed (status $bridge_status): .build/bridge-tests.log" >&2; exit "$bridge_status"; }

@@ -34,12 +34,15 @@ def extract(name: str, version: str, select: Callable[[str], bool]) -> pathlib.P
         return _extract(name, version, select)
 
 
-def _extract(name: str, version: str, select: Callable[[str], bool]) -> pathlib.Path:
+def download(name: str, version: str) -> pathlib.Path:
+    """NAME==VERSION's sdist, downloaded once into the cache (Tests/oracle/prefetch.py fetches it
+    ahead of the tests)."""
+    with locked(CACHE):
+        return _download(name, version)
+
+
+def _download(name: str, version: str) -> pathlib.Path:
     base = CACHE / f"{name}-{version}"
-    files = base / "files"
-    done = base / ".extracted"
-    if done.exists():
-        return files
     base.mkdir(parents=True, exist_ok=True)
     archives = list(base.glob("*.tar.gz"))
     if not archives:
@@ -48,11 +51,21 @@ def _extract(name: str, version: str, select: Callable[[str], bool]) -> pathlib.
         archives = list(base.glob("*.tar.gz"))
         if r.returncode != 0 or not archives:
             raise SourceUnavailable(f"pip download {name}=={version} failed (is PyPI reachable?): {r.stderr.strip()[-400:]}")
+    return archives[0]
+
+
+def _extract(name: str, version: str, select: Callable[[str], bool]) -> pathlib.Path:
+    base = CACHE / f"{name}-{version}"
+    files = base / "files"
+    done = base / ".extracted"
+    if done.exists():
+        return files
+    archive = _download(name, version)
     files.mkdir(exist_ok=True)
-    with tarfile.open(archives[0]) as tar:
+    with tarfile.open(archive) as tar:
         members = tar.getmembers()
         if len(members) > MEMBERS_MAX:
-            raise SourceUnavailable(f"{archives[0].name}: {len(members)} members, more than {MEMBERS_MAX}")
+            raise SourceUnavailable(f"{archive.name}: {len(members)} members, more than {MEMBERS_MAX}")
         for m in members:
             if not m.isfile() or m.size > MEMBER_BYTES_MAX or not select(m.name):
                 continue

@@ -410,12 +410,23 @@ class Arch:
     console: str
     cross: str | None  # CROSS_COMPILE prefix
     kernel_arch: str  # ARCH= for kbuild
+    cmdline: str = ""  # the kernel's command line for every guest of this architecture (after console=)
+
+
+# kpti=0 on arm64: Debian's arm64 kernel turns on kernel page-table isolation whenever KASLR is in
+# effect ("forced ON by KASLR"; QEMU's virt machine hands it a KASLR seed), though a Cortex-A53
+# needs none (meltdown: "Not affected"). Under TCG every entry to and exit from the kernel then
+# switches translation tables, and QEMU, whose TLB has no ASID tags, flushes its TLB each time:
+# 1,500 fork+exec of /bin/true in a busybox guest took 17-19 CPU-s of qemu with it and 9-13 CPU-s
+# without (stop 50, docs/testing.md "Timings"). It changes nothing the project's programs see.
+# (amd64: QEMU's qemu64 CPU is an AMD one, for which the kernel isolates nothing; mitigations=off
+# measured no different there.)
 
 
 ARCHES = {
     "amd64": Arch("amd64", "qemu-system-x86_64", "qemu-system-x86", ("-M", "pc", "-accel", "tcg"), "ttyS0", None, "x86"),
     "arm64": Arch("arm64", "qemu-system-aarch64", "qemu-system-arm", ("-M", "virt", "-cpu", "cortex-a53", "-accel", "tcg"),
-                  "ttyAMA0", "aarch64-linux-gnu-", "arm64"),
+                  "ttyAMA0", "aarch64-linux-gnu-", "arm64", "kpti=0"),
 }
 
 
@@ -889,7 +900,7 @@ class Machine:
         a = self.kernel.arch
         cmd = [a.qemu, *a.machine, "-m", str(self.memory_mb), "-smp", str(self.smp), "-nodefaults", "-no-user-config",
                "-display", "none", "-no-reboot", "-kernel", str(self.kernel.boot_image), "-initrd", str(self.initrd),
-               "-append", f"console={a.console} panic=-1 quiet loglevel=4 {self.append}".strip(),
+               "-append", f"console={a.console} {a.cmdline} panic=-1 quiet loglevel=4 {self.append}".replace("  ", " ").strip(),
                "-serial", f"file:{console}" if console else "stdio",
                "-virtfs", f"local,path={outdir},mount_tag=vmout,security_model=none,multidevs=remap"]
         if self.host_root:
