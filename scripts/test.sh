@@ -61,8 +61,11 @@ prefetch() {
     if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         echo "test.sh: installing chromium for the companion's browser test"
         local apt=(apt-get -o DPkg::Lock::Timeout=900)
-        { DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -qq chromium \
-            || { "${apt[@]}" update -qq && DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y -qq chromium; }; } >/dev/null 2>&1 \
+        # Without its recommends (17 packages, not 95: 9.7 s and 13 CPU-s against 15.8 s and 19,
+        # the downloads cached), with which the browser test passes the same.
+        local install=(install -y -qq --no-install-recommends chromium)
+        { DEBIAN_FRONTEND=noninteractive "${apt[@]}" "${install[@]}" \
+            || { "${apt[@]}" update -qq && DEBIAN_FRONTEND=noninteractive "${apt[@]}" "${install[@]}"; }; } >/dev/null 2>&1 \
             || echo "test.sh: could not install chromium; the companion browser test will fail (install it: sudo apt-get install chromium)"
     fi
     .venv/bin/python Tests/oracle/prefetch.py

@@ -45,12 +45,15 @@ def ensure_gpsd() -> None:
         raise GpsdUnavailable(f"missing Debian packages {' '.join(missing)}: sudo apt-get install {' '.join(missing)}")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     lock = ["-o", "DPkg::Lock::Timeout=900"]
-    r = subprocess.run(["apt-get", *lock, "install", "-y", "-qq", *missing], capture_output=True, text=True, env=env)
+    # Without the recommends: 60 packages, not 68 (28 s and 31 CPU-s against 38 s and 41, the
+    # downloads cached); gpsd, gpsfake and the tests need none of them.
+    install = ["apt-get", *lock, "install", "-y", "-qq", "--no-install-recommends", *missing]
+    r = subprocess.run(install, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         subprocess.run(["apt-get", *lock, "update", "-qq"], capture_output=True, text=True, env=env)
-        r = subprocess.run(["apt-get", *lock, "install", "-y", "-qq", *missing], capture_output=True, text=True, env=env)
+        r = subprocess.run(install, capture_output=True, text=True, env=env)
     if r.returncode != 0:
-        raise GpsdUnavailable(f"apt-get install {' '.join(missing)} failed:\n{r.stderr[-2000:]}")
+        raise GpsdUnavailable(f"apt-get install --no-install-recommends {' '.join(missing)} failed:\n{r.stderr[-2000:]}")
     # Debian starts gpsd.socket on install; the tests run their own gpsd instances.
 
 
