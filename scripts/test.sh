@@ -53,8 +53,8 @@ fi
 # --- Fetched ahead, in the background of the build (a session of its own; the oracle stage waits
 # for it): Chromium for the companion's browser test (that test fails, saying so, without it), and
 # what the oracle tests otherwise fetch on first use (Tests/oracle/prefetch.py: gpsd from apt and
-# its regression logs, Debian source tarballs, an sdist). In stop 49's CI they cost the stage
-# before the build ~19 s (Chromium) and the oracle stage ~70 s (the gpsd tests' set-up: apt). A
+# its regression logs, Debian source tarballs, an sdist). In the CI of 3191afc (stop 50) they cost
+# the stage before the build 16 s (Chromium) and the oracle stage ~70 s (the gpsd tests' set-up). A
 # failure here only costs time: a test fetches what is missing itself. Log: .build/prefetch.log.
 mkdir -p .build
 prefetch() {
@@ -117,7 +117,6 @@ python3 scripts/check-imports.py || { echo "test.sh: scripts/check-imports.py fa
 # by more than it gained (the amd64 guests 2,159 guest-s against 1,707, their stage 834 s against
 # 677 s; the arm64 stage 600 s): 3,036 s in all against stop 45's 2,893 s, though on a slower
 # day (docs/testing.md, "Timings": not yet a same-day comparison).
-mkdir -p .build
 VM_PREPARE_TIMEOUT_S=3600
 vm_prepare() {  # vm_prepare STAGE [BIKE_BIN]: runs in the background, in a session of its own
     BIKE_BIN="${2:-}" setsid timeout "$VM_PREPARE_TIMEOUT_S" .venv/bin/python Tests/vm/builds.py prepare "$1" \
@@ -242,8 +241,8 @@ same_answers_pid=$!
 # fuzzer at a low priority tries fewer inputs when the oracle tests want the CPUs: at 30 s a
 # target here, stop 49's CI counted 31-57 % of the executions of 20 s in a stage of their own
 # (bridge frames 124,642 against 235,858; TOML 11,356 against 36,028), the coverage within 2 %,
-# and the fuzzing was done ~160 s before the oracle tests. At 45 s (stop 49's CI) it ended with
-# them, 0 s after; with the oracle tests' fetching moved ahead (stop 50) their stage is shorter, so
+# and the fuzzing was done ~160 s before the oracle tests. At 45 s (the CI of 3191afc) it ended
+# with them, 0 s after; with the oracle tests' fetching moved ahead (stop 50) their stage is shorter, so
 # 30 s. CI's log prints each target's executions (docs/testing.md, "Timings", "Stop 49", "Stop 50").
 nice -n 10 bash scripts/fuzz.sh "${BIKE_FUZZ_SECONDS:-30}" < /dev/null > .build/fuzz.log 2>&1 &
 fuzz_pid=$!

@@ -520,7 +520,7 @@ class System:
         a = self.kernel.arch
         cmd = [a.qemu, *a.machine, "-m", str(self.memory_mb), "-smp", str(self.smp), "-nodefaults", "-no-user-config",
                "-display", "none", "-no-reboot", "-kernel", str(self.kernel.boot_image), "-initrd", str(self.initrd),
-               "-append", f"console={a.console} {a.cmdline} panic=-1 quiet loglevel=4 systemd.show_status=error {append}".replace("  ", " ").strip(),
+               "-append", f"{a.boot_args} panic=-1 quiet loglevel=4 systemd.show_status=error {append}".strip(),
                "-serial", f"file:{outdir / 'console.log'}",
                "-virtfs", f"local,path={outdir},mount_tag=vmout,security_model=none,multidevs=remap"]
         for d in [root, *disks]:

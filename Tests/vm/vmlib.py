@@ -410,7 +410,12 @@ class Arch:
     console: str
     cross: str | None  # CROSS_COMPILE prefix
     kernel_arch: str  # ARCH= for kbuild
-    cmdline: str = ""  # the kernel's command line for every guest of this architecture (after console=)
+    cmdline: str = ""  # more of the kernel's command line, for every guest of this architecture
+
+    @property
+    def boot_args(self) -> str:
+        """The start of every guest's kernel command line: the console, then `cmdline`."""
+        return f"console={self.console} {self.cmdline}".strip()
 
 
 # kpti=0 on arm64: Debian's arm64 kernel turns on kernel page-table isolation whenever KASLR is in
@@ -900,7 +905,7 @@ class Machine:
         a = self.kernel.arch
         cmd = [a.qemu, *a.machine, "-m", str(self.memory_mb), "-smp", str(self.smp), "-nodefaults", "-no-user-config",
                "-display", "none", "-no-reboot", "-kernel", str(self.kernel.boot_image), "-initrd", str(self.initrd),
-               "-append", f"console={a.console} {a.cmdline} panic=-1 quiet loglevel=4 {self.append}".replace("  ", " ").strip(),
+               "-append", f"{a.boot_args} panic=-1 quiet loglevel=4 {self.append}".strip(),
                "-serial", f"file:{console}" if console else "stdio",
                "-virtfs", f"local,path={outdir},mount_tag=vmout,security_model=none,multidevs=remap"]
         if self.host_root:
