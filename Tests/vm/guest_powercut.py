@@ -349,7 +349,7 @@ def activity_upgrade(ledger: dict, arm) -> None:
 
 
 # When apt finishes before the cut (the step was quicker than the seeded delay: a faster host
-# than the one PHASES were measured on; CI's postinst 16.3 s against a delay of 17.8 s, stop 51),
+# than the one PHASES were measured on: the project's CI of stop 50, the postinst 16.3 s against a delay of 17.8 s),
 # the upgrade goes again the other way with the cut at this fraction of the step's measured time,
 # up to PACKAGE_ATTEMPTS upgrades in all.
 PACKAGE_ATTEMPTS = 3
