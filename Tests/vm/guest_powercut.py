@@ -349,14 +349,14 @@ def activity_upgrade(ledger: dict, arm) -> None:
 
 
 # When apt finishes before the cut (the step was quicker than the seeded delay: a faster host
-# than the one PHASES were measured on: the project's CI of stop 50, the postinst 16.3 s against a delay of 17.8 s),
-# the upgrade goes again the other way with the cut at this fraction of the step's measured time,
-# up to PACKAGE_ATTEMPTS upgrades in all.
+# than the one PHASES were measured on; the project's CI of stop 50, the postinst 16.3 s against
+# a delay of 17.8 s), the upgrade goes again the other way with the cut at this fraction of the
+# step's measured time, up to PACKAGE_ATTEMPTS upgrades in all.
 PACKAGE_ATTEMPTS = 3
 PACKAGE_RETRY_FRACTION = 0.5
 
 
-def activity_package_upgrade(ledger: dict, arm) -> None:
+def activity_package_upgrade(ledger: dict, arm: Cut) -> None:
     """`apt install ./….deb` of the other version (an upgrade to the current one, or back to the
     previous: either way dpkg unpacks over a running unit and restarts it) with a ride in
     progress; the cut's delay counts from apt's line PACKAGE_CUT_LINE; every line's time after

@@ -23,7 +23,8 @@ The seed (`PACKAGE_POWERCUT_SEED`, default 28: the unpacking, then the postinst)
 steps and moments; CI makes `PACKAGE_POWERCUT_CUTS` = CI_CUTS cuts; every step once takes 4, and
 longer runs are documented in docs/power.md. `PACKAGE_POWERCUT_AT=PHASE:SECONDS` makes the one
 cut given instead (a delay longer than the step shows the retry: apt finished first, the upgrade
-goes again the other way with the cut at half the step's measured time, guest_powercut.PACKAGE_ATTEMPTS):
+goes again the other way with the cut at half the step's measured time,
+guest_powercut.PACKAGE_ATTEMPTS):
 
     PACKAGE_POWERCUT_CUTS=4 BIKE_ARM64_RELEASE=.build/release-arm64 bash Tests/vm/run -k package_powercut
 
@@ -54,7 +55,8 @@ CI_CUTS = 2
 # written as .dpkg-new and renamed), the postinst's accounts, and the rest of the postinst (the
 # tmpfiles, the bridge's byte code, udev, the units' restart: SIGTERM to the riding app).
 # A quicker host finishes a step before its delay (the project's CI of stop 50: the postinst
-# 16.3 s, the delay 17.8 s): the guest then upgrades again with a shorter one (guest_powercut.PACKAGE_ATTEMPTS).
+# 16.3 s, the delay 17.8 s): the guest then upgrades again with a shorter one
+# (guest_powercut.PACKAGE_ATTEMPTS).
 PHASES = [("prerm", "Preparing to unpack", (0.0, 0.5)), ("unpacking", "Unpacking bikecomputer", (0.0, 20.0)),
           ("accounts", "Setting up bikecomputer", (0.0, 1.5)), ("postinst", "the bridge's user bikebridge", (0.0, 25.0))]
 
